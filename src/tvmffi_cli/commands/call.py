@@ -1,0 +1,12 @@
+"""`tvmffi call` (filled in by its own issue)."""
+
+import click
+
+
+@click.command("call", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def command(args):
+    """Not implemented yet."""
+    from ..errors import InputError
+
+    raise InputError("tvmffi call is not implemented yet")

@@ -1,0 +1,49 @@
+"""Where the built runtime library and our C headers live."""
+
+import os
+from pathlib import Path
+
+RUNTIME_ENV = "TVMFFI_RUNTIME"
+_LIBNAME = "libtvm_ffi.so"
+
+
+def _package_dirs():
+    import tvmffi_cli
+
+    # An editable install (scikit-build-core "redirect" mode) spreads the package
+    # over the source tree and site-packages; look in every part.
+    return [Path(p) for p in getattr(tvmffi_cli, "__path__", [])]
+
+
+def runtime_library() -> Path:
+    """Absolute path of our runtime (libtvm_ffi.so), or raise InputError."""
+    from .errors import InputError
+
+    env = os.environ.get(RUNTIME_ENV)
+    if env:
+        p = Path(env).resolve()
+        if not p.is_file():
+            raise InputError(f"{RUNTIME_ENV}={env}: no such file")
+        return p
+    for d in _package_dirs():
+        p = d / "lib" / _LIBNAME
+        if p.is_file():
+            return p.resolve()
+    raise InputError(
+        "the tvmffi runtime library is not built; reinstall with `pip install .` "
+        f"or point {RUNTIME_ENV} at a libtvm_ffi.so"
+    )
+
+
+def include_dir() -> Path:
+    from .errors import InputError
+
+    for d in _package_dirs():
+        p = d / "include"
+        if (p / "tvm" / "ffi" / "c_api.h").is_file():
+            return p.resolve()
+    # Running from a source checkout.
+    src = Path(__file__).resolve().parents[2] / "runtime" / "include"
+    if (src / "tvm" / "ffi" / "c_api.h").is_file():
+        return src
+    raise InputError("the tvmffi C headers are not installed; reinstall with `pip install .`")
