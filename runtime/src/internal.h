@@ -1,0 +1,196 @@
+/* Internal interface shared by the runtime's source files (not installed).
+ *
+ * Ownership: runtime A (object/type/string/error/function/registry/env/
+ * instrument/init) implements everything here except the section marked
+ * "runtime B", which tensor.c/container.c/module.c/... implement.
+ *
+ * Conventions:
+ *  - Functions returning int return 0 on success and -1 with an error raised
+ *    in the calling thread (rt_raise) on failure.
+ *  - Every object made here starts with TVMFFIObject, refcount "both one"
+ *    (strong 1, weak 1), and is preceded by a TVMFFIObjectAllocHeader.
+ *  - Start-up: files register their globals from a function marked
+ *    RT_INIT; the registry and type table are usable at any time (lazily
+ *    initialised), so constructor order between files does not matter. */
+#ifndef TVMFFI_RT_INTERNAL_H_
+#define TVMFFI_RT_INTERNAL_H_
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tvm/ffi/c_api.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvmffi/rt.h>
+
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Run `fn` once when the library is loaded (after the core, whose own
+ * constructor has priority 101). Usage: RT_INIT(container_init) { ... } */
+#define RT_INIT(fn) __attribute__((constructor(200))) static void fn(void)
+
+#define RT_STRONG_ONE ((uint64_t)1)
+#define RT_WEAK_ONE ((uint64_t)1 << 32)
+#define RT_BOTH_ONE (RT_STRONG_ONE | RT_WEAK_ONE)
+
+/* ------------------------------------------------------------------ */
+/* objects (object.c)                                                  */
+/* ------------------------------------------------------------------ */
+
+/* Zeroed storage for an object of `total_size` bytes (header included),
+ * 16-byte aligned, through the current TVMFFICustomAllocator; header set:
+ * count = strong 1 + weak 1, type_index, deleter. Counted as live.
+ * Returns NULL with an error raised on failure. */
+RT_HIDDEN void* rt_object_alloc(size_t total_size, int32_t type_index,
+                                void (*deleter)(void* self, int flags));
+/* Releases the storage of an object made by rt_object_alloc (through the
+ * TVMFFIObjectAllocHeader::delete_space before it). Call it from your
+ * deleter when flags contain kTVMFFIObjectDeleterFlagBitMaskWeak. */
+RT_HIDDEN void rt_object_free(void* obj);
+/* A ready-made deleter for objects with nothing to release but storage. */
+RT_HIDDEN void rt_object_plain_deleter(void* self, int flags);
+
+static inline void rt_incref(void* obj) { (void)TVMFFIObjectIncRef(obj); }
+static inline void rt_decref(void* obj) {
+  if (obj) (void)TVMFFIObjectDecRef(obj);
+}
+static inline void* rt_cell(void* obj) { return (char*)obj + sizeof(TVMFFIObject); }
+
+/* ------------------------------------------------------------------ */
+/* Any helpers                                                         */
+/* ------------------------------------------------------------------ */
+static inline void rt_any_set_none(TVMFFIAny* a) {
+  a->type_index = kTVMFFINone;
+  a->zero_padding = 0;
+  a->v_int64 = 0;
+}
+static inline void rt_any_set_int(TVMFFIAny* a, int64_t v) {
+  a->type_index = kTVMFFIInt;
+  a->zero_padding = 0;
+  a->v_int64 = v;
+}
+static inline void rt_any_set_bool(TVMFFIAny* a, int v) {
+  a->type_index = kTVMFFIBool;
+  a->zero_padding = 0;
+  a->v_int64 = v ? 1 : 0;
+}
+/* Takes ownership of `obj` (no IncRef). */
+static inline void rt_any_set_obj(TVMFFIAny* a, void* obj) {
+  a->type_index = ((TVMFFIObject*)obj)->type_index;
+  a->zero_padding = 0;
+  a->v_obj = (TVMFFIObject*)obj;
+}
+/* Drops the reference held by an owned Any (if any) and sets it to None. */
+static inline void rt_any_release(TVMFFIAny* a) {
+  if (a->type_index >= kTVMFFIStaticObjectBegin && a->v_obj) TVMFFIObjectDecRef(a->v_obj);
+  rt_any_set_none(a);
+}
+/* Adds a reference for a copy of an owned Any (copy = *a afterwards). */
+static inline void rt_any_retain(const TVMFFIAny* a) {
+  if (a->type_index >= kTVMFFIStaticObjectBegin && a->v_obj) TVMFFIObjectIncRef(a->v_obj);
+}
+/* If `a` (owned or view) is string-like (small/heap str or bytes, raw str,
+ * byte-array pointer) store its content and return 1; else 0. With
+ * want_bytes == 0 only str forms match, == 1 only bytes forms, -1 both. */
+RT_HIDDEN int rt_any_get_bytes(const TVMFFIAny* a, int want_bytes, TVMFFIByteArray* out);
+
+/* ------------------------------------------------------------------ */
+/* strings (string.c)                                                  */
+/* ------------------------------------------------------------------ */
+/* Owned String (small when <= 7 bytes, else heap) / Bytes in *out. */
+RT_HIDDEN int rt_string_to_any(const char* data, size_t size, TVMFFIAny* out);
+RT_HIDDEN int rt_bytes_to_any(const char* data, size_t size, TVMFFIAny* out);
+/* Always a heap String object (new reference). NULL + error on failure. */
+RT_HIDDEN void* rt_string_obj_new(const char* data, size_t size);
+
+/* A growable byte buffer for building messages and JSON. */
+typedef struct {
+  char* data;
+  size_t size;
+  size_t cap;
+  int failed; /* set on allocation failure; later appends are ignored */
+} rt_sbuf;
+RT_HIDDEN void rt_sb_init(rt_sbuf* b);
+RT_HIDDEN void rt_sb_free(rt_sbuf* b);
+RT_HIDDEN void rt_sb_append(rt_sbuf* b, const char* data, size_t n);
+RT_HIDDEN void rt_sb_puts(rt_sbuf* b, const char* s);
+RT_HIDDEN void rt_sb_printf(rt_sbuf* b, const char* fmt, ...) RT_PRINTF(2, 3);
+/* Appends a JSON string literal (quotes and escapes) of data[0:n]. */
+RT_HIDDEN void rt_sb_json_str(rt_sbuf* b, const char* data, size_t n);
+/* Moves the content into an owned String Any; frees the buffer. */
+RT_HIDDEN int rt_sb_to_string_any(rt_sbuf* b, TVMFFIAny* out);
+
+/* ------------------------------------------------------------------ */
+/* errors (error.c)                                                    */
+/* ------------------------------------------------------------------ */
+/* Raises an error of `kind` with a printf-formatted message; returns -1. */
+RT_HIDDEN int rt_raise(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
+/* Same for a deleter/allocator callback's SetError(ctx, kind, message). */
+RT_HIDDEN void rt_set_error_cb(void* error_ctx, const char* kind, const char* message);
+
+/* ------------------------------------------------------------------ */
+/* functions and global registry (function.c, registry.c)              */
+/* ------------------------------------------------------------------ */
+/* Registers a global function implemented in C (handle passed = NULL).
+ * Replaces an existing one. Returns 0/-1. */
+RT_HIDDEN int rt_register_global(const char* name, TVMFFISafeCallType f);
+/* Same with a handle passed as the first safe-call argument. */
+RT_HIDDEN int rt_register_global_with_handle(const char* name, TVMFFISafeCallType f, void* handle);
+/* New reference to a global function or NULL (no error raised). */
+RT_HIDDEN void* rt_get_global(const char* name);
+/* Names of all globals, sorted; caller frees each name and the array. */
+RT_HIDDEN int rt_global_names(char*** out_names, size_t* out_count);
+/* Removes a global; returns 1 if it existed. */
+RT_HIDDEN int rt_remove_global(const char* name, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* types (type.c)                                                      */
+/* ------------------------------------------------------------------ */
+/* 1 if `type_index` is `ancestor` or derives from it. */
+RT_HIDDEN int rt_type_is_instance(int32_t type_index, int32_t ancestor);
+/* Type key for messages ("<unknown:N>" style text for unknown indices). */
+RT_HIDDEN const char* rt_type_key(int32_t type_index, size_t* len);
+/* Sorted list of registered type keys; caller frees like rt_global_names. */
+RT_HIDDEN int rt_type_keys(char*** out_keys, size_t* out_count);
+
+/* ------------------------------------------------------------------ */
+/* environment (env.c)                                                 */
+/* ------------------------------------------------------------------ */
+/* Symbols given to TVMFFIEnvRegisterCAPI / ModRegisterContextSymbol /
+ * ModRegisterSystemLibSymbol; NULL when unknown. */
+RT_HIDDEN void* rt_env_capi_lookup(const char* name);
+RT_HIDDEN void* rt_env_context_symbol_lookup(const char* name);
+RT_HIDDEN void* rt_env_system_lib_symbol_lookup(const char* name);
+/* Calls fn(name, symbol, ctx) for every registered context symbol /
+ * system-lib symbol (under the env lock: fn must not register symbols). */
+RT_HIDDEN void rt_env_context_symbols_foreach(void (*fn)(const char* name, void* sym, void* ctx),
+                                              void* ctx);
+RT_HIDDEN void rt_env_system_lib_symbols_foreach(
+    void (*fn)(const char* name, void* sym, void* ctx), void* ctx);
+
+/* ------------------------------------------------------------------ */
+/* instrumentation (instrument.c)                                      */
+/* ------------------------------------------------------------------ */
+RT_HIDDEN void rt_count_alloc(int32_t type_index);
+RT_HIDDEN void rt_count_free(int32_t type_index);
+/* Checking level (tvmffi_rt_set_checking); read on hot paths. */
+extern RT_HIDDEN int rt_checking_level;
+/* Records a misuse when checking is on. */
+RT_HIDDEN void rt_violation(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
+
+/* ------------------------------------------------------------------ */
+/* runtime B: implemented in tensor.c / container.c / module.c         */
+/* (weak fallbacks in init.c raise "not implemented" until then)       */
+/* ------------------------------------------------------------------ */
+/* The default CPU DLPackManagedTensorAllocator (tensor.c). */
+RT_HIDDEN int rt_cpu_tensor_alloc(DLTensor* prototype, DLManagedTensorVersioned** out,
+                                  void* error_ctx,
+                                  void (*set_error)(void* error_ctx, const char* kind,
+                                                    const char* message));
+/* New Array holding copies (retained) of items[0:n], as an owned Any. */
+RT_HIDDEN int rt_array_from_anys(const TVMFFIAny* items, int64_t n, TVMFFIAny* out);
+
+#endif /* TVMFFI_RT_INTERNAL_H_ */
