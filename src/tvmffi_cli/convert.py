@@ -1,0 +1,1012 @@
+"""Python values <-> TVMFFIAny.
+
+Arguments are built as AnyViews (borrowed): Python objects that need C memory
+(strings, bytes, DLTensor structs) are kept alive in a `keep` list, and
+objects created only for the call (Arrays, Maps, Shapes, owned Tensors) are
+released after it. Results are owned Anys: values are copied out and the
+reference is released, except for Function, Tensor, Module and registered
+objects, whose Python wrappers hold the reference until they are collected.
+
+Python types that stand for ABI values:
+  DataType   str subclass ("float32", "int8x4"), with code/bits/lanes
+  Device     device_type + device_id, str form "cuda:1"
+  Shape      tuple subclass of ints
+  Tensor     an ffi.Tensor (or a borrowed DLTensor*): dtype, shape, strides,
+             device, .numpy() zero-copy view on CPU that keeps it alive
+  Function   callable ffi.Function, released when collected
+  Module     ffi.Module; .kind, .get_function(name)
+  Object     any other object: type_key, fields (reflected, read lazily)
+  OpaquePtr  int subclass for kTVMFFIOpaquePtr
+  FFIErrorBase and subclasses: raised errors (and Error values)
+Arrays and Lists come back as Python lists, Maps and Dicts as dicts.
+"""
+
+import ctypes
+import sys
+import threading
+from ctypes import addressof, byref, c_int32, c_void_p
+
+from . import abi
+from .abi import (
+    DLDataType,
+    DLDevice,
+    DLManagedTensorVersioned,
+    DLTensor,
+    TVMFFIAny,
+    TVMFFIByteArray,
+)
+
+#: How NumPy arrays are passed: "dltensor" (zero-copy DLTensor*) or "object"
+#: (an owned ffi.Tensor made by TVMFFITensorFromDLPackVersioned, zero-copy too).
+TENSOR_MODES = ("dltensor", "object")
+DEFAULT_TENSOR_MODE = "dltensor"
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+# --- errors -------------------------------------------------------------------
+class FFIErrorBase(Exception):
+    """An error raised by (or returned from) a TVM-FFI function.
+
+    kind: the error kind string ("ValueError", "RuntimeError", custom kinds);
+    message: the library's message; backtrace: as recorded by the runtime.
+    str(e) is the message alone, so `f"{e.kind}: {e}"` renders it."""
+
+    def __init__(self, kind, message, backtrace=""):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.backtrace = backtrace
+
+    def __str__(self):
+        return self.message
+
+    def __reduce__(self):
+        return (error_class(self.kind), (self.kind, self.message, self.backtrace))
+
+
+class FFIError(FFIErrorBase, RuntimeError):
+    """RuntimeError and every kind without a matching Python exception."""
+
+
+def _make(name, base):
+    cls = type(name, (FFIErrorBase, base), {"__doc__": f"Library-raised {base.__name__}."})
+    cls.__module__ = __name__
+    return cls
+
+
+FFIValueError = _make("FFIValueError", ValueError)
+FFITypeError = _make("FFITypeError", TypeError)
+FFIIndexError = _make("FFIIndexError", IndexError)
+FFIKeyError = _make("FFIKeyError", KeyError)
+FFIAttributeError = _make("FFIAttributeError", AttributeError)
+FFINotImplementedError = _make("FFINotImplementedError", NotImplementedError)
+FFIMemoryError = _make("FFIMemoryError", MemoryError)
+FFIOverflowError = _make("FFIOverflowError", OverflowError)
+FFIZeroDivisionError = _make("FFIZeroDivisionError", ZeroDivisionError)
+FFIAssertionError = _make("FFIAssertionError", AssertionError)
+FFITimeoutError = _make("FFITimeoutError", TimeoutError)
+
+ERROR_CLASSES = {
+    "ValueError": FFIValueError,
+    "TypeError": FFITypeError,
+    "IndexError": FFIIndexError,
+    "KeyError": FFIKeyError,
+    "AttributeError": FFIAttributeError,
+    "NotImplementedError": FFINotImplementedError,
+    "MemoryError": FFIMemoryError,
+    "OverflowError": FFIOverflowError,
+    "ZeroDivisionError": FFIZeroDivisionError,
+    "AssertionError": FFIAssertionError,
+    "TimeoutError": FFITimeoutError,
+    "RuntimeError": FFIError,
+}
+
+
+def error_class(kind):
+    return ERROR_CLASSES.get(kind, FFIError)
+
+
+def error_from_handle(rt, handle, _depth=0):
+    """Exception for an ffi.Error object (borrowed: no reference is taken)."""
+    cell = abi.TVMFFIErrorCell.from_address(abi.cell_address(handle))
+    kind = abi.byte_array_str(cell.kind)
+    exc = error_class(kind)(kind, abi.byte_array_str(cell.message),
+                            abi.byte_array_str(cell.backtrace))
+    if cell.cause_chain and _depth < 32:
+        cause_tindex = abi.TVMFFIObject.from_address(cell.cause_chain).type_index
+        if cause_tindex == abi.kTVMFFIError:
+            exc.__cause__ = error_from_handle(rt, cell.cause_chain, _depth + 1)
+    return exc
+
+
+def _kind_of(exc):
+    if isinstance(exc, FFIErrorBase):
+        return exc.kind
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls.__name__
+    return "RuntimeError"
+
+
+# --- value types --------------------------------------------------------------
+class OpaquePtr(int):
+    """A kTVMFFIOpaquePtr value (an address)."""
+
+    def __repr__(self):
+        return f"OpaquePtr(0x{int(self):x})"
+
+
+_DTYPE_CODE_NAMES = {abi.kDLInt: "int", abi.kDLUInt: "uint", abi.kDLFloat: "float",
+                     abi.kDLBfloat: "bfloat", abi.kDLComplex: "complex", abi.kDLBool: "bool",
+                     abi.kDLOpaqueHandle: "handle"}
+
+
+class DataType(str):
+    """A DLDataType in its string form ("float32", "int8x4", "bool").
+
+    code/bits/lanes are known when the value came from a library; for a
+    DataType built from a string they are parsed by the runtime when passed."""
+
+    __slots__ = ("_triple",)
+
+    def __new__(cls, value, triple=None):
+        self = super().__new__(cls, value)
+        self._triple = triple
+        return self
+
+    @property
+    def code(self):
+        return self._need_triple()[0]
+
+    @property
+    def bits(self):
+        return self._need_triple()[1]
+
+    @property
+    def lanes(self):
+        return self._need_triple()[2]
+
+    def _need_triple(self):
+        if self._triple is None:
+            from .runtime import get_runtime
+
+            self._triple = _parse_dtype(get_runtime(), str(self))
+        return self._triple
+
+    def __repr__(self):
+        return f"DataType({str(self)!r})"
+
+
+class Device:
+    """A DLDevice: Device("cuda:1"), Device("cpu"), Device(2, 1), Device("cuda", 1)."""
+
+    __slots__ = ("device_type", "device_id")
+
+    def __init__(self, device_type, device_id=None):
+        if isinstance(device_type, Device):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if isinstance(device_type, str):
+            name, _, idx = device_type.partition(":")
+            code = abi.DEVICE_TYPE_CODES.get(name.strip().lower())
+            if code is None:
+                raise ValueError(f"unknown device type {name!r}")
+            if idx:
+                if device_id is not None:
+                    raise ValueError("device id given twice")
+                device_id = int(idx)
+            device_type = code
+        self.device_type = int(device_type)
+        self.device_id = int(device_id or 0)
+
+    @property
+    def type_name(self):
+        return abi.DEVICE_TYPE_NAMES.get(self.device_type, f"device{self.device_type}")
+
+    def __str__(self):
+        return f"{self.type_name}:{self.device_id}"
+
+    def __repr__(self):
+        return f"Device({str(self)!r})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except ValueError:
+                return False
+        return (isinstance(other, Device) and other.device_type == self.device_type
+                and other.device_id == self.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+
+class Shape(tuple):
+    """An ffi.Shape: a tuple of ints."""
+
+    def __new__(cls, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def __repr__(self):
+        return "Shape(" + ", ".join(str(d) for d in self) + ")"
+
+
+class _ObjectRef:
+    """A Python wrapper owning one strong reference to an ffi object."""
+
+    __slots__ = ("handle", "type_index", "_rt", "__weakref__")
+
+    def __init__(self, handle, rt, type_index=None):
+        self.handle = handle
+        self._rt = rt
+        self.type_index = (abi.TVMFFIObject.from_address(handle).type_index
+                           if type_index is None else type_index)
+
+    def __del__(self):
+        h, self.handle = getattr(self, "handle", None), None
+        if h:
+            try:
+                self._rt.TVMFFIObjectDecRef(h)
+            except Exception:  # interpreter shutdown
+                pass
+
+    @property
+    def type_key(self):
+        return self._rt.type_key(self.type_index)
+
+    def same_as(self, other):
+        return isinstance(other, _ObjectRef) and other.handle == self.handle
+
+    def __hash__(self):
+        return hash(self.handle)
+
+    def __eq__(self, other):
+        return self.same_as(other)
+
+
+class _Borrowed:
+    """An object handle passed as an argument without taking a reference."""
+
+    __slots__ = ("handle", "type_index")
+
+    def __init__(self, handle, type_index):
+        self.handle = handle
+        self.type_index = type_index
+
+
+class Function(_ObjectRef):
+    """A callable ffi.Function."""
+
+    __slots__ = ("tensor_mode", "name")
+
+    def __init__(self, handle, rt, type_index=abi.kTVMFFIFunction, name=None):
+        super().__init__(handle, rt, type_index)
+        self.tensor_mode = DEFAULT_TENSOR_MODE
+        self.name = name
+
+    def __call__(self, *args):
+        return call_function(self._rt, self.handle, args, self.tensor_mode)
+
+    def call(self, args, tensor_mode=None):
+        return call_function(self._rt, self.handle, args, tensor_mode or self.tensor_mode)
+
+    def __repr__(self):
+        return f"<Function {self.name or hex(self.handle or 0)}>"
+
+
+class Module(_ObjectRef):
+    """An ffi.Module."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self):
+        return self._rt.global_func("ffi.ModuleGetKind")(self)
+
+    def get_function(self, name, query_imports=False):
+        f = self._rt.global_func("ffi.ModuleGetFunction")(self, name, bool(query_imports))
+        if isinstance(f, Function):
+            f.name = name
+        return f
+
+    def __repr__(self):
+        return f"<Module {self.kind}>"
+
+
+class Object(_ObjectRef):
+    """A registered (or otherwise unconverted) object: type_key and reflected fields."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, handle, rt, type_index=None):
+        super().__init__(handle, rt, type_index)
+        self._fields = None
+
+    @property
+    def fields(self):
+        """{name: value} of the reflected fields, parents' first (read once)."""
+        if self._fields is None:
+            self._fields = read_fields(self._rt, self.handle, self.type_index)
+        return self._fields
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        fields = self.fields
+        if name in fields:
+            return fields[name]
+        raise AttributeError(f"{self.type_key} has no field {name!r}")
+
+    def __repr__(self):
+        try:
+            body = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        except Exception as e:  # a broken getter must not break repr
+            body = f"<fields unreadable: {e}>"
+        return f"{self.type_key}({body})"
+
+
+class Tensor(_ObjectRef):
+    """An ffi.Tensor (owned), or a borrowed DLTensor* result (handle None)."""
+
+    __slots__ = ("_dl_addr", "_owner")
+
+    def __init__(self, handle, rt, type_index=abi.kTVMFFITensor, dl_addr=None, owner=None):
+        if handle is None:
+            self.handle = None
+            self._rt = rt
+            self.type_index = abi.kTVMFFIDLTensorPtr
+        else:
+            super().__init__(handle, rt, type_index)
+        self._dl_addr = dl_addr if dl_addr is not None else abi.cell_address(handle)
+        self._owner = owner
+
+    @property
+    def dltensor(self):
+        return DLTensor.from_address(self._dl_addr)
+
+    @property
+    def ndim(self):
+        return self.dltensor.ndim
+
+    @property
+    def shape(self):
+        t = self.dltensor
+        return Shape(t.shape[i] for i in range(t.ndim)) if t.ndim else Shape()
+
+    @property
+    def strides(self):
+        """Strides in elements, or None when the tensor says compact (NULL)."""
+        t = self.dltensor
+        if not t.strides:
+            return None
+        return tuple(t.strides[i] for i in range(t.ndim))
+
+    @property
+    def dtype(self):
+        return _dtype_from_dl(self._rt, self.dltensor.dtype)
+
+    @property
+    def device(self):
+        d = self.dltensor.device
+        return Device(d.device_type, d.device_id)
+
+    @property
+    def data_ptr(self):
+        t = self.dltensor
+        return (t.data or 0) + t.byte_offset
+
+    def numpy(self):
+        """Zero-copy NumPy view of a CPU tensor; the view keeps the tensor alive."""
+        import numpy as np
+
+        t = self.dltensor
+        if t.device.device_type not in (abi.kDLCPU, abi.kDLCUDAHost, abi.kDLROCMHost):
+            raise ValueError(f"tensor is on {self.device}, not on the CPU")
+        dt = self.dtype
+        typestr = _numpy_typestr(dt)
+        shape = tuple(self.shape)
+        itemsize = np.dtype(typestr).itemsize
+        strides = self.strides
+        holder = _ArrayHolder(self, {
+            "version": 3,
+            "shape": shape,
+            "typestr": typestr,
+            "data": (self.data_ptr if self.data_ptr else 0, False),
+            "strides": None if strides is None else tuple(s * itemsize for s in strides),
+        })
+        if not self.data_ptr:
+            return np.zeros(shape, dtype=typestr)
+        return np.asarray(holder)
+
+    def __repr__(self):
+        return f"<Tensor {self.dtype}{list(self.shape)} on {self.device}>"
+
+
+class _ArrayHolder:
+    """Exposes __array_interface__ for Tensor.numpy(); as the array's base it
+    keeps the Tensor (and thus the memory) alive."""
+
+    def __init__(self, tensor, iface):
+        self.tensor = tensor
+        self.__array_interface__ = iface
+
+
+def _numpy_typestr(dt):
+    code, bits, lanes = dt.code, dt.bits, dt.lanes
+    if lanes != 1:
+        raise TypeError(f"dtype {dt} has {lanes} lanes; NumPy has no vector types")
+    if code == abi.kDLBool:
+        return "|b1"
+    kind = {abi.kDLInt: "i", abi.kDLUInt: "u", abi.kDLFloat: "f", abi.kDLComplex: "c"}.get(code)
+    if kind is None or bits % 8 or bits == 0:
+        raise TypeError(f"dtype {dt} has no NumPy equivalent")
+    return f"{'|' if bits == 8 else '<'}{kind}{bits // 8}"
+
+
+def _dl_dtype_of_numpy(np_dtype):
+    k = np_dtype.kind
+    if k == "b":
+        return (abi.kDLBool, 8, 1)
+    code = {"i": abi.kDLInt, "u": abi.kDLUInt, "f": abi.kDLFloat, "c": abi.kDLComplex}.get(k)
+    if code is None or np_dtype.byteorder == ">":
+        raise TypeError(f"NumPy dtype {np_dtype} cannot be passed as a tensor")
+    return (code, np_dtype.itemsize * 8, 1)
+
+
+# --- dtype helpers ------------------------------------------------------------
+_dtype_cache = {}
+_dtype_parse_cache = {}
+
+
+def _parse_dtype(rt, s):
+    t = _dtype_parse_cache.get(s)
+    if t is None:
+        from .runtime import byte_array
+
+        ba, _keep = byte_array(s)
+        out = DLDataType()
+        rt.check(rt.TVMFFIDataTypeFromString(byref(ba), byref(out)))
+        t = (out.code, out.bits, out.lanes)
+        _dtype_parse_cache[s] = t
+    return t
+
+
+def _dtype_from_dl(rt, dl):
+    key = (dl.code, dl.bits, dl.lanes)
+    d = _dtype_cache.get(key)
+    if d is None:
+        out = TVMFFIAny()
+        rt.check(rt.TVMFFIDataTypeToString(byref(DLDataType(*key)), byref(out)))
+        d = DataType(any_to_py(rt, out), key)
+        _dtype_cache[key] = d
+    return d
+
+
+# --- Python -> AnyView -------------------------------------------------------
+def _new_object(rt, global_name, items, keep, owned, tensor_mode):
+    """Call a constructor global (ffi.Array, ffi.Map, ffi.Shape) and return the
+    owned handle of its result."""
+    fn = rt.global_func(global_name)
+    n = len(items)
+    args = (TVMFFIAny * n)() if n else None
+    for i, v in enumerate(items):
+        py_to_any(rt, v, args[i], keep, owned, tensor_mode)
+    out = TVMFFIAny()
+    rt.check(rt.TVMFFIFunctionCall(fn.handle, args, n, byref(out)))
+    if out.type_index < abi.kTVMFFIStaticObjectBegin:
+        raise TypeError(f"{global_name} returned a non-object (type {out.type_index})")
+    owned.append(out.v_obj)
+    return out.type_index, out.v_obj
+
+
+def _set_obj(out, tindex, handle):
+    out.type_index = tindex
+    out.zero_padding = 0
+    out.v_obj = handle
+
+
+def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
+    """Fill `out` with an AnyView of `value`. C memory goes to `keep`; handles
+    created here go to `owned` (the caller releases them after the call)."""
+    out.zero_padding = 0
+    if value is None:
+        out.type_index = abi.kTVMFFINone
+        out.v_int64 = 0
+    elif value is True or value is False:
+        out.type_index = abi.kTVMFFIBool
+        out.v_int64 = int(value)
+    elif isinstance(value, (_ObjectRef, _Borrowed)):
+        if value.handle is None:  # a borrowed DLTensor* result passed back
+            out.type_index = abi.kTVMFFIDLTensorPtr
+            out.v_ptr = value._dl_addr
+        else:
+            _set_obj(out, value.type_index, value.handle)
+    elif isinstance(value, FFIErrorBase):
+        _set_obj(out, abi.kTVMFFIError, _make_error(rt, value, owned))
+    elif isinstance(value, OpaquePtr):
+        out.type_index = abi.kTVMFFIOpaquePtr
+        out.v_ptr = int(value)
+    elif isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            out.type_index = abi.kTVMFFIInt
+            out.v_int64 = value
+        else:
+            _set_bigint(rt, value, out, owned)
+    elif isinstance(value, float):
+        out.type_index = abi.kTVMFFIFloat
+        out.v_float64 = value
+    elif isinstance(value, DataType):
+        out.type_index = abi.kTVMFFIDataType
+        out.v_dtype = DLDataType(*(value._triple or _parse_dtype(rt, str(value))))
+    elif isinstance(value, str):
+        data = value.encode("utf-8")
+        if b"\0" in data:
+            from .runtime import byte_array
+
+            ba, buf = byte_array(data)
+            rt.check(rt.TVMFFIStringFromByteArray(byref(ba), byref(out)))
+            if out.type_index >= abi.kTVMFFIStaticObjectBegin:
+                owned.append(out.v_obj)
+        else:
+            buf = ctypes.create_string_buffer(data)
+            keep.append(buf)
+            out.type_index = abi.kTVMFFIRawStr
+            out.v_c_str = addressof(buf)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        buf = ctypes.create_string_buffer(data, len(data) + 1)
+        ba = TVMFFIByteArray(addressof(buf), len(data))
+        keep.append((buf, ba))
+        out.type_index = abi.kTVMFFIByteArrayPtr
+        out.v_ptr = addressof(ba)
+    elif isinstance(value, Device):
+        out.type_index = abi.kTVMFFIDevice
+        out.v_device = DLDevice(value.device_type, value.device_id)
+    elif isinstance(value, Shape):
+        _set_obj(out, *_new_object(rt, "ffi.Shape", list(value), keep, owned, tensor_mode))
+    elif isinstance(value, (list, tuple)):
+        _set_obj(out, *_new_object(rt, "ffi.Array", list(value), keep, owned, tensor_mode))
+    elif isinstance(value, dict):
+        flat = []
+        for k, v in value.items():
+            flat.append(k)
+            flat.append(v)
+        _set_obj(out, *_new_object(rt, "ffi.Map", flat, keep, owned, tensor_mode))
+    elif isinstance(value, ctypes.c_void_p):
+        out.type_index = abi.kTVMFFIOpaquePtr
+        out.v_ptr = value.value
+    elif isinstance(value, DLTensor):
+        keep.append(value)
+        out.type_index = abi.kTVMFFIDLTensorPtr
+        out.v_ptr = addressof(value)
+    else:
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(value, np.ndarray):
+            if (tensor_mode or DEFAULT_TENSOR_MODE) == "object":
+                _set_obj(out, abi.kTVMFFITensor, tensor_from_numpy(rt, value, owned))
+            else:
+                dl = dltensor_of_numpy(value, keep)
+                out.type_index = abi.kTVMFFIDLTensorPtr
+                out.v_ptr = addressof(dl)
+        elif np is not None and isinstance(value, np.generic):
+            py_to_any(rt, value.item(), out, keep, owned, tensor_mode)
+        elif np is not None and isinstance(value, np.dtype):
+            code, bits, lanes = _dl_dtype_of_numpy(value)
+            out.type_index = abi.kTVMFFIDataType
+            out.v_dtype = DLDataType(code, bits, lanes)
+        elif callable(value):
+            _set_obj(out, abi.kTVMFFIFunction, function_from_callable(rt, value, owned=True))
+            owned.append(out.v_obj)
+        else:
+            raise TypeError(f"cannot pass a {type(value).__name__} to a TVM-FFI function")
+
+
+def _set_bigint(rt, value, out, owned):
+    from .runtime import byte_array
+
+    nbytes = (value.bit_length() + 8) // 8
+    nbytes = (nbytes + 7) // 8 * 8  # whole little-endian 64-bit words
+    ba, _keep = byte_array(value.to_bytes(nbytes, "little", signed=True))
+    rt.check(rt.TVMFFIBigIntFromByteArray(byref(ba), byref(out)))
+    if out.type_index >= abi.kTVMFFIStaticObjectBegin:
+        owned.append(out.v_obj)
+
+
+def _make_error(rt, exc, owned):
+    from .runtime import byte_array
+
+    k, kk = byte_array(exc.kind)
+    m, mk = byte_array(exc.message)
+    b, bk = byte_array(exc.backtrace or "")
+    h = c_void_p()
+    rt.check(rt.TVMFFIErrorCreate(byref(k), byref(m), byref(b), byref(h)))
+    owned.append(h.value)
+    return h.value
+
+
+def _numpy_layout(arr):
+    """(shape, strides in elements) of an array, or raise TypeError."""
+    item = arr.itemsize
+    strides = []
+    for s in arr.strides:
+        if item and s % item:
+            raise TypeError("array strides are not a multiple of its item size")
+        strides.append(s // item if item else 0)
+    return list(arr.shape), strides
+
+
+def _fill_dltensor(dl, arr, keep):
+    shape, strides = _numpy_layout(arr)
+    nd = arr.ndim
+    shape_arr = (ctypes.c_int64 * max(nd, 1))(*shape)
+    strides_arr = (ctypes.c_int64 * max(nd, 1))(*strides)
+    keep.append((shape_arr, strides_arr))
+    dl.data = arr.ctypes.data if arr.size else (arr.ctypes.data or None)
+    dl.device = DLDevice(abi.kDLCPU, 0)
+    dl.ndim = nd
+    dl.dtype = DLDataType(*_dl_dtype_of_numpy(arr.dtype))
+    dl.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
+    dl.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
+    dl.byte_offset = 0
+
+
+def dltensor_of_numpy(arr, keep):
+    """A DLTensor viewing `arr` (zero-copy); it and `arr` are appended to keep."""
+    dl = DLTensor()
+    _fill_dltensor(dl, arr, keep)
+    keep.append((dl, arr))
+    return dl
+
+
+# Owned tensors made from NumPy arrays: manager_ctx token -> (array, struct,
+# shape/strides). The runtime's deleter call drops the entry (and the array).
+_dlpack_keep = {}
+_dlpack_lock = threading.Lock()
+_dlpack_next = [1]
+
+
+def _dlpack_deleter_impl(ptr):
+    try:
+        token = ptr.contents.manager_ctx
+        with _dlpack_lock:
+            _dlpack_keep.pop(token, None)
+    except Exception:
+        pass
+
+
+_DLPACK_DELETER = abi.DLManagedTensorVersionedDeleter(_dlpack_deleter_impl)
+
+
+def _managed_from_numpy(arr):
+    """A DLManagedTensorVersioned viewing `arr`; registered in _dlpack_keep until
+    its deleter runs (or the caller drops it on failure). Returns (mt, token)."""
+    keep = []
+    mt = DLManagedTensorVersioned()
+    mt.version.major = abi.DLPACK_MAJOR_VERSION
+    mt.version.minor = abi.DLPACK_MINOR_VERSION
+    mt.flags = 0 if arr.flags.writeable else abi.DLPACK_FLAG_BITMASK_READ_ONLY
+    _fill_dltensor(mt.dl_tensor, arr, keep)
+    mt.deleter = _DLPACK_DELETER
+    with _dlpack_lock:
+        token = _dlpack_next[0]
+        _dlpack_next[0] += 1
+        _dlpack_keep[token] = (arr, mt, keep)
+    mt.manager_ctx = token
+    return mt, token
+
+
+def tensor_from_numpy(rt, arr, owned=None):
+    """Owned ffi.Tensor handle viewing `arr` without copying (the Tensor keeps
+    the array alive until the runtime releases it)."""
+    mt, token = _managed_from_numpy(arr)
+    h = c_void_p()
+    rc = rt.TVMFFITensorFromDLPackVersioned(byref(mt), 0, 0, byref(h))
+    if rc != 0:
+        with _dlpack_lock:
+            _dlpack_keep.pop(token, None)
+        raise rt.take_error()
+    if owned is not None:
+        owned.append(h.value)
+    return h.value
+
+
+_SetErrorFn = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+
+
+def _numpy_allocator(proto, out, error_ctx, set_error):
+    try:
+        import numpy as np
+
+        p = proto.contents
+        if p.device.device_type != abi.kDLCPU:
+            raise ValueError("the NumPy allocator only allocates on the CPU")
+        dt = p.dtype
+        typestr = _numpy_typestr(DataType(f"{dt.code}:{dt.bits}:{dt.lanes}",
+                                          (dt.code, dt.bits, dt.lanes)))
+        shape = [p.shape[i] for i in range(p.ndim)]
+        arr = np.empty(shape, dtype=typestr)
+        mt, _token = _managed_from_numpy(arr)
+        out[0] = ctypes.pointer(mt)
+        return 0
+    except Exception as e:
+        if set_error:
+            _SetErrorFn(set_error)(error_ctx, _kind_of(e).encode(), str(e).encode())
+        return -1
+
+
+_NUMPY_ALLOCATOR = abi.DLPackManagedTensorAllocator(_numpy_allocator)
+
+
+def ensure_cpu_allocator(rt):
+    """Give the runtime a NumPy-backed CPU allocator for TVMFFIEnvTensorAlloc
+    when it has none (the official runtime starts without one)."""
+    if rt.TVMFFIEnvGetDLPackManagedTensorAllocator():
+        return False
+    rt.check(rt.TVMFFIEnvSetDLPackManagedTensorAllocator(
+        ctypes.cast(_NUMPY_ALLOCATOR, c_void_p), 1, None))
+    return True
+
+
+def numpy_to_tensor(rt, arr):
+    """Tensor wrapper (owned) viewing a NumPy array."""
+    return Tensor(tensor_from_numpy(rt, arr), rt)
+
+
+# --- Python callables as ffi.Function ------------------------------------------
+_callbacks = {}
+_callback_lock = threading.Lock()
+_callback_next = [1]
+
+
+def _callback_safe_call(self_ptr, args, num_args, result):
+    entry = _callbacks.get(self_ptr)
+    if entry is None:
+        return -1
+    fn, rt = entry
+    try:
+        pyargs = [any_view_to_py(rt, args[i]) for i in range(num_args)]
+        value = fn(*pyargs)
+        py_to_owned_any(rt, value, result.contents)
+        return 0
+    except BaseException as e:  # every failure must become a raised ffi error
+        try:
+            rt.TVMFFIErrorSetRaisedFromCStr(_kind_of(e).encode(), str(e).encode("utf-8", "replace"))
+        except Exception:
+            pass
+        return -1
+
+
+def _callback_deleter(self_ptr):
+    with _callback_lock:
+        _callbacks.pop(self_ptr, None)
+
+
+_CB_SAFE_CALL = abi.TVMFFISafeCallType(_callback_safe_call)
+_CB_DELETER = abi.TVMFFISelfDeleter(_callback_deleter)
+
+
+def function_from_callable(rt, fn, owned=False):
+    """ffi.Function calling the Python callable `fn`; returns an owned handle
+    (owned=True) or a Function wrapper."""
+    with _callback_lock:
+        token = _callback_next[0]
+        _callback_next[0] += 1
+        _callbacks[token] = (fn, rt)
+    h = c_void_p()
+    rc = rt.TVMFFIFunctionCreate(token, ctypes.cast(_CB_SAFE_CALL, c_void_p),
+                                 ctypes.cast(_CB_DELETER, c_void_p), byref(h))
+    if rc != 0:
+        with _callback_lock:
+            _callbacks.pop(token, None)
+        raise rt.take_error()
+    return h.value if owned else Function(h.value, rt)
+
+
+def py_to_owned_any(rt, value, out):
+    """Write an owned Any of `value` into `out` (results of Python callbacks)."""
+    keep, owned = [], []
+    view = TVMFFIAny()
+    try:
+        py_to_any(rt, value, view, keep, owned)
+        rt.check(rt.TVMFFIAnyViewToOwnedAny(byref(view), byref(out)))
+    finally:
+        for h in owned:
+            rt.TVMFFIObjectDecRef(h)
+
+
+# --- calling ------------------------------------------------------------------
+def call_function(rt, handle, args, tensor_mode=None):
+    """Call the ffi.Function `handle` with Python values; return the decoded result."""
+    n = len(args)
+    argv = (TVMFFIAny * n)() if n else None
+    keep, owned = [], []
+    try:
+        for i, a in enumerate(args):
+            py_to_any(rt, a, argv[i], keep, owned, tensor_mode)
+        result = TVMFFIAny()
+        if rt.TVMFFIFunctionCall(handle, argv, n, byref(result)) != 0:
+            raise rt.take_error()
+        return any_to_py(rt, result)
+    finally:
+        for h in owned:
+            rt.TVMFFIObjectDecRef(h)
+
+
+# --- AnyView / Any -> Python ---------------------------------------------------
+def any_view_to_py(rt, view):
+    """Decode a borrowed Any (an argument given to us): objects gain a reference."""
+    if view.type_index >= abi.kTVMFFIStaticObjectBegin and view.v_obj:
+        rt.TVMFFIObjectIncRef(view.v_obj)
+    return any_to_py(rt, view)
+
+
+def any_to_py(rt, a):
+    """Decode an owned Any and consume it: copied values release their
+    reference here, wrappers take it over."""
+    t = a.type_index
+    if t == abi.kTVMFFINone:
+        return None
+    if t == abi.kTVMFFIInt:
+        return a.v_int64
+    if t == abi.kTVMFFIBool:
+        return bool(a.v_int64)
+    if t == abi.kTVMFFIFloat:
+        return a.v_float64
+    if t == abi.kTVMFFISmallStr:
+        return _small(a).decode("utf-8", errors="surrogateescape")
+    if t == abi.kTVMFFISmallBytes:
+        return _small(a)
+    if t == abi.kTVMFFIRawStr:
+        return ctypes.string_at(a.v_c_str).decode("utf-8", errors="surrogateescape") \
+            if a.v_c_str else None
+    if t == abi.kTVMFFIByteArrayPtr:
+        return abi.byte_array_bytes(TVMFFIByteArray.from_address(a.v_ptr)) if a.v_ptr else None
+    if t == abi.kTVMFFIOpaquePtr:
+        return OpaquePtr(a.v_ptr or 0)
+    if t == abi.kTVMFFIDataType:
+        return _dtype_from_dl(rt, a.v_dtype)
+    if t == abi.kTVMFFIDevice:
+        return Device(a.v_device.device_type, a.v_device.device_id)
+    if t == abi.kTVMFFIDLTensorPtr:
+        return Tensor(None, rt, dl_addr=a.v_ptr) if a.v_ptr else None
+    if t < abi.kTVMFFIStaticObjectBegin:
+        raise TypeError(f"cannot decode a value of type index {t}")
+    return _object_to_py(rt, a.v_obj, t, a)
+
+
+def _small(a):
+    n = min(a.small_str_len, 8)
+    return ctypes.string_at(addressof(a) + 8, n)
+
+
+def _object_to_py(rt, h, t, a=None):
+    """Decode an owned object reference."""
+    if not h:
+        return None
+    if t == abi.kTVMFFIFunction:
+        return Function(h, rt)
+    if t == abi.kTVMFFITensor:
+        return Tensor(h, rt)
+    if t == abi.kTVMFFIModule:
+        return Module(h, rt, t)
+    copyable = (abi.kTVMFFIStr, abi.kTVMFFIBytes, abi.kTVMFFIShape, abi.kTVMFFIArray,
+                abi.kTVMFFIList, abi.kTVMFFIMap, abi.kTVMFFIDict, abi.kTVMFFIError,
+                abi.kTVMFFIBigInt)
+    if t not in copyable:
+        return Object(h, rt, t)
+    try:
+        if t == abi.kTVMFFIStr:
+            return abi.byte_array_bytes(TVMFFIByteArray.from_address(abi.cell_address(h))) \
+                .decode("utf-8", errors="surrogateescape")
+        if t == abi.kTVMFFIBytes:
+            return abi.byte_array_bytes(TVMFFIByteArray.from_address(abi.cell_address(h)))
+        if t == abi.kTVMFFIShape:
+            cell = abi.TVMFFIShapeCell.from_address(abi.cell_address(h))
+            return Shape(cell.data[i] for i in range(cell.size)) if cell.size else Shape()
+        if t in (abi.kTVMFFIArray, abi.kTVMFFIList):
+            return read_seq(rt, h)
+        if t == abi.kTVMFFIMap:
+            return _read_map(rt, h, t, "ffi.MapForwardIterFunctor", "ffi.MapSize")
+        if t == abi.kTVMFFIDict:
+            return _read_map(rt, h, t, "ffi.DictForwardIterFunctor", "ffi.DictSize")
+        if t == abi.kTVMFFIError:
+            return error_from_handle(rt, h)
+        if t == abi.kTVMFFIBigInt:
+            view = TVMFFIAny()
+            _set_obj(view, t, h)
+            ba = rt.TVMFFIBigIntGetContentByteArray(byref(view))
+            return int.from_bytes(abi.byte_array_bytes(ba), "little", signed=True)
+    finally:
+        rt.TVMFFIObjectDecRef(h)
+
+
+def read_seq(rt, h):
+    """Elements of an Array/List object (borrowed) read through its TVMFFISeqCell."""
+    cell = abi.TVMFFISeqCell.from_address(abi.cell_address(h))
+    n = cell.size
+    if n <= 0 or not cell.data:
+        return []
+    items = (TVMFFIAny * n).from_address(cell.data)
+    return [any_view_to_py(rt, items[i]) for i in range(n)]
+
+
+def _hashable(k):
+    if isinstance(k, list):
+        return tuple(_hashable(x) for x in k)
+    if isinstance(k, dict):
+        return tuple(sorted((_hashable(a), _hashable(b)) for a, b in k.items()))
+    return k
+
+
+def _read_map(rt, h, t, iter_name, size_name):
+    ref = _Borrowed(h, t)
+    n = rt.global_func(size_name)(ref)
+    out = {}
+    if n <= 0:
+        return out
+    it = rt.global_func(iter_name)(ref)
+    for _ in range(n):
+        out[_hashable(it(0))] = it(1)
+        if not it(2):
+            break
+    return out
+
+
+def read_fields(rt, handle, type_index):
+    """{name: value} of the reflected fields of an object (ancestors first)."""
+    info = rt.type_info(type_index)
+    if info is None:
+        return {}
+    infos = [info.type_ancestors[i].contents for i in range(info.type_depth)
+             if info.type_ancestors and info.type_ancestors[i]]
+    infos.append(info)
+    fields = {}
+    for ti in infos:
+        for j in range(ti.num_fields):
+            f = ti.fields[j]
+            name = abi.byte_array_str(f.name)
+            if not f.getter:
+                continue
+            getter = abi.TVMFFIFieldGetter(f.getter)
+            out = TVMFFIAny()
+            if getter(handle + f.offset, byref(out)) != 0:
+                raise rt.take_error()
+            fields[name] = any_to_py(rt, out)
+    return fields
+
+
+def type_info_dict(rt, type_index):
+    """JSON-able description of a registered type (for introspection)."""
+    info = rt.type_info(type_index)
+    if info is None:
+        return None
+    parent = None
+    if info.type_depth > 0 and info.type_ancestors:
+        p = info.type_ancestors[info.type_depth - 1]
+        if p:
+            parent = abi.byte_array_str(p.contents.type_key)
+    fields = []
+    for j in range(info.num_fields):
+        f = info.fields[j]
+        fields.append({"name": abi.byte_array_str(f.name),
+                       "static_type_index": f.field_static_type_index,
+                       "flags": f.flags, "doc": abi.byte_array_str(f.doc) or None})
+    methods = []
+    for j in range(info.num_methods):
+        m = info.methods[j]
+        methods.append({"name": abi.byte_array_str(m.name), "doc": abi.byte_array_str(m.doc) or None,
+                        "is_static": bool(m.flags & abi.kTVMFFIFieldFlagBitMaskIsStaticMethod)})
+    return {"type_key": abi.byte_array_str(info.type_key), "type_index": info.type_index,
+            "parent_type_key": parent, "fields": fields, "methods": methods}
+
+
+__all__ = [
+    "DataType", "Device", "Shape", "Tensor", "Function", "Module", "Object", "OpaquePtr",
+    "FFIErrorBase", "FFIError", "ERROR_CLASSES", "error_class", "call_function",
+    "py_to_any", "py_to_owned_any", "any_to_py", "any_view_to_py", "numpy_to_tensor",
+    "function_from_callable", "read_fields", "type_info_dict", "c_int32",
+]

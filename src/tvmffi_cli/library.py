@@ -1,0 +1,251 @@
+"""In-process Python API: load a TVM-FFI library and call its functions.
+
+    lib = tvmffi_cli.load("lib.so")
+    lib.add_one(x, y)            # calls __tvm_ffi_add_one; NumPy arrays zero-copy
+    lib["add_one"], lib.function_names(), lib.metadata("add_one"), lib.doc("add_one")
+    lib.globals_registered       # global functions the library registered at load
+    lib.get_global("kitchen.add")
+
+The runtime is loaded RTLD_GLOBAL first (ours by default), then the library:
+through tvmffi_rt_library_load on our runtime, through the runtime's own
+ffi.ModuleLoadFromFile on the official one, and as a last resort with a plain
+dlopen + dlsym of `__tvm_ffi_<name>` wrapped by TVMFFIFunctionCreate.
+"""
+
+import ctypes
+import json
+import os
+import threading
+from ctypes import byref, c_void_p
+from pathlib import Path
+
+from . import convert
+from .errors import InputError
+from .runtime import byte_array, get_runtime
+
+FUNC_PREFIX = "__tvm_ffi_"
+SPECIAL_PREFIX = "__tvm_ffi__"
+
+
+def exported_function_names(path):
+    """Sorted names <name> of the `__tvm_ffi_<name>` code exports of a file
+    (special `__tvm_ffi__*` symbols excluded), read from its symbol table."""
+    names = None
+    try:
+        from . import binfmt  # the inspect engineer's reader, when present
+
+        open_binary = getattr(binfmt, "open_binary", None)
+        if open_binary is not None:
+            b = open_binary(str(path))
+            syms = getattr(b, "symbols", None)
+            if syms is not None:
+                names = [s.name for s in syms if getattr(s, "kind", "code") == "code"]
+    except ImportError:
+        pass
+    except Exception:
+        names = None
+    if names is None:
+        names = _elf_code_exports(path)
+    out = set()
+    for n in names:
+        if n.startswith(FUNC_PREFIX) and not n.startswith(SPECIAL_PREFIX):
+            out.add(n[len(FUNC_PREFIX):])
+    return sorted(out)
+
+
+def _elf_code_exports(path):
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            sec = elf.get_section_by_name(".dynsym")
+            if sec is None:
+                return []
+            return [s.name for s in sec.iter_symbols()
+                    if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] in ("STT_FUNC",
+                                                                                 "STT_GNU_IFUNC")]
+    except (ELFError, OSError, ValueError) as e:
+        from .errors import FormatError
+
+        raise FormatError(f"{path}: cannot read symbols: {e}") from None
+
+
+class Library:
+    """A loaded library. Attribute access and [] return callable Functions."""
+
+    def __init__(self, path, rt, module, dl, globals_registered, types_registered,
+                 tensor_mode=None):
+        self.path = path
+        self.runtime = rt
+        self.module = module  # convert.Module, or None on the plain-dlopen path
+        self._dl = dl  # ctypes.CDLL on the plain-dlopen path
+        self.globals_registered = globals_registered
+        self.types_registered = types_registered
+        self.tensor_mode = tensor_mode or convert.DEFAULT_TENSOR_MODE
+        self._funcs = {}
+        self._lock = threading.Lock()
+        self._names = None
+
+    # -- functions ----------------------------------------------------------
+    def get_function(self, name):
+        """The `__tvm_ffi_<name>` export as a Function, or None."""
+        f = self._funcs.get(name)
+        if f is not None:
+            return f
+        f = self._lookup(name)
+        if f is None:
+            return None
+        f.name = name
+        f.tensor_mode = self.tensor_mode
+        with self._lock:
+            self._funcs[name] = f
+        return f
+
+    def _lookup(self, name):
+        rt = self.runtime
+        if self.module is not None:
+            getter = rt.rt.get("tvmffi_rt_module_get_function")
+            if getter is not None:
+                ba, _k = byte_array(name)
+                out = c_void_p()
+                rt.check(getter(self.module.handle, byref(ba), 0, byref(out)))
+                return convert.Function(out.value, rt) if out.value else None
+            f = self.module.get_function(name)
+            return f if isinstance(f, convert.Function) else None
+        return self._dlsym_function(FUNC_PREFIX + name)
+
+    def _dlsym_function(self, symbol):
+        try:
+            addr = ctypes.cast(getattr(self._dl, symbol), c_void_p).value
+        except AttributeError:
+            return None
+        rt = self.runtime
+        out = c_void_p()
+        rt.check(rt.TVMFFIFunctionCreate(None, addr, None, byref(out)))
+        return convert.Function(out.value, rt)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        f = self.get_function(name)
+        if f is None:
+            raise AttributeError(f"{self.path} has no function {name!r}")
+        return f
+
+    def __getitem__(self, name):
+        f = self.get_function(name)
+        if f is None:
+            raise KeyError(name)
+        return f
+
+    def __contains__(self, name):
+        return self.get_function(name) is not None
+
+    def function_names(self):
+        """Names of the library's `__tvm_ffi_<name>` exports, sorted."""
+        if self._names is None:
+            self._names = exported_function_names(self.path)
+        return list(self._names)
+
+    # -- metadata and docs ---------------------------------------------------
+    def metadata_raw(self, name):
+        """The string returned by `__tvm_ffi__metadata_<name>`, or None."""
+        return self._special(name, "ffi.ModuleGetFunctionMetadata", "metadata")
+
+    def metadata(self, name):
+        """Parsed metadata JSON of a function, or None (absent or not JSON)."""
+        raw = self.metadata_raw(name)
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def doc(self, name):
+        """Docstring of a function (`__tvm_ffi__doc_<name>`), or None."""
+        return self._special(name, "ffi.ModuleGetFunctionDoc", "doc")
+
+    def _special(self, name, global_name, what):
+        rt = self.runtime
+        if self.module is not None:
+            g = rt.get_global(global_name)
+            if g is not None:
+                v = g(self.module, name, False)
+                return v if isinstance(v, str) else None
+            fn = self._lookup(f"_{what}_{name}")  # __tvm_ffi__<what>_<name>
+        else:
+            fn = self._dlsym_function(f"{SPECIAL_PREFIX}{what}_{name}")
+        if fn is None:
+            return None
+        v = fn()
+        return v if isinstance(v, str) else None
+
+    # -- globals -------------------------------------------------------------
+    def get_global(self, name):
+        f = self.runtime.get_global(name)
+        if f is not None:
+            f.name = name
+            f.tensor_mode = self.tensor_mode
+        return f
+
+    def describe(self):
+        """tvmffi_rt_module_describe JSON of the library module (our runtime), or None."""
+        f = self.runtime.rt.get("tvmffi_rt_module_describe")
+        if f is None or self.module is None:
+            return None
+        out = convert.TVMFFIAny()
+        self.runtime.check(f(self.module.handle, byref(out)))
+        v = convert.any_to_py(self.runtime, out)
+        return json.loads(v) if isinstance(v, str) else None
+
+    def __repr__(self):
+        return f"<Library {self.path}>"
+
+
+def _type_keys(rt):
+    try:
+        return set(rt.registered_type_keys())
+    except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
+        return set()
+
+
+def load(path, runtime=None, tensor_mode=None):
+    """Load the library at `path` into this process and return a Library.
+
+    runtime: path of the libtvm_ffi.so to host it (default: the one already
+    loaded, else ours). tensor_mode: "dltensor" (default) or "object" for how
+    NumPy arrays are passed."""
+    if tensor_mode is not None and tensor_mode not in convert.TENSOR_MODES:
+        raise InputError(f"tensor_mode must be one of {', '.join(convert.TENSOR_MODES)}")
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: no such file")
+    p = p.resolve()
+    rt = get_runtime(runtime)
+    convert.ensure_cpu_allocator(rt)
+    before_globals = set(rt.list_globals())
+    before_types = _type_keys(rt)
+    module = dl = None
+    loader = rt.rt.get("tvmffi_rt_library_load")
+    try:
+        if loader is not None:
+            out = c_void_p()
+            rt.check(loader(os.fsencode(str(p)), byref(out)))
+            module = convert.Module(out.value, rt)
+        elif rt.get_global_handle("ffi.ModuleLoadFromFile") is not None:
+            m = rt.global_func("ffi.ModuleLoadFromFile")(str(p))
+            module = m if isinstance(m, convert.Module) else None
+    except convert.FFIErrorBase as e:
+        raise InputError(f"cannot load {path}: {e.kind}: {e}") from None
+    if module is None and loader is None:
+        try:
+            dl = ctypes.CDLL(str(p), mode=os.RTLD_LOCAL)
+        except OSError as e:
+            raise InputError(f"cannot load {path}: {e}") from None
+    after_globals = set(rt.list_globals())
+    after_types = _type_keys(rt)
+    return Library(p, rt, module, dl, sorted(after_globals - before_globals),
+                   sorted(after_types - before_types), tensor_mode)
