@@ -1,0 +1,849 @@
+"""Command-line value literals for `tvmffi call` and `tvmffi bench`.
+
+The parent process turns the raw argument tail into a list of *argument specs*:
+small JSON-able dicts such as {"kind": "int", "value": 5} or
+{"kind": "tensor", "source": "npy", "path": "/abs/x.npy"}. The child process
+(tasks/call.py) turns specs into real values right before the call, so big
+tensors are only ever loaded next to the library that uses them.
+
+Spec kinds: none, int, bool, float ("text" keeps NaN/inf JSON-safe), str,
+bytes ("hex" or "path"), dtype, device, shape, tensor, array ("items"), map
+("items": [[key, value], ...]). A positional argument also carries "text" and
+"positional": True so the child can re-read it by the function's type schema.
+
+Nothing here imports numpy at module level: parsing the command line must stay
+cheap; tensor loading (load_tensor) imports it when called.
+"""
+
+import json
+import math
+import os
+import re
+
+from .errors import FormatError, InputError
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+# ---------------------------------------------------------------------------
+# dtypes
+
+# DLPack type codes by name (DLDataTypeCode).
+DTYPE_CODES = {
+    "int": 0,
+    "uint": 1,
+    "float": 2,
+    "bfloat": 4,
+    "complex": 5,
+    "float8_e3m4": 7,
+    "float8_e4m3": 8,
+    "float8_e4m3b11fnuz": 9,
+    "float8_e4m3fn": 10,
+    "float8_e4m3fnuz": 11,
+    "float8_e5m2": 12,
+    "float8_e5m2fnuz": 13,
+    "float8_e8m0fnu": 14,
+    "float6_e2m3fn": 15,
+    "float6_e3m2fn": 16,
+    "float4_e2m1fn": 17,
+}
+_CODE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
+_CODE_NAMES[3] = "handle"
+_CODE_NAMES[6] = "bool"
+# Names whose bit width is part of the name (float8_e4m3fn is 8 bits).
+_FIXED_BITS = {name: int(re.match(r"float(\d+)_", name).group(1))
+               for name in DTYPE_CODES if name.startswith("float") and "_" in name}
+
+_BAD_DTYPE = "bad dtype {!r} (examples: float32, bfloat16, int8x4, bool)"
+
+
+def _parse_dtype_base(base):
+    """'float32' -> (code, bits), or None when `base` names no type."""
+    if base == "bool":
+        return (6, 8)
+    if base == "handle":
+        return (3, 64)
+    if base in _FIXED_BITS:
+        return (DTYPE_CODES[base], _FIXED_BITS[base])
+    if base in ("int", "uint", "float"):  # TVM's shorthands for the 32-bit types
+        return (DTYPE_CODES[base], 32)
+    bm = re.fullmatch(r"(int|uint|float|bfloat|complex)([0-9]+)", base)
+    if not bm:
+        return None
+    return (DTYPE_CODES[bm.group(1)], int(bm.group(2)))
+
+
+def parse_dtype(text):
+    """'float32' / 'bfloat16' / 'int8x4' / 'bool' / 'float8_e4m3fn' -> (code, bits, lanes)."""
+    t = text.strip()
+    if t == "void":
+        return (3, 0, 0)
+    lanes = 1
+    got = _parse_dtype_base(t)
+    if got is None:
+        # "complex64" holds an x too, so lanes are only split off when the whole
+        # text is not a type name.
+        m = re.fullmatch(r"(.+)x([0-9]+)", t)
+        if not m or _parse_dtype_base(m.group(1)) is None:
+            raise InputError(_BAD_DTYPE.format(text))
+        got = _parse_dtype_base(m.group(1))
+        lanes = int(m.group(2))
+        if not 1 <= lanes <= 0xFFFF:
+            raise InputError(f"bad dtype {text!r}: lanes must be 1..65535")
+    code, bits = got
+    if not 1 <= bits <= 255:
+        raise InputError(f"bad dtype {text!r}: bits must be 1..255")
+    return (code, bits, lanes)
+
+
+def dtype_str(code, bits, lanes):
+    """Canonical text of a DLDataType (the inverse of parse_dtype)."""
+    if code == 3 and bits == 0 and lanes == 0:
+        return "void"
+    name = _CODE_NAMES.get(code)
+    if name is None:
+        base = f"custom{code}_{bits}"
+    elif name in ("bool", "handle") or name in _FIXED_BITS:
+        base = name
+    else:
+        base = f"{name}{bits}"
+    return base if lanes == 1 else f"{base}x{lanes}"
+
+
+def canonical_dtype(text):
+    return dtype_str(*parse_dtype(text))
+
+
+# ---------------------------------------------------------------------------
+# devices
+
+DEVICE_TYPES = {
+    "cpu": 1, "cuda": 2, "cuda_host": 3, "opencl": 4, "vulkan": 7, "metal": 8,
+    "vpi": 9, "rocm": 10, "rocm_host": 11, "ext_dev": 12, "cuda_managed": 13,
+    "oneapi": 14, "webgpu": 15, "hexagon": 16, "maia": 17, "trn": 18,
+}
+DEVICE_NAMES = {v: k for k, v in DEVICE_TYPES.items()}
+_DEVICE_ALIASES = {"gpu": "cuda", "llvm": "cpu"}
+
+
+def parse_device(text):
+    """'cpu' / 'cuda:1' / '2:1' -> (device_type, device_id)."""
+    t = text.strip().lower()
+    name, sep, idx = t.partition(":")
+    name = _DEVICE_ALIASES.get(name, name)
+    if name.isdigit():
+        dev_type = int(name)
+        if not 0 <= dev_type <= 0x7FFFFFFF:
+            raise InputError(f"bad device {text!r}: type out of range")
+    elif name in DEVICE_TYPES:
+        dev_type = DEVICE_TYPES[name]
+    else:
+        raise InputError(f"bad device {text!r} (known: {', '.join(DEVICE_TYPES)}; e.g. cuda:1)")
+    if not sep:
+        return (dev_type, 0)
+    if not re.fullmatch(r"[0-9]+", idx) or int(idx) > 0x7FFFFFFF:
+        raise InputError(f"bad device {text!r}: the index must be a non-negative integer")
+    return (dev_type, int(idx))
+
+
+def device_str(dev_type, dev_id):
+    return f"{DEVICE_NAMES.get(dev_type, str(dev_type))}:{dev_id}"
+
+
+# ---------------------------------------------------------------------------
+# scalars
+
+_INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*)")
+_FLOAT_RE = re.compile(r"[+-]?([0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*|[0-9][0-9_]*)([eE][+-]?[0-9]+)?")
+
+
+def parse_int(text):
+    t = text.strip()
+    if not _INT_RE.fullmatch(t):
+        raise InputError(f"bad int {text!r}")
+    v = int(t, 0) if not re.fullmatch(r"[+-]?0[0-9_]+", t) else int(t.replace("_", ""), 10)
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise InputError(f"int {text} is out of the int64 range")
+    return v
+
+
+def parse_float(text):
+    t = text.strip()
+    try:
+        return float(t)
+    except ValueError:
+        raise InputError(f"bad float {text!r}") from None
+
+
+def float_spec(v):
+    # JSON has no NaN/inf; repr() round-trips every double exactly.
+    return {"kind": "float", "text": repr(float(v))}
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def parse_bool(text):
+    t = text.strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise InputError(f"bad bool {text!r} (true/false, 1/0, yes/no)")
+
+
+def parse_bytes(text, cwd=None):
+    """Hex ('00ff10', '0x00ff', 'de ad be ef') or @file -> a bytes spec."""
+    if text.startswith("@"):
+        path = _abspath(text[1:], cwd)
+        if not os.path.isfile(path):
+            raise InputError(f"--bytes {text}: no such file")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"--bytes {text}: file is not readable")
+        return {"kind": "bytes", "path": path}
+    t = re.sub(r"[\s:_]", "", text)
+    if t[:2] in ("0x", "0X"):
+        t = t[2:]
+    if len(t) % 2 or not re.fullmatch(r"[0-9a-fA-F]*", t):
+        raise InputError(f"bad --bytes {text!r}: give an even number of hex digits or @file")
+    return {"kind": "bytes", "hex": t.lower()}
+
+
+# ---------------------------------------------------------------------------
+# tensors
+
+TENSOR_FILLS = ("zeros", "ones", "arange", "rand")
+_TENSOR_LIT_RE = re.compile(r"([A-Za-z0-9_]+)\[([0-9,\s]*)\](?::([a-z]+))?")
+# Bigger tensor literals than this are a typo more often than a wish; the limit
+# also keeps a literal from asking the child for an absurd allocation.
+MAX_LITERAL_BYTES = 1 << 40
+
+
+def _abspath(p, cwd=None):
+    p = os.path.expanduser(p)
+    return os.path.abspath(os.path.join(cwd, p) if cwd and not os.path.isabs(p) else p)
+
+
+def parse_tensor_literal(text):
+    """'float32[2,3]:zeros' -> a tensor spec, or None when `text` is not of that form."""
+    m = _TENSOR_LIT_RE.fullmatch(text.strip())
+    if not m:
+        return None
+    dtype_txt, dims_txt, fill = m.groups()
+    code, bits, lanes = parse_dtype(dtype_txt)
+    dims = [d.strip() for d in dims_txt.split(",")] if dims_txt.strip() else []
+    if any(not d for d in dims):
+        raise InputError(f"bad tensor literal {text!r}: empty dimension")
+    shape = [int(d) for d in dims]
+    if len(shape) > 32:
+        raise InputError(f"bad tensor literal {text!r}: more than 32 dimensions")
+    fill = fill or "zeros"
+    if fill not in TENSOR_FILLS:
+        raise InputError(f"bad tensor literal {text!r}: fill must be one of {', '.join(TENSOR_FILLS)}")
+    n = 1
+    for d in shape:
+        n *= d
+    if n * max(bits * lanes, 8) // 8 > MAX_LITERAL_BYTES:
+        raise InputError(f"tensor literal {text!r} is larger than 1 TiB")
+    numpy_dtype_name(code, bits, lanes, what=f"tensor literal {text!r}")
+    return {"kind": "tensor", "source": "literal", "dtype": dtype_str(code, bits, lanes),
+            "shape": shape, "fill": fill}
+
+
+def numpy_dtype_name(code, bits, lanes, what="tensor"):
+    """The NumPy dtype name holding elements of this DLPack type; InputError when none."""
+    if lanes == 1:
+        if code == 0 and bits in (8, 16, 32, 64):
+            return f"int{bits}"
+        if code == 1 and bits in (8, 16, 32, 64):
+            return f"uint{bits}"
+        if code == 2 and bits in (16, 32, 64):
+            return f"float{bits}"
+        if code == 5 and bits in (64, 128):
+            return f"complex{bits}"
+        if code == 6 and bits == 8:
+            return "bool"
+    raise InputError(f"{what}: dtype {dtype_str(code, bits, lanes)} has no NumPy equivalent "
+                     "(use a .npy file of a NumPy dtype)")
+
+
+def parse_tensor(text, cwd=None):
+    """--tensor value: x.npy, x.npz:key, or a literal like float32[2,3]:arange."""
+    lit = parse_tensor_literal(text)
+    if lit is not None:
+        return lit
+    path_txt, key = text, None
+    if not os.path.exists(_abspath(text, cwd)):
+        # x.npz:key (the key may itself hold colons, the path rarely does)
+        m = re.fullmatch(r"(.+?\.npz):(.+)", text)
+        if m:
+            path_txt, key = m.group(1), m.group(2)
+    path = _abspath(path_txt, cwd)
+    if not os.path.isfile(path):
+        if re.fullmatch(r"[A-Za-z0-9_]+\[.*", text):
+            raise InputError(f"bad tensor literal {text!r} (example: float32[2,3]:zeros)")
+        raise InputError(f"--tensor {text}: no such file")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"--tensor {text}: file is not readable")
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic == b"\x93NUMPY":
+        if key is not None:
+            raise InputError(f"--tensor {text}: a .npy file has no keys")
+        return {"kind": "tensor", "source": "npy", "path": path}
+    if magic[:4] == b"PK\x03\x04":
+        if key is None:
+            keys = npz_keys(path)
+            if len(keys) != 1:
+                raise InputError(f"--tensor {text}: pick one array with {path_txt}:KEY "
+                                 f"(keys: {', '.join(keys) or 'none'})")
+            key = keys[0]
+        elif key not in npz_keys(path):
+            raise InputError(f"--tensor {text}: no array {key!r} in {path_txt} "
+                             f"(keys: {', '.join(npz_keys(path)) or 'none'})")
+        return {"kind": "tensor", "source": "npz", "path": path, "key": key}
+    raise FormatError(f"--tensor {text}: not a .npy or .npz file")
+
+
+def npz_keys(path):
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+    except (zipfile.BadZipFile, OSError) as e:
+        raise FormatError(f"{path}: not a readable .npz file ({e})") from None
+
+
+def _npy_header(fp, what):
+    """Read a .npy header from an open file -> (shape, fortran_order, dtype)."""
+    from numpy.lib import format as npf
+
+    try:
+        version = npf.read_magic(fp)
+        if version == (1, 0):
+            return npf.read_array_header_1_0(fp)
+        if version == (2, 0):
+            return npf.read_array_header_2_0(fp)
+        raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
+    except (ValueError, OSError, TypeError, SyntaxError) as e:
+        raise FormatError(f"{what}: bad .npy header ({e})") from None
+
+
+def _check_plain_dtype(dtype, what):
+    if dtype.hasobject:
+        raise FormatError(f"{what}: object arrays are not supported (they need pickle)")
+    if dtype.fields is not None or dtype.subdtype is not None:
+        raise FormatError(f"{what}: structured dtypes have no DLPack equivalent")
+
+
+def load_tensor(spec):
+    """Materialize a tensor spec as a NumPy array (imports numpy).
+
+    .npy files are mapped copy-on-write: a kernel that writes in place changes
+    private pages, never the file, and untouched pages cost no memory."""
+    import numpy as np
+
+    src = spec["source"]
+    if src == "literal":
+        return make_literal_tensor(spec)
+    path = spec["path"]
+    if src == "npy":
+        with open(path, "rb") as f:
+            shape, fortran, dtype = _npy_header(f, path)
+            offset = f.tell()
+            size = os.fstat(f.fileno()).st_size
+        _check_plain_dtype(dtype, path)
+        need = dtype.itemsize * _prod(shape)
+        if offset + need > size:
+            raise FormatError(f"{path}: header says {need} data bytes, the file holds {size - offset}")
+        if need == 0:
+            return np.zeros(shape, dtype=dtype, order="F" if fortran else "C")
+        return np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=tuple(shape),
+                         order="F" if fortran else "C")
+    if src == "npz":
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                info = z.getinfo(spec["key"] + ".npy")
+                with z.open(info) as f:
+                    shape, fortran, dtype = _npy_header(f, f"{path}:{spec['key']}")
+                    _check_plain_dtype(dtype, f"{path}:{spec['key']}")
+                    need = dtype.itemsize * _prod(shape)
+                    # The uncompressed member size bounds the allocation: a header
+                    # claiming more data than the member holds is rejected first.
+                    if need > info.file_size:
+                        raise FormatError(f"{path}:{spec['key']}: header says {need} data "
+                                          f"bytes, the member holds {info.file_size}")
+                    arr = np.empty(_prod(shape), dtype=dtype)
+                    view = memoryview(arr.view(np.uint8).reshape(-1))
+                    got = 0
+                    while got < need:
+                        n = f.readinto(view[got:got + (1 << 24)])
+                        if not n:
+                            raise FormatError(f"{path}:{spec['key']}: truncated array data")
+                        got += n
+        except (KeyError, zipfile.BadZipFile, OSError) as e:
+            raise FormatError(f"{path}: cannot read array {spec['key']!r} ({e})") from None
+        return arr.reshape(shape, order="F" if fortran else "C")
+    raise InputError(f"unknown tensor source {src!r}")
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def make_literal_tensor(spec):
+    import numpy as np
+
+    code, bits, lanes = parse_dtype(spec["dtype"])
+    dt = np.dtype(numpy_dtype_name(code, bits, lanes))
+    shape = tuple(spec["shape"])
+    fill = spec.get("fill", "zeros")
+    try:
+        if fill == "zeros":
+            return np.zeros(shape, dtype=dt)  # calloc: pages cost nothing until written
+        if fill == "ones":
+            return np.ones(shape, dtype=dt)
+        if fill == "arange":
+            n = _prod(shape)
+            if dt == np.bool_:
+                return (np.arange(n) % 2).astype(dt).reshape(shape)
+            return np.arange(n).astype(dt).reshape(shape)
+        if fill == "rand":
+            # Fixed seed: the same command line gives the same numbers.
+            rng = np.random.default_rng(0)
+            if dt.kind == "f":
+                return rng.random(shape).astype(dt)
+            if dt.kind == "c":
+                return (rng.random(shape) + 1j * rng.random(shape)).astype(dt)
+            if dt.kind == "b":
+                return rng.integers(0, 2, shape).astype(dt)
+            info = np.iinfo(dt)
+            return rng.integers(max(info.min, -100), min(info.max, 100), shape,
+                                endpoint=True).astype(dt)
+    except MemoryError:
+        raise InputError(f"tensor literal {spec['dtype']}{list(shape)}: not enough memory") from None
+    raise InputError(f"unknown tensor fill {fill!r}")
+
+
+# ---------------------------------------------------------------------------
+# JSON values -> specs
+
+def json_to_spec(v, where="value"):
+    """A decoded JSON value -> spec: list -> Array, object -> Map, nested."""
+    if v is None:
+        return {"kind": "none"}
+    if isinstance(v, bool):
+        return {"kind": "bool", "value": v}
+    if isinstance(v, int):
+        if not INT64_MIN <= v <= INT64_MAX:
+            raise InputError(f"{where}: int {v} is out of the int64 range")
+        return {"kind": "int", "value": v}
+    if isinstance(v, float):
+        return float_spec(v)
+    if isinstance(v, str):
+        return {"kind": "str", "value": v}
+    if isinstance(v, list):
+        return {"kind": "array", "items": [json_to_spec(x, where) for x in v]}
+    if isinstance(v, dict):
+        return {"kind": "map", "items": [[{"kind": "str", "value": k}, json_to_spec(x, where)]
+                                         for k, x in v.items()]}
+    raise InputError(f"{where}: unsupported JSON value {v!r}")
+
+
+def parse_json(text, where="--value"):
+    try:
+        v = json.loads(text, parse_constant=_json_constant)
+    except ValueError as e:
+        raise InputError(f"{where} {_short(text)}: not valid JSON ({e})") from None
+    return v
+
+
+def _json_constant(name):
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+def _short(text, n=40):
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
+def parse_shape(text):
+    """'2,3' / '[2,3]' / '' -> list of ints."""
+    t = text.strip()
+    if t.startswith("["):
+        v = parse_json(t, "--shape")
+        if not isinstance(v, list):
+            raise InputError(f"bad shape {text!r}")
+        items = v
+    else:
+        items = [x for x in re.split(r"[,\sx]+", t) if x]
+    out = []
+    for x in items:
+        if isinstance(x, bool):
+            raise InputError(f"bad shape {text!r}: dimensions are integers")
+        try:
+            d = x if isinstance(x, int) else parse_int(str(x))
+        except InputError:
+            raise InputError(f"bad shape {text!r}: dimensions are integers") from None
+        if not INT64_MIN <= d <= INT64_MAX:
+            raise InputError(f"bad shape {text!r}: dimension out of the int64 range")
+        out.append(d)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# positional inference
+
+_WORDS_NONE = {"none", "null"}
+
+
+def infer_positional(text, cwd=None):
+    """Guess a positional argument's type from its text (no schema known):
+    int, float, true/false, none, JSON list/object, "quoted" string, an
+    existing .npy/.npz file or a tensor literal -> tensor, otherwise str."""
+    t = text.strip()
+    low = t.lower()
+    if low in _WORDS_NONE:
+        spec = {"kind": "none"}
+    elif low in ("true", "false"):
+        spec = {"kind": "bool", "value": low == "true"}
+    elif _INT_RE.fullmatch(t):
+        spec = {"kind": "int", "value": parse_int(t)}
+    elif _FLOAT_RE.fullmatch(t):
+        spec = float_spec(parse_float(t))
+    elif t[:1] in ("[", "{"):
+        lit = parse_tensor_literal(t) if t[:1] == "[" else None
+        spec = lit or json_to_spec(_json_or_hint(t), "argument")
+    elif len(t) >= 2 and t[0] == '"' and t[-1] == '"':
+        v = _json_or_hint(t)
+        spec = {"kind": "str", "value": v}
+    elif _looks_like_tensor(t, cwd):
+        spec = parse_tensor(t, cwd)
+    else:
+        spec = {"kind": "str", "value": text}
+    spec["text"] = text
+    spec["positional"] = True
+    return spec
+
+
+def _json_or_hint(t):
+    try:
+        return json.loads(t, parse_constant=_json_constant)
+    except ValueError as e:
+        raise InputError(f"argument {_short(t)} looks like JSON but is not ({e}); "
+                         "pass text with --str") from None
+
+
+def _looks_like_tensor(t, cwd):
+    if _TENSOR_LIT_RE.fullmatch(t) and t.split("[", 1)[0].replace("_", "").isalnum():
+        try:
+            parse_dtype(t.split("[", 1)[0])
+            return True
+        except InputError:
+            return False
+    if t.endswith((".npy", ".npz")) and os.path.isfile(_abspath(t, cwd)):
+        return True
+    m = re.fullmatch(r"(.+?\.npz):(.+)", t)
+    return bool(m and os.path.isfile(_abspath(m.group(1), cwd)))
+
+
+# ---------------------------------------------------------------------------
+# schema-typed conversion (used in the child, which knows the type schema)
+
+def _type_name(t):
+    return getattr(t, "name", None) if not isinstance(t, dict) else t.get("type")
+
+
+def _type_args(t):
+    if isinstance(t, dict):
+        return list(t.get("args") or [])
+    return list(getattr(t, "args", None) or [])
+
+
+_STR_TYPES = {"ffi.String", "str", "String", "std::string"}
+_INT_TYPES = {"int", "int64_t", "int32_t"}
+_FLOAT_TYPES = {"float", "double"}
+_TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
+
+
+def spec_for_type(text, typ, cwd=None, where="argument"):
+    """Convert positional `text` by a schema type (a TypeSpec with .name/.args or a
+    {"type", "args"} dict). Returns a spec; InputError when it does not fit."""
+    name = _type_name(typ)
+    args = _type_args(typ)
+    label = f"{where} {_short(text)}"
+    if name in (None, "Any", "ffi.Any"):
+        s = infer_positional(text, cwd)
+        s.pop("text", None), s.pop("positional", None)
+        return s
+    if name in _INT_TYPES:
+        return {"kind": "int", "value": _wrap(parse_int, text, label, "int")}
+    if name in _FLOAT_TYPES:
+        return float_spec(_wrap(parse_float, text, label, "float"))
+    if name == "bool":
+        return {"kind": "bool", "value": _wrap(parse_bool, text, label, "bool")}
+    if name in _STR_TYPES:
+        return {"kind": "str", "value": text}
+    if name in ("ffi.Bytes", "bytes", "Bytes"):
+        return parse_bytes(text, cwd)
+    if name in ("None", "void"):
+        if text.strip().lower() not in _WORDS_NONE:
+            raise InputError(f"{label}: expected None")
+        return {"kind": "none"}
+    if name in ("DataType", "dtype", "DLDataType"):
+        return {"kind": "dtype", "value": canonical_dtype(text)}
+    if name in ("Device", "DLDevice"):
+        return device_spec(text)
+    if name in _TENSOR_TYPES:
+        s = parse_tensor(text, cwd)
+        if name != "DLTensor*":
+            s["owned"] = True
+        return s
+    if name in ("Optional", "ffi.Optional"):
+        if text.strip().lower() in _WORDS_NONE:
+            return {"kind": "none"}
+        return spec_for_type(text, args[0] if args else None, cwd, where)
+    if name in ("Variant", "ffi.Variant", "Union"):
+        errors = []
+        for a in args:
+            try:
+                return spec_for_type(text, a, cwd, where)
+            except InputError as e:
+                errors.append(str(e))
+        raise InputError(f"{label}: fits none of the variant's types ({'; '.join(errors)})")
+    # Containers and the rest take JSON.
+    if text.strip()[:1] in ("[", "{", '"') or name in ("ffi.Shape", "Shape"):
+        if name in ("ffi.Shape", "Shape") and text.strip()[:1] != "[":
+            return {"kind": "shape", "value": parse_shape(text)}
+        return json_for_type(parse_json(text, where), typ, where)
+    raise InputError(f"{label}: cannot pass a value of type {type_label(typ)} from the command line")
+
+
+def _wrap(fn, text, label, what):
+    try:
+        return fn(text)
+    except InputError:
+        raise InputError(f"{label}: expected {what}") from None
+
+
+def device_spec(text):
+    t, i = parse_device(text)
+    return {"kind": "device", "value": device_str(t, i), "device_type": t, "device_id": i}
+
+
+def type_label(typ):
+    name = _type_name(typ) or "Any"
+    args = _type_args(typ)
+    return f"{name}[{', '.join(type_label(a) for a in args)}]" if args else name
+
+
+def json_for_type(v, typ, where="argument"):
+    """A decoded JSON value converted by a schema type -> spec (nested)."""
+    name = _type_name(typ)
+    args = _type_args(typ)
+    label = f"{where}: {json.dumps(v)[:40]}"
+    if name in (None, "Any", "ffi.Any"):
+        return json_to_spec(v, where)
+    if name in ("Optional", "ffi.Optional"):
+        return {"kind": "none"} if v is None else json_for_type(v, args[0] if args else None, where)
+    if name in ("Variant", "ffi.Variant", "Union"):
+        errors = []
+        for a in args:
+            try:
+                return json_for_type(v, a, where)
+            except InputError as e:
+                errors.append(str(e))
+        raise InputError(f"{label} fits none of the variant's types ({'; '.join(errors)})")
+    if name in _INT_TYPES:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{label} is not an int")
+        return json_to_spec(v, where)
+    if name in _FLOAT_TYPES:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{label} is not a number")
+        return float_spec(v)
+    if name == "bool":
+        if not isinstance(v, bool):
+            raise InputError(f"{label} is not true/false")
+        return {"kind": "bool", "value": v}
+    if name in ("None", "void"):
+        if v is not None:
+            raise InputError(f"{label} is not null")
+        return {"kind": "none"}
+    if isinstance(v, str) and name not in ("ffi.Array", "ffi.Map", "ffi.Shape", "Array",
+                                           "Map", "Shape", "ffi.List", "ffi.Dict"):
+        return spec_for_type(v, typ, None, where)
+    if name in _STR_TYPES:
+        raise InputError(f"{label} is not a string")
+    if name in ("ffi.Shape", "Shape"):
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+            raise InputError(f"{label} is not a list of ints (a Shape)")
+        return {"kind": "shape", "value": [json_to_spec(x, where)["value"] for x in v]}
+    if name in ("ffi.Array", "Array", "ffi.List", "List"):
+        if not isinstance(v, list):
+            raise InputError(f"{label} is not a JSON list")
+        elem = args[0] if args else None
+        return {"kind": "array", "items": [json_for_type(x, elem, where) for x in v]}
+    if name in ("ffi.Map", "Map", "ffi.Dict", "Dict"):
+        if not isinstance(v, dict):
+            raise InputError(f"{label} is not a JSON object")
+        kt = args[0] if args else None
+        vt = args[1] if len(args) > 1 else None
+        items = []
+        for k, x in v.items():
+            if _type_name(kt) in _INT_TYPES:
+                ks = {"kind": "int", "value": _wrap(parse_int, k, f"{where} key {k!r}", "int")}
+            elif _type_name(kt) in (None, "Any", "ffi.Any") or _type_name(kt) in _STR_TYPES:
+                ks = {"kind": "str", "value": k}
+            else:
+                ks = spec_for_type(k, kt, None, f"{where} key")
+            items.append([ks, json_for_type(x, vt, where)])
+        return {"kind": "map", "items": items}
+    raise InputError(f"{label} cannot be converted to {type_label(typ)}")
+
+
+# ---------------------------------------------------------------------------
+# the argument tail of `tvmffi call` / `tvmffi bench`
+
+# Flags that take one value and add an argument, in command-line order.
+VALUE_FLAGS = {
+    "--int": "int64 integer (decimal, 0x.., 0b..)",
+    "--float": "double (1.5, 1e-3, nan, inf)",
+    "--bool": "true/false (also 1/0, yes/no)",
+    "--str": "string, taken verbatim",
+    "--bytes": "bytes: hex digits (00ff10) or @file",
+    "--dtype": "data type (float32, bfloat16, int8x4, bool)",
+    "--device": "device (cpu, cuda:1, rocm:0)",
+    "--tensor": "tensor: x.npy, x.npz:key, or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
+    "--shape": "Shape: 2,3 or [2,3]",
+    "--value": "any JSON value: list -> Array, object -> Map (nested), numbers, strings, null",
+}
+ARG_FLAGS = dict(VALUE_FLAGS, **{"--none": "None (takes no value)"})
+
+
+def spec_from_flag(flag, value, cwd=None):
+    if flag == "--int":
+        return {"kind": "int", "value": parse_int(value)}
+    if flag == "--float":
+        return float_spec(parse_float(value))
+    if flag == "--bool":
+        return {"kind": "bool", "value": parse_bool(value)}
+    if flag == "--str":
+        return {"kind": "str", "value": value}
+    if flag == "--bytes":
+        return parse_bytes(value, cwd)
+    if flag == "--dtype":
+        return {"kind": "dtype", "value": canonical_dtype(value)}
+    if flag == "--device":
+        return device_spec(value)
+    if flag == "--tensor":
+        return parse_tensor(value, cwd)
+    if flag == "--shape":
+        return {"kind": "shape", "value": parse_shape(value)}
+    if flag == "--value":
+        return json_to_spec(parse_json(value), "--value")
+    raise InputError(f"unknown argument flag {flag}")
+
+
+class ArgvSpec:
+    """Parsed `LIB FUNC [ARGS...] [options]`."""
+
+    def __init__(self):
+        self.lib = None
+        self.func = None
+        self.args = []          # specs, in command-line order
+        self.options = {}       # option name -> value (True for flags)
+        self.help = False
+
+
+def parse_argv(tokens, options, cwd=None):
+    """Parse the raw argument tail of a command.
+
+    `options` maps each command option ("--json", "--timeout", ...) to whether it
+    takes a value. Value flags (ARG_FLAGS) add arguments in order; the first two
+    bare words are LIB and FUNC, later ones positional arguments. Mixing
+    positionals with value flags is refused. `--` ends option parsing.
+    """
+    out = ArgvSpec()
+    words = []
+    flagged = False
+    i, n = 0, len(tokens)
+    only_words = False
+    while i < n:
+        tok = tokens[i]
+        i += 1
+        if only_words or not tok.startswith("-") or tok == "-" or _is_number(tok):
+            words.append(tok)
+            continue
+        if tok == "--":
+            only_words = True
+            continue
+        name, eq, inline = tok.partition("=")
+        if name in ("-h", "--help"):
+            out.help = True
+            continue
+        if name == "--none":
+            if eq:
+                raise InputError("--none takes no value")
+            out.args.append({"kind": "none"})
+            flagged = True
+            continue
+        if name in VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i < n:
+                value = tokens[i]
+                i += 1
+            else:
+                raise InputError(f"{name} needs a value")
+            out.args.append(spec_from_flag(name, value, cwd))
+            flagged = True
+            continue
+        if name in options:
+            if options[name]:
+                if eq:
+                    value = inline
+                elif i < n:
+                    value = tokens[i]
+                    i += 1
+                else:
+                    raise InputError(f"{name} needs a value")
+                out.options[name] = value
+            else:
+                if eq:
+                    raise InputError(f"{name} takes no value")
+                out.options[name] = out.options.get(name, 0) + 1 if name in ("-v", "--verbose") \
+                    else True
+            continue
+        if re.fullmatch(r"-v+", tok) and "-v" in options:
+            out.options["-v"] = out.options.get("-v", 0) + len(tok) - 1
+            continue
+        import difflib
+
+        close = difflib.get_close_matches(name, list(options) + list(ARG_FLAGS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(f"unknown option {name}{hint}; pass a text starting with '-' "
+                         "with --str or after --")
+    if out.help:
+        return out
+    if len(words) < 2:
+        raise InputError("expected LIB FUNC [ARGS...]" + (" (FUNC is missing)" if words else ""))
+    out.lib, out.func = words[0], words[1]
+    positionals = words[2:]
+    if positionals and flagged:
+        raise InputError("mixing positional arguments with typed flags (--int, --tensor, ...) "
+                         "is ambiguous; use one style")
+    if positionals:
+        out.args = [infer_positional(w, cwd) for w in positionals]
+    return out
+
+
+def _is_number(tok):
+    return bool(_INT_RE.fullmatch(tok) or _FLOAT_RE.fullmatch(tok)) or tok.lower() in (
+        "-inf", "-infinity", "-nan")
