@@ -1,12 +1,306 @@
-"""`tvmffi inspect` (filled in by its own issue)."""
+"""`tvmffi inspect`: what a library exports, embeds and imports.
+
+Static facts come from the file's bytes (binfmt readers, libbin, modformats);
+by default the library is also loaded in a child process (tvmffi_cli.sandbox,
+task "introspect") for metadata, docs, globals and types. `--static` never
+runs any code of the library.
+
+Exit codes: 0 fully understood; 1 read but something in it is malformed (or
+loading it failed); 2 cannot be read as a library (InputError/FormatError
+raised by open_binary and reported by the CLI).
+"""
 
 import click
 
+FUNC_PREFIX = "__tvm_ffi_"
+SPECIAL_PREFIX = "__tvm_ffi__"
+CTX_PREFIX = "__TVMFFI"
+MAIN = "__tvm_ffi_main"
+METADATA_PREFIX = "__tvm_ffi__metadata_"
+DOC_PREFIX = "__tvm_ffi__doc_"
+CUBIN_PREFIX = "__tvm_ffi__cubin_"
+LIBRARY_BIN = "__tvm_ffi__library_bin"
+LIBRARY_CTX = "__tvm_ffi__library_ctx"
 
-@click.command("inspect", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args):
-    """Not implemented yet."""
-    from ..errors import InputError
+# The 50 C functions of the stable ABI (ABI-NOTES): context symbols name them.
+C_API = frozenset("""TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
+TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
+TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
+TVMFFIEnvGetStream TVMFFIEnvModLookupFromImports TVMFFIEnvModRegisterContextSymbol
+TVMFFIEnvModRegisterSystemLibSymbol TVMFFIEnvRegisterCAPI
+TVMFFIEnvSetDLPackManagedTensorAllocator TVMFFIEnvSetStream TVMFFIEnvTensorAlloc
+TVMFFIErrorCreate TVMFFIErrorCreateWithCauseAndExtraContext TVMFFIErrorMoveFromRaised
+TVMFFIErrorSetRaised TVMFFIErrorSetRaisedFromCStr TVMFFIErrorSetRaisedFromCStrParts
+TVMFFIFunctionCall TVMFFIFunctionCreate TVMFFIFunctionGetGlobal TVMFFIFunctionSetGlobal
+TVMFFIFunctionSetGlobalFromMethodInfo TVMFFIGetCustomAllocator TVMFFIGetTypeAttrColumn
+TVMFFIGetTypeInfo TVMFFIGetVersion TVMFFIHandleDeinitOnce TVMFFIHandleInitOnce
+TVMFFIObjectCreateOpaque TVMFFIObjectDecRef TVMFFIObjectIncRef TVMFFISetCustomAllocator
+TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
+TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
+TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
+TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod""".split())
 
-    raise InputError("tvmffi inspect is not implemented yet")
+RUNTIME_LIBS = ("libtvm_ffi.", "tvm_ffi.dll", "libtvm_ffi.dll")
+CUBIN_PREVIEW = 4096  # enough of a payload to identify it
+
+
+def _err(report, where, message, offset=None):
+    e = {"where": where, "message": message}
+    if offset is not None:
+        e["offset"] = offset
+    report["errors"].append(e)
+
+
+def _is_cxx_runtime_import(name):
+    # Itanium-mangled names in namespace tvm::ffi (e.g. _ZN3tvm3ffi...,
+    # _ZNK3tvm3ffi...): the official C++ runtime's exports, which a C runtime
+    # cannot provide.
+    return name.startswith("_Z") and "3tvm3ffi" in name
+
+
+def static_report(binary):
+    """Everything `inspect` learns from the bytes of an opened Binary."""
+    b = binary
+    rep = {
+        "path": b.path, "format": b.format, "arch": b.arch, "bits": b.bits, "kind": b.kind,
+        "soname": b.soname, "needed": list(b.needed), "mode": "static",
+        "functions": [], "modules": [], "library_bin": None, "library_ctx": None,
+        "context_symbols": [], "cubins": [], "globals": [], "types": [],
+        "runtime_imports": [], "unsupported_imports": [], "needs_runtime": False,
+        "errors": [], "warnings": list(b.warnings),
+    }
+    rep.update({k: v for k, v in b.extra.items() if k not in rep})
+    for p in b.problems:
+        _err(rep, "binary", p)
+
+    syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
+    by_name = {}
+    for s in syms:
+        by_name.setdefault(s.name, s)
+
+    # Functions, their metadata/doc getters, and what __tvm_ffi_main aliases.
+    funcs = [s for s in by_name.values()
+             if s.name.startswith(FUNC_PREFIX) and not s.name.startswith(SPECIAL_PREFIX)]
+    funcs.sort(key=lambda s: s.name)
+    names = {s.name[len(FUNC_PREFIX):] for s in funcs}
+    meta = {s.name[len(METADATA_PREFIX):] for s in by_name.values()
+            if s.name.startswith(METADATA_PREFIX)}
+    docs = {s.name[len(DOC_PREFIX):] for s in by_name.values() if s.name.startswith(DOC_PREFIX)}
+    main = by_name.get(MAIN)
+    for s in funcs:
+        name = s.name[len(FUNC_PREFIX):]
+        f = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
+             "kind": s.kind, "binding": s.binding, "has_metadata": name in meta,
+             "has_doc": name in docs}
+        if s is main:
+            f["aliases"] = sorted(o.name[len(FUNC_PREFIX):] for o in funcs
+                                  if o is not s and o.value == s.value and o.section == s.section)
+        if s.kind != "code":
+            rep["warnings"].append(f"{s.name} is not in a code section ({s.section})")
+        rep["functions"].append(f)
+    for n in sorted((meta | docs) - names):
+        rep["warnings"].append(f"metadata/doc getter for {n} but no __tvm_ffi_{n} function")
+
+    # Imports: which runtime C functions, and C++ runtime symbols we cannot host.
+    imports = b.imports
+    rep["runtime_imports"] = sorted({n for n in imports if n.startswith("TVMFFI")})
+    rep["unsupported_imports"] = sorted({n for n in imports if _is_cxx_runtime_import(n)})
+    rep["needs_runtime"] = bool(rep["runtime_imports"] or rep["unsupported_imports"] or any(
+        n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed))
+
+    # Context symbols: writable pointers the loader fills with C API entries.
+    for s in sorted((s for s in by_name.values() if s.name.startswith(CTX_PREFIX)),
+                    key=lambda s: s.name):
+        api = s.name[2:]
+        c = {"name": s.name, "api": api, "known": api in C_API, "address": s.value,
+             "size": s.size, "section": s.section, "writable": s.writable}
+        rep["context_symbols"].append(c)
+        if not s.writable and b.kind != "object":
+            _err(rep, s.name, f"context symbol {s.name} is in read-only section {s.section}; "
+                              f"the loader cannot store {api} there")
+        if not c["known"]:
+            rep["warnings"].append(f"context symbol {s.name} names no C API function")
+
+    # __tvm_ffi__library_ctx: a writable void* the loader points at the module.
+    ctx = by_name.get(LIBRARY_CTX)
+    if ctx is not None:
+        rep["library_ctx"] = {"address": ctx.value, "size": ctx.size, "section": ctx.section,
+                              "writable": ctx.writable}
+        if not ctx.writable and b.kind != "object":
+            _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is in read-only section {ctx.section}")
+        if ctx.size and ctx.size != b.bits // 8:
+            _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is {ctx.size} bytes, expected a "
+                                   f"{b.bits // 8}-byte pointer")
+
+    # Embedded CUDA binaries between __tvm_ffi__cubin_<name> and ..._end.
+    _cubins(b, by_name, rep)
+
+    # __tvm_ffi__library_bin: modules and their import tree.
+    lbs = by_name.get(LIBRARY_BIN)
+    if lbs is not None:
+        from .. import libbin
+
+        try:
+            data = b.read_symbol_bytes(lbs)
+        except Exception as e:  # FormatError: e.g. in .bss
+            _err(rep, LIBRARY_BIN, str(e))
+            data = None
+        if data is not None:
+            lb = libbin.decode(data)
+            rep["library_bin"] = {"address": lbs.value, "symbol_size": lb.symbol_size,
+                                  "nbytes": lb.nbytes, "root": lb.root,
+                                  "section": lbs.section}
+            rep["modules"] = [m.to_json() for m in lb.modules]
+            for e in lb.errors:
+                _err(rep, LIBRARY_BIN, e["message"], e["offset"])
+            kinds = {m.kind for m in lb.modules}
+            if lb.modules and "_lib" not in kinds:
+                rep["warnings"].append("library_bin has no _lib entry: the library's own "
+                                       "functions are not part of its module tree")
+    return rep
+
+
+def _cubins(b, by_name, rep):
+    from .. import modformats
+
+    for s in sorted(by_name.values(), key=lambda s: s.name):
+        n = s.name
+        if not n.startswith(CUBIN_PREFIX) or (n.endswith("_end") and n[:-4] in by_name):
+            continue
+        name = n[len(CUBIN_PREFIX):]
+        end = by_name.get(n + "_end")
+        c = {"name": name, "symbol": n, "address": s.value, "size": None}
+        if end is not None and end.section == s.section and end.value >= s.value:
+            size = end.value - s.value
+        elif end is not None:
+            _err(rep, n, f"{n}_end is not after {n} in the same section")
+            size = s.size or 0
+        else:
+            size = s.size or 0
+            if not size:
+                _err(rep, n, f"{n} has no size and no {n}_end symbol")
+        c["size"] = size
+        try:
+            off = b.file_offset(s)
+            if off is None:
+                raise ValueError
+            sec = s._sec or b.section_for(s.value)
+            avail = min(sec.offset + sec.filesize, len(b.data)) - off
+            if size > avail:
+                _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
+            head = bytes(b.data[off:off + max(0, min(size, avail, CUBIN_PREVIEW))])
+            c.update(modformats.analyze_payload(head))
+        except ValueError:
+            _err(rep, n, f"{n} has no bytes in the file")
+        rep["cubins"].append(c)
+
+
+def _host_loadable(binary):
+    import platform
+
+    host = platform.machine().lower()
+    host = {"amd64": "x86_64", "arm64": "aarch64"}.get(host, host)
+    return binary.format == "elf" and binary.arch == host and binary.kind == "shared"
+
+
+def merge_dynamic(rep, result):
+    """Fold the child's "introspect" result into the static report."""
+    from .. import schema
+    from ..errors import FormatError
+
+    dyn = result.get("functions") or {}
+    for f in rep["functions"]:
+        d = dyn.get(f["name"])
+        if not d:
+            continue
+        if d.get("doc") is not None:
+            f["doc"] = d["doc"]
+        raw = d.get("metadata_raw")
+        md = d.get("metadata")
+        if md is not None or raw is not None:
+            try:
+                parsed, spec = schema.parse_metadata(raw if raw is not None else md)
+                f["metadata"] = parsed
+                if spec is not None:
+                    f["signature"] = spec.signature(f["name"])
+                    f["type"] = spec.to_json()
+            except FormatError as e:
+                f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
+                _err(rep, f["symbol"], f"metadata of {f['name']}: {e}")
+        if "signature" not in f and d.get("signature"):
+            f["signature"] = d["signature"]
+    rep["globals"] = list(result.get("globals") or [])
+    rep["types"] = list(result.get("types") or [])
+    if result.get("module") is not None:
+        rep["loaded_module"] = result["module"]
+    for e in result.get("errors") or []:
+        _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
+
+
+def dynamic_part(rep, binary, path, timeout):
+    if not _host_loadable(binary):
+        rep["warnings"].append(f"not loadable on this host ({binary.format} {binary.arch} "
+                               f"{binary.kind}); static results only")
+        return
+    try:
+        from .. import sandbox
+    except ImportError:
+        rep["warnings"].append("loading is not available in this build (no sandbox); "
+                               "static results only")
+        return
+    rep["mode"] = "loaded"
+    try:
+        result = sandbox.run_task("introspect", {"path": str(path)}, timeout=timeout)
+    except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
+        kind = type(e).__name__
+        _err(rep, "load", f"loading the library failed ({kind}: {e})")
+        return
+    if isinstance(result, dict):
+        merge_dynamic(rep, result)
+
+
+def run(path, static=False, timeout=30.0):
+    from ..binfmt import open_binary
+
+    b = open_binary(path)
+    try:
+        rep = static_report(b)
+    finally:
+        b.close()
+    if not static:
+        dynamic_part(rep, b, path, timeout)
+    return rep
+
+
+@click.command("inspect")
+@click.argument("path", type=click.Path(dir_okay=True))
+@click.option("--static", "static", is_flag=True,
+              help="Read the file only; never load or run any of its code.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds allowed for loading the library in a child process.")
+def command(path, static, as_json, timeout):
+    """Show what a library exports, embeds and imports.
+
+    Exit 0 when the file was fully understood, 1 when it was read but
+    something in it is malformed (results are still printed), 2 when it
+    cannot be read as a library.
+    """
+    rep = run(path, static=static, timeout=timeout)
+    if as_json:
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(rep, ensure_ascii=False) + "\n")
+    else:
+        from ..render.inspect import render
+
+        render(rep)
+    if rep["errors"]:
+        first = rep["errors"][0]
+        more = len(rep["errors"]) - 1
+        click.echo(f"tvmffi: error: {path}: {first['message']}"
+                   + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
+                   err=True)
+        return 1
+    return 0

@@ -1,0 +1,83 @@
+"""Readers of library files behind one symbol model (see model.py).
+
+`open_binary(path)` picks the reader from the file's magic bytes. Every reader
+raises tvmffi_cli.errors.FormatError for input it cannot use, never another
+exception; a missing or unreadable file is an InputError.
+"""
+
+import os
+import struct
+
+from ..errors import FormatError, InputError
+from .model import CODE, DATA, OTHER, Binary, Section, Symbol
+
+__all__ = ["open_binary", "parse_bytes", "Binary", "Section", "Symbol", "CODE", "DATA", "OTHER"]
+
+_MMAP_FROM = 1 << 20  # small files are read whole; large ones are mapped
+
+
+def _reader_for(data):
+    head = bytes(data[:8])
+    if head[:4] == b"\x7fELF":
+        from .elf import ElfBinary
+
+        return ElfBinary
+    if head[:2] == b"MZ":
+        from .pe import PeBinary
+
+        return PeBinary
+    if head[:4] in (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf",
+                    b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xbe\xba\xfe\xca"):
+        from .macho import MachOBinary
+
+        return MachOBinary
+    return None
+
+
+def parse_bytes(data, path="<bytes>"):
+    """Parse an in-memory file image; FormatError when it is not a library we read."""
+    if len(data) == 0:
+        raise FormatError("empty file")
+    cls = _reader_for(data)
+    if cls is None:
+        raise FormatError("not a library: neither ELF, PE nor Mach-O")
+    try:
+        return cls(path, data)
+    except FormatError:
+        raise
+    except (struct.error, ValueError, IndexError, KeyError, OverflowError, TypeError,
+            UnicodeError, MemoryError, AttributeError) as e:
+        # Defence in depth: a reader bug on hostile input still reports as a
+        # format problem of the file, not a crash of the tool.
+        raise FormatError(f"malformed {cls.format.upper()} file ({type(e).__name__}: {e})")
+
+
+def open_binary(path):
+    """Open and parse `path` (ELF, PE/COFF or Mach-O, thin or fat)."""
+    p = os.fspath(path)
+    try:
+        f = open(p, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file")
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory")
+    except OSError as e:
+        raise InputError(f"{p}: cannot open ({e.strerror or e})")
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise FormatError(f"{p}: empty file, not a library")
+            if size >= _MMAP_FROM:
+                import mmap
+
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                data = f.read()
+        except OSError as e:
+            raise InputError(f"{p}: cannot read ({e.strerror or e})")
+    try:
+        return parse_bytes(data, p)
+    except FormatError as e:
+        msg = str(e)
+        raise FormatError(msg if msg.startswith(p) else f"{p}: {msg}") from None

@@ -1,0 +1,221 @@
+"""Decoders of the module kinds found in `__tvm_ffi__library_bin`.
+
+GPU kinds as TVM serialises them (ABI-NOTES "Embedded modules"):
+    fmt: str, then a map (u64 count) of key: str -> FunctionInfo
+      {name: str, arg_types: vec<DLDataType>, launch_param_tags: vec<str>,
+       arg_extra_tags: vec<i32>}, then the payload.
+TVM releases differ in small ways (older ones store arg types as dtype strings
+and have no arg_extra_tags; metal and vulkan keep one payload per function), so
+the decoder tries those variants and keeps the one that consumes the blob
+exactly. Everything is bounded by the blob; counts are checked before reading.
+Unknown kinds get their size and a short hex/ASCII preview.
+"""
+
+import re
+import struct
+
+from .libbin import LibBinError, Reader
+
+GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
+
+DTYPE_CODES = {0: "int", 1: "uint", 2: "float", 3: "handle", 4: "bfloat", 5: "complex",
+               6: "bool", 7: "float8_e3m4", 8: "float8_e4m3", 9: "float8_e4m3b11fnuz",
+               10: "float8_e4m3fn", 11: "float8_e4m3fnuz", 12: "float8_e5m2",
+               13: "float8_e5m2fnuz", 14: "float8_e8m0fnu", 15: "float6_e2m3fn",
+               16: "float6_e3m2fn", 17: "float4_e2m1fn"}
+PREVIEW = 32
+EM_CUDA = 190
+FATBIN_MAGIC = 0xBA55ED50
+
+
+def dtype_str(code, bits, lanes):
+    """DLDataType -> the dtype string the runtime prints (int32, float16x4, bool, handle)."""
+    if code == 6 and bits == 8 and lanes == 1:
+        return "bool"
+    if code == 3 and bits == 0 and lanes == 0:
+        return "void"
+    base = DTYPE_CODES.get(code)
+    if base is None:
+        base = f"custom[{code}]" if code >= 129 else f"code{code}_"
+    if code == 3:
+        return base
+    s = base
+    if code < 7 and not (code == 6 and bits == 8):
+        s += str(bits)
+    lanes16 = lanes - 0x10000 if lanes >= 0x8000 else lanes
+    if lanes16 > 1:
+        s += f"x{lanes16}"
+    elif lanes16 < -1:
+        s += f"xvscalex{-lanes16}"
+    return s
+
+
+def _vec_str(r, what):
+    n = r.count(what, 8)
+    return [r.str(f"{what}[{k}]") for k in range(n)]
+
+
+def _func_info(r, dtype_as_str, extra_tags):
+    name = r.str("function name")
+    if dtype_as_str:
+        args = _vec_str(r, "arg types")
+    else:
+        n = r.count("arg types", 4)
+        args = []
+        for _ in range(n):
+            code, bits, lanes = struct.unpack_from("<BBH", r.data, r.pos)
+            r.pos += 4
+            args.append(dtype_str(code, bits, lanes))
+    tags = _vec_str(r, "launch param tags")
+    out = {"name": name, "arg_types": args, "launch_param_tags": tags}
+    if extra_tags:
+        n = r.count("arg extra tags", 4)
+        out["arg_extra_tags"] = list(struct.unpack_from(f"<{n}i", r.data, r.pos)) if n else []
+        r.pos += 4 * n
+    return out
+
+
+def _fmap(r, dtype_as_str, extra_tags):
+    n = r.count("function map", 16)
+    funcs = []
+    for _ in range(n):
+        key = r.str("function key")
+        info = _func_info(r, dtype_as_str, extra_tags)
+        if key != info["name"]:
+            info["key"] = key
+        funcs.append(info)
+    return funcs
+
+
+def _tail_bytes(r):
+    at, b = r.raw("payload")
+    return {"payload_size": len(b), "payload_offset": at}, b
+
+
+def _tail_source_map(r):
+    n = r.count("source map", 16)
+    total, names = 0, []
+    for _ in range(n):
+        names.append(r.str("source map key"))
+        _at, b = r.raw("source map value")
+        total += len(b)
+    return {"payload_size": total, "sources": names}, None
+
+
+def _tail_shader_map(r):
+    n = r.count("shader map", 20)
+    total, names = 0, []
+    for _ in range(n):
+        names.append(r.str("shader map key"))
+        r.u32("shader flag")
+        k = r.count("shader words", 4)
+        r.pos += 4 * k
+        total += 4 * k
+    return {"payload_size": total, "shaders": names}, None
+
+
+TAILS = {"bytes": _tail_bytes, "source_map": _tail_source_map, "shader_map": _tail_shader_map}
+
+
+def _tails_for(kind):
+    if kind == "metal":
+        return ("source_map", "bytes")
+    if kind == "vulkan" or kind == "webgpu":
+        return ("shader_map", "source_map", "bytes")
+    return ("bytes",)
+
+
+def decode_gpu(kind, blob):
+    """Try the known layouts; return (details, payload bytes or None) or raise
+    LibBinError for the first variant's failure when none fits."""
+    first_err = None
+    for tail in _tails_for(kind):
+        for as_str, extra in ((False, True), (False, False), (True, True), (True, False)):
+            r = Reader(blob)
+            try:
+                fmt = r.str("fmt")
+                funcs = _fmap(r, as_str, extra)
+                details, payload = TAILS[tail](r)
+            except LibBinError as e:
+                if first_err is None:
+                    first_err = e
+                continue
+            if r.pos != len(blob):
+                if first_err is None:
+                    first_err = LibBinError(r.pos, f"{len(blob) - r.pos} bytes left over")
+                continue
+            out = {"format": fmt, "functions": funcs}
+            out.update(details)
+            if as_str or not extra:
+                out["layout"] = ("dtype strings" if as_str else "dtype structs") + (
+                    "" if extra else ", no arg_extra_tags")
+            return out, payload
+    raise first_err or LibBinError(0, "empty blob")
+
+
+def preview(data):
+    head = bytes(data[:PREVIEW])
+    return {"hex": head.hex(), "ascii": "".join(chr(c) if 32 <= c < 127 else "." for c in head)}
+
+
+def analyze_payload(data):
+    """What a GPU payload is: an ELF cubin (with its sm_XX), a fatbin, PTX or
+    other text, or opaque bytes."""
+    b = bytes(data[:64])
+    if b[:4] == b"\x7fELF" and len(b) >= 52:
+        le = b[5] == 1
+        e = "<" if le else ">"
+        machine = struct.unpack_from(e + "H", b, 18)[0]
+        flags = struct.unpack_from(e + "I", b, 48 if b[4] == 2 else 36)[0] if len(b) >= 52 else 0
+        info = {"type": "elf", "e_machine": machine}
+        if machine == EM_CUDA:
+            info["type"] = "cubin"
+            # ABI version 8+ keeps the SM number in bits 8..15, older in bits 0..7.
+            sm = (flags >> 8) & 0xFF if b[8] >= 8 else flags & 0xFF
+            info["arch"] = f"sm_{sm}"
+        return info
+    if len(b) >= 4 and struct.unpack_from("<I", b, 0)[0] == FATBIN_MAGIC:
+        return {"type": "fatbin"}
+    text = bytes(data[:4096])
+    m = re.search(rb"\.target\s+(sm_\w+)", text)
+    if m:
+        return {"type": "ptx", "arch": m.group(1).decode()}
+    if text and all(c in b"\t\n\r" or 32 <= c < 127 for c in text[:256]):
+        return {"type": "text"}
+    return {"type": "binary"}
+
+
+def decode(kind, blob, base_offset, errors, index):
+    """Details of one module's blob for the JSON/tree output. Problems are
+    appended to `errors` with offsets relative to the library_bin symbol."""
+    if kind in GPU_KINDS:
+        try:
+            details, payload = decode_gpu(kind, blob)
+        except LibBinError as e:
+            errors.append({"offset": base_offset + e.offset,
+                           "message": f"module {index} ({kind}): cannot decode: {e.message}"})
+            d = {"size": len(blob), "preview": preview(blob)}
+            return d
+        if "payload_offset" in details:
+            details["payload_offset"] += base_offset  # relative to the symbol, like errors
+        if payload is not None:
+            details["payload"] = analyze_payload(payload)
+        return details
+    return {"size": len(blob), "preview": preview(blob)}
+
+
+def encode_gpu(fmt, functions, payload):
+    """Serialise a GPU module the way TVM does (for tests and fixtures).
+    functions: list of (name, [(code, bits, lanes)], [tags], [extra tags])."""
+
+    def s(x):
+        x = x.encode() if isinstance(x, str) else x
+        return struct.pack("<Q", len(x)) + x
+
+    out = s(fmt) + struct.pack("<Q", len(functions))
+    for name, args, tags, extra in functions:
+        out += s(name) + s(name)
+        out += struct.pack("<Q", len(args)) + b"".join(struct.pack("<BBH", *a) for a in args)
+        out += struct.pack("<Q", len(tags)) + b"".join(s(t) for t in tags)
+        out += struct.pack(f"<Q{len(extra)}i", len(extra), *extra)
+    return out + s(payload)

@@ -1,0 +1,123 @@
+"""People-facing output of `tvmffi inspect`: a rich tree with tables."""
+
+from .common import human_size, make_console
+
+
+def _short_doc(doc, n=70):
+    if not doc:
+        return ""
+    line = doc.strip().splitlines()[0] if doc.strip() else ""
+    return line if len(line) <= n else line[: n - 1] + "…"
+
+
+def build(rep):
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.tree import Tree
+
+    head = (f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
+            f"{rep['kind']}  ({rep['mode']})")
+    tree = Tree(head)
+    deps = tree.add("[bold]Needs[/]")
+    deps.add("libraries: " + (escape(", ".join(rep["needed"])) if rep["needed"] else "(none)"))
+    if rep["runtime_imports"]:
+        deps.add(f"runtime C functions ({len(rep['runtime_imports'])}): "
+                 + escape(", ".join(rep["runtime_imports"])))
+    elif rep["needs_runtime"]:
+        deps.add("runtime: yes")
+    else:
+        deps.add("runtime C functions: none imported")
+    if rep["unsupported_imports"]:
+        node = deps.add(f"[red]C++ symbols of the official runtime "
+                        f"({len(rep['unsupported_imports'])}): only the official runtime can "
+                        f"host this library[/]")
+        for n in rep["unsupported_imports"]:
+            node.add(escape(n))
+
+    funcs = rep["functions"]
+    fnode = tree.add(f"[bold]Functions[/] ({len(funcs)})")
+    if funcs:
+        t = Table(show_edge=False, pad_edge=False, box=None)
+        t.add_column("name", style="cyan", no_wrap=True)
+        t.add_column("signature")
+        t.add_column("doc")
+        for f in funcs:
+            sig = f.get("signature") or ""
+            if not sig:
+                bits = []
+                if f.get("has_metadata"):
+                    bits.append("metadata")
+                if f.get("has_doc"):
+                    bits.append("doc")
+                sig = "[dim](" + ", ".join(bits) + " getter" if bits else ""
+                sig = sig + (")[/]" if bits else "")
+            else:
+                sig = escape(sig)
+            name = escape(f["name"])
+            if f.get("aliases") is not None:
+                name += " → " + escape(", ".join(f["aliases"])) if f["aliases"] else ""
+            t.add_row(name, sig, escape(_short_doc(f.get("doc"))))
+        fnode.add(t)
+
+    if rep["modules"] or rep["library_bin"]:
+        lb = rep["library_bin"] or {}
+        mnode = tree.add(f"[bold]Embedded modules[/] (library_bin {human_size(lb.get('symbol_size'))}"
+                         f", root {lb.get('root')})")
+        for m in rep["modules"]:
+            label = f"#{m['index']} {escape(m['kind'])}"
+            if m["blob_size"] is not None:
+                label += f"  {human_size(m['blob_size'])}"
+            if m["imports"]:
+                label += f"  imports {m['imports']}"
+            node = mnode.add(label)
+            d = m.get("details") or {}
+            if "format" in d:
+                p = d.get("payload") or {}
+                line = f"format {escape(d['format'])}, payload {human_size(d.get('payload_size'))}"
+                if p.get("type"):
+                    line += f" ({p['type']}{', ' + p['arch'] if p.get('arch') else ''})"
+                node.add(line)
+                for fn in d.get("functions", []):
+                    node.add(f"{escape(fn['name'])}({', '.join(fn['arg_types'])})"
+                             + (f"  launch: {', '.join(fn['launch_param_tags'])}"
+                                if fn.get("launch_param_tags") else ""))
+            elif "preview" in d:
+                node.add(f"[dim]{escape(d['preview']['ascii'])}  {d['preview']['hex'][:48]}[/]")
+
+    if rep["cubins"]:
+        cnode = tree.add(f"[bold]Embedded CUDA binaries[/] ({len(rep['cubins'])})")
+        for c in rep["cubins"]:
+            cnode.add(f"{escape(c['name'])}  {human_size(c['size'])}  {c.get('type', '?')}"
+                      + (f" {c['arch']}" if c.get("arch") else ""))
+    if rep["context_symbols"] or rep["library_ctx"]:
+        knode = tree.add("[bold]Context symbols[/]")
+        if rep["library_ctx"]:
+            knode.add("__tvm_ffi__library_ctx")
+        for c in rep["context_symbols"]:
+            knode.add(escape(c["name"]) + ("" if c["known"] else " [yellow](unknown API)[/]"))
+    if rep["globals"]:
+        gnode = tree.add(f"[bold]Global functions registered on load[/] ({len(rep['globals'])})")
+        for g in rep["globals"]:
+            gnode.add(escape(g if isinstance(g, str) else str(g.get("name", g))))
+    if rep["types"]:
+        tnode = tree.add(f"[bold]Object types registered on load[/] ({len(rep['types'])})")
+        for ty in rep["types"]:
+            node = tnode.add(f"{escape(str(ty.get('type_key')))}"
+                             + (f" : {escape(str(ty['parent_type_key']))}"
+                                if ty.get("parent_type_key") else ""))
+            for fld in ty.get("fields") or []:
+                node.add("field " + escape(fld if isinstance(fld, str) else str(fld.get("name"))))
+            for me in ty.get("methods") or []:
+                node.add("method " + escape(me if isinstance(me, str) else str(me.get("name"))))
+    for w in rep["warnings"]:
+        tree.add(f"[yellow]warning:[/] {escape(w)}")
+    if rep["errors"]:
+        enode = tree.add(f"[red bold]Problems[/] ({len(rep['errors'])})")
+        for e in rep["errors"]:
+            at = f" @{e['offset']}" if "offset" in e else ""
+            enode.add(f"[red]{escape(e['where'])}{at}:[/] {escape(e['message'])}")
+    return tree
+
+
+def render(rep, console=None):
+    (console or make_console()).print(build(rep))
