@@ -1,0 +1,207 @@
+/* Environment: per-thread streams, the DLPack tensor allocator slot,
+ * signals, C API / context / system-lib symbol tables, init-once helpers
+ * and the version. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+TVM_FFI_DLL void TVMFFIGetVersion(TVMFFIVersion* out_version) {
+  if (!out_version) return;
+  out_version->major = TVM_FFI_VERSION_MAJOR;
+  out_version->minor = TVM_FFI_VERSION_MINOR;
+  out_version->patch = TVM_FFI_VERSION_PATCH;
+}
+
+/* ---- streams: a small per-thread list of (device, stream) ---- */
+#define RT_MAX_STREAMS 64
+typedef struct {
+  int32_t device_type;
+  int32_t device_id;
+  TVMFFIStreamHandle stream;
+} rt_stream_slot;
+static __thread rt_stream_slot rt_streams[RT_MAX_STREAMS];
+static __thread int rt_nstreams;
+
+TVM_FFI_DLL int TVMFFIEnvSetStream(int32_t device_type, int32_t device_id,
+                                   TVMFFIStreamHandle stream,
+                                   TVMFFIStreamHandle* opt_out_original_stream) {
+  for (int i = 0; i < rt_nstreams; ++i) {
+    if (rt_streams[i].device_type == device_type && rt_streams[i].device_id == device_id) {
+      if (opt_out_original_stream) *opt_out_original_stream = rt_streams[i].stream;
+      rt_streams[i].stream = stream;
+      return 0;
+    }
+  }
+  if (opt_out_original_stream) *opt_out_original_stream = NULL;
+  if (!stream) return 0; /* unset and absent: nothing to record */
+  if (rt_nstreams == RT_MAX_STREAMS)
+    return rt_raise("RuntimeError", "too many devices with a current stream in this thread");
+  rt_streams[rt_nstreams].device_type = device_type;
+  rt_streams[rt_nstreams].device_id = device_id;
+  rt_streams[rt_nstreams].stream = stream;
+  rt_nstreams++;
+  return 0;
+}
+
+TVM_FFI_DLL TVMFFIStreamHandle TVMFFIEnvGetStream(int32_t device_type, int32_t device_id) {
+  for (int i = 0; i < rt_nstreams; ++i)
+    if (rt_streams[i].device_type == device_type && rt_streams[i].device_id == device_id)
+      return rt_streams[i].stream;
+  return NULL;
+}
+
+/* ---- DLPack allocator: process-wide slot first, then this thread's,
+ * then the built-in CPU allocator (tensor.c) ---- */
+static DLPackManagedTensorAllocator rt_global_allocator;
+static __thread DLPackManagedTensorAllocator rt_tls_allocator;
+
+TVM_FFI_DLL int TVMFFIEnvSetDLPackManagedTensorAllocator(
+    DLPackManagedTensorAllocator allocator, int write_to_global_context,
+    DLPackManagedTensorAllocator* opt_out_original_allocator) {
+  if (opt_out_original_allocator) *opt_out_original_allocator = rt_tls_allocator;
+  rt_tls_allocator = allocator;
+  if (write_to_global_context)
+    __atomic_store_n(&rt_global_allocator, allocator, __ATOMIC_RELEASE);
+  return 0;
+}
+
+TVM_FFI_DLL DLPackManagedTensorAllocator TVMFFIEnvGetDLPackManagedTensorAllocator(void) {
+  DLPackManagedTensorAllocator a = __atomic_load_n(&rt_global_allocator, __ATOMIC_ACQUIRE);
+  if (a) return a;
+  if (rt_tls_allocator) return rt_tls_allocator;
+  return rt_cpu_tensor_alloc;
+}
+
+TVM_FFI_DLL int TVMFFIEnvCheckSignals(void) { return 0; }
+
+/* ---- symbol tables (small; a mutex and a linear list are enough) ---- */
+typedef struct rt_sym {
+  char* name;
+  void* symbol;
+  struct rt_sym* next;
+} rt_sym;
+
+static pthread_mutex_t rt_env_lock = PTHREAD_MUTEX_INITIALIZER;
+static rt_sym* rt_capi_syms;
+static rt_sym* rt_ctx_syms;
+static rt_sym* rt_syslib_syms;
+
+static int rt_sym_put(rt_sym** list, const char* name, void* symbol) {
+  if (!name) return rt_raise("ValueError", "symbol name is NULL");
+  pthread_mutex_lock(&rt_env_lock);
+  for (rt_sym* s = *list; s; s = s->next) {
+    if (strcmp(s->name, name) == 0) {
+      s->symbol = symbol; /* a later registration replaces the earlier */
+      pthread_mutex_unlock(&rt_env_lock);
+      return 0;
+    }
+  }
+  rt_sym* s = (rt_sym*)malloc(sizeof(rt_sym));
+  char* n = strdup(name);
+  if (!s || !n) {
+    pthread_mutex_unlock(&rt_env_lock);
+    free(s);
+    free(n);
+    return rt_raise("MemoryError", "out of memory registering a symbol");
+  }
+  s->name = n;
+  s->symbol = symbol;
+  s->next = *list;
+  *list = s;
+  pthread_mutex_unlock(&rt_env_lock);
+  return 0;
+}
+
+static void* rt_sym_get(rt_sym* const* list, const char* name) {
+  void* r = NULL;
+  if (!name) return NULL;
+  pthread_mutex_lock(&rt_env_lock);
+  for (rt_sym* s = *list; s; s = s->next) {
+    if (strcmp(s->name, name) == 0) {
+      r = s->symbol;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&rt_env_lock);
+  return r;
+}
+
+static void rt_sym_foreach(rt_sym* const* list, void (*fn)(const char*, void*, void*), void* ctx) {
+  pthread_mutex_lock(&rt_env_lock);
+  for (rt_sym* s = *list; s; s = s->next) fn(s->name, s->symbol, ctx);
+  pthread_mutex_unlock(&rt_env_lock);
+}
+
+TVM_FFI_DLL int TVMFFIEnvRegisterCAPI(const char* name, void* symbol) {
+  return rt_sym_put(&rt_capi_syms, name, symbol);
+}
+TVM_FFI_DLL int TVMFFIEnvModRegisterContextSymbol(const char* name, void* symbol) {
+  return rt_sym_put(&rt_ctx_syms, name, symbol);
+}
+TVM_FFI_DLL int TVMFFIEnvModRegisterSystemLibSymbol(const char* name, void* symbol) {
+  return rt_sym_put(&rt_syslib_syms, name, symbol);
+}
+
+void* rt_env_capi_lookup(const char* name) { return rt_sym_get(&rt_capi_syms, name); }
+void* rt_env_context_symbol_lookup(const char* name) { return rt_sym_get(&rt_ctx_syms, name); }
+void* rt_env_system_lib_symbol_lookup(const char* name) {
+  return rt_sym_get(&rt_syslib_syms, name);
+}
+void rt_env_context_symbols_foreach(void (*fn)(const char*, void*, void*), void* ctx) {
+  rt_sym_foreach(&rt_ctx_syms, fn, ctx);
+}
+void rt_env_system_lib_symbols_foreach(void (*fn)(const char*, void*, void*), void* ctx) {
+  rt_sym_foreach(&rt_syslib_syms, fn, ctx);
+}
+
+/* ---- init once / deinit once ----
+ * Striped recursive locks: an init function may itself initialise another
+ * handle (same stripe or not) from the same thread. */
+#define RT_ONCE_STRIPES 64
+static pthread_mutex_t rt_once_locks[RT_ONCE_STRIPES];
+static pthread_once_t rt_once_locks_once = PTHREAD_ONCE_INIT;
+
+static void rt_once_locks_init(void) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  for (int i = 0; i < RT_ONCE_STRIPES; ++i) pthread_mutex_init(&rt_once_locks[i], &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
+static pthread_mutex_t* rt_once_lock(void** addr) {
+  pthread_once(&rt_once_locks_once, rt_once_locks_init);
+  uintptr_t a = (uintptr_t)addr;
+  return &rt_once_locks[(a >> 3) % RT_ONCE_STRIPES];
+}
+
+TVM_FFI_DLL int TVMFFIHandleInitOnce(void** handle_addr, int (*init_func)(void** result)) {
+  if (!handle_addr || !init_func) return rt_raise("ValueError", "TVMFFIHandleInitOnce: NULL argument");
+  if (__atomic_load_n(handle_addr, __ATOMIC_ACQUIRE)) return 0;
+  pthread_mutex_t* m = rt_once_lock(handle_addr);
+  pthread_mutex_lock(m);
+  int rc = 0;
+  if (!__atomic_load_n(handle_addr, __ATOMIC_ACQUIRE)) {
+    void* result = NULL;
+    rc = init_func(&result);
+    if (rc == 0) __atomic_store_n(handle_addr, result, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(m);
+  return rc;
+}
+
+TVM_FFI_DLL int TVMFFIHandleDeinitOnce(void** handle_addr, int (*deinit_func)(void* handle)) {
+  if (!handle_addr || !deinit_func) return rt_raise("ValueError", "TVMFFIHandleDeinitOnce: NULL argument");
+  if (!__atomic_load_n(handle_addr, __ATOMIC_ACQUIRE)) return 0;
+  pthread_mutex_t* m = rt_once_lock(handle_addr);
+  pthread_mutex_lock(m);
+  int rc = 0;
+  void* h = __atomic_load_n(handle_addr, __ATOMIC_ACQUIRE);
+  if (h) {
+    rc = deinit_func(h);
+    if (rc == 0) __atomic_store_n(handle_addr, NULL, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(m);
+  return rc;
+}

@@ -1,0 +1,236 @@
+/* Instrumentation: live-object counters, misuse checking, enumeration and
+ * the C timing loop.
+ *
+ * Counters must not slow down allocation, so each thread owns a block of
+ * counters that only it writes (plain relaxed load+store, no locked
+ * instruction); readers sum all blocks under a lock. Blocks of exited
+ * threads are kept (their deltas still count) and reused by new threads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define RT_TYPE_SLOTS 1024      /* per-thread slots for type indices below this */
+#define RT_OVERFLOW_SLOTS 15360 /* shared atomic slots for [1024, 16384) */
+
+typedef struct rt_counter_block {
+  int64_t live_total;
+  int64_t live[RT_TYPE_SLOTS];
+  struct rt_counter_block* next_all;  /* every block ever made */
+  struct rt_counter_block* next_free; /* blocks of exited threads */
+} rt_counter_block;
+
+static pthread_mutex_t rt_counter_lock = PTHREAD_MUTEX_INITIALIZER;
+static rt_counter_block* rt_all_blocks;
+static rt_counter_block* rt_free_blocks;
+static int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
+static pthread_key_t rt_counter_key;
+static pthread_once_t rt_counter_key_once = PTHREAD_ONCE_INIT;
+
+static __thread rt_counter_block* rt_tls_counters __attribute__((tls_model("initial-exec")));
+
+static void rt_counter_thread_exit(void* p) {
+  rt_counter_block* b = (rt_counter_block*)p;
+  pthread_mutex_lock(&rt_counter_lock);
+  b->next_free = rt_free_blocks;
+  rt_free_blocks = b;
+  pthread_mutex_unlock(&rt_counter_lock);
+  rt_tls_counters = NULL;
+}
+
+static void rt_counter_key_init(void) { pthread_key_create(&rt_counter_key, rt_counter_thread_exit); }
+
+static rt_counter_block* rt_counter_block_slow(void) {
+  pthread_once(&rt_counter_key_once, rt_counter_key_init);
+  pthread_mutex_lock(&rt_counter_lock);
+  rt_counter_block* b = rt_free_blocks;
+  if (b) {
+    rt_free_blocks = b->next_free;
+  } else {
+    b = (rt_counter_block*)calloc(1, sizeof(rt_counter_block));
+    if (b) {
+      b->next_all = rt_all_blocks;
+      __atomic_store_n(&rt_all_blocks, b, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&rt_counter_lock);
+  if (!b) return NULL;
+  pthread_setspecific(rt_counter_key, b);
+  rt_tls_counters = b;
+  return b;
+}
+
+static inline void rt_bump(int64_t* p, int64_t d) {
+  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+}
+
+static inline void rt_count(int32_t type_index, int64_t d) {
+  rt_counter_block* b = rt_tls_counters;
+  if (RT_UNLIKELY(!b)) {
+    b = rt_counter_block_slow();
+    if (!b) return;
+  }
+  rt_bump(&b->live_total, d);
+  if (RT_LIKELY(type_index >= 0 && type_index < RT_TYPE_SLOTS)) {
+    rt_bump(&b->live[type_index], d);
+  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
+    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
+  }
+}
+
+void rt_count_alloc(int32_t type_index) { rt_count(type_index, 1); }
+void rt_count_free(int32_t type_index) { rt_count(type_index, -1); }
+
+TVM_FFI_DLL int64_t tvmffi_rt_live_objects(void) {
+  int64_t s = 0;
+  pthread_mutex_lock(&rt_counter_lock);
+  for (rt_counter_block* b = rt_all_blocks; b; b = b->next_all)
+    s += __atomic_load_n(&b->live_total, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&rt_counter_lock);
+  return s;
+}
+
+TVM_FFI_DLL int64_t tvmffi_rt_live_objects_of_type(int32_t type_index) {
+  if (type_index < 0) return 0;
+  if (type_index >= RT_TYPE_SLOTS) {
+    if (type_index >= RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) return 0;
+    return __atomic_load_n(&rt_overflow_live[type_index - RT_TYPE_SLOTS], __ATOMIC_RELAXED);
+  }
+  int64_t s = 0;
+  pthread_mutex_lock(&rt_counter_lock);
+  for (rt_counter_block* b = rt_all_blocks; b; b = b->next_all)
+    s += __atomic_load_n(&b->live[type_index], __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&rt_counter_lock);
+  return s;
+}
+
+TVM_FFI_DLL uint32_t tvmffi_rt_strong_count(TVMFFIObjectHandle obj) {
+  if (!obj) return 0;
+  return (uint32_t)(__atomic_load_n(&((TVMFFIObject*)obj)->combined_ref_count, __ATOMIC_RELAXED) &
+                    0xFFFFFFFFu);
+}
+
+TVM_FFI_DLL uint32_t tvmffi_rt_weak_count(TVMFFIObjectHandle obj) {
+  if (!obj) return 0;
+  return (uint32_t)(__atomic_load_n(&((TVMFFIObject*)obj)->combined_ref_count, __ATOMIC_RELAXED) >>
+                    32);
+}
+
+/* ---- misuse checking ---- */
+int rt_checking_level;
+
+#define RT_MAX_VIOLATIONS 1000 /* details kept; the count keeps going */
+typedef struct {
+  char kind[32];
+  char detail[224];
+} rt_violation_rec;
+
+static pthread_mutex_t rt_violation_lock = PTHREAD_MUTEX_INITIALIZER;
+static rt_violation_rec* rt_violation_recs;
+static size_t rt_violation_kept;
+static int64_t rt_violation_total;
+
+TVM_FFI_DLL void tvmffi_rt_set_checking(int level) {
+  __atomic_store_n(&rt_checking_level, level < 0 ? 0 : level, __ATOMIC_RELEASE);
+}
+
+void rt_violation(const char* kind, const char* fmt, ...) {
+  rt_violation_rec rec;
+  snprintf(rec.kind, sizeof(rec.kind), "%s", kind);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rec.detail, sizeof(rec.detail), fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&rt_violation_lock);
+  rt_violation_total++;
+  if (!rt_violation_recs) rt_violation_recs = calloc(RT_MAX_VIOLATIONS, sizeof(rt_violation_rec));
+  if (rt_violation_recs && rt_violation_kept < RT_MAX_VIOLATIONS)
+    rt_violation_recs[rt_violation_kept++] = rec;
+  pthread_mutex_unlock(&rt_violation_lock);
+}
+
+TVM_FFI_DLL int64_t tvmffi_rt_violation_count(void) {
+  pthread_mutex_lock(&rt_violation_lock);
+  int64_t n = rt_violation_total;
+  pthread_mutex_unlock(&rt_violation_lock);
+  return n;
+}
+
+TVM_FFI_DLL int tvmffi_rt_violations(TVMFFIAny* out) {
+  if (!out) return rt_raise("ValueError", "tvmffi_rt_violations: out is NULL");
+  rt_sbuf b;
+  rt_sb_init(&b);
+  rt_sb_puts(&b, "[");
+  pthread_mutex_lock(&rt_violation_lock);
+  for (size_t i = 0; i < rt_violation_kept; ++i) {
+    if (i) rt_sb_puts(&b, ", ");
+    rt_sb_puts(&b, "{\"kind\": ");
+    rt_sb_json_str(&b, rt_violation_recs[i].kind, strlen(rt_violation_recs[i].kind));
+    rt_sb_puts(&b, ", \"detail\": ");
+    rt_sb_json_str(&b, rt_violation_recs[i].detail, strlen(rt_violation_recs[i].detail));
+    rt_sb_puts(&b, "}");
+  }
+  pthread_mutex_unlock(&rt_violation_lock);
+  rt_sb_puts(&b, "]");
+  return rt_sb_to_string_any(&b, out);
+}
+
+/* ---- enumeration ---- */
+TVM_FFI_DLL int tvmffi_rt_list_globals(TVMFFIAny* out) {
+  if (!out) return rt_raise("ValueError", "tvmffi_rt_list_globals: out is NULL");
+  char** names;
+  size_t n;
+  if (rt_global_names(&names, &n) != 0) return -1;
+  TVMFFIAny* items = (TVMFFIAny*)calloc(n ? n : 1, sizeof(TVMFFIAny));
+  int rc = items ? 0 : rt_raise("MemoryError", "out of memory listing globals");
+  size_t made = 0;
+  for (; rc == 0 && made < n; ++made) rc = rt_string_to_any(names[made], strlen(names[made]), &items[made]);
+  if (rc == 0) rc = rt_array_from_anys(items, (int64_t)n, out);
+  for (size_t i = 0; items && i < made; ++i) rt_any_release(&items[i]);
+  free(items);
+  for (size_t i = 0; i < n; ++i) free(names[i]);
+  free(names);
+  return rc;
+}
+
+/* ---- timing ---- */
+static int64_t rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+TVM_FFI_DLL int tvmffi_rt_time_calls(TVMFFIObjectHandle func, const TVMFFIAny* args,
+                                     int32_t num_args, int64_t calls_per_round, int32_t rounds,
+                                     int64_t* out_ns_per_round) {
+  if (!func || !out_ns_per_round || (num_args > 0 && !args) || num_args < 0 ||
+      calls_per_round < 1 || rounds < 1)
+    return rt_raise("ValueError", "tvmffi_rt_time_calls: bad arguments");
+  if (((TVMFFIObject*)func)->type_index != kTVMFFIFunction)
+    return rt_raise("TypeError", "tvmffi_rt_time_calls: not a Function object");
+  /* The callee may not modify args, but the C signature of FunctionCall takes
+   * a mutable pointer; pass a private copy so the caller's array is never
+   * touched. */
+  TVMFFIAny small[16];
+  TVMFFIAny* copy = num_args <= 16 ? small : (TVMFFIAny*)malloc(sizeof(TVMFFIAny) * (size_t)num_args);
+  if (!copy) return rt_raise("MemoryError", "out of memory");
+  if (num_args) memcpy(copy, args, sizeof(TVMFFIAny) * (size_t)num_args);
+  int rc = 0;
+  for (int32_t r = 0; r < rounds && rc == 0; ++r) {
+    int64_t t0 = rt_now_ns();
+    for (int64_t i = 0; i < calls_per_round; ++i) {
+      TVMFFIAny res;
+      rt_any_set_none(&res);
+      if (TVMFFIFunctionCall(func, copy, num_args, &res) != 0) {
+        rc = -1;
+        break;
+      }
+      rt_any_release(&res);
+    }
+    out_ns_per_round[r] = rt_now_ns() - t0;
+  }
+  if (copy != small) free(copy);
+  return rc;
+}

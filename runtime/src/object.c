@@ -1,0 +1,195 @@
+/* Object storage, reference counting and opaque objects. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- the built-in allocator ----
+ * Each block is [raw pointer][TVMFFIObjectAllocHeader][body...]: the 16-byte
+ * prefix keeps the body 16-byte aligned with plain malloc and lets
+ * delete_space find the start of over-aligned blocks. */
+typedef struct {
+  void* raw;
+  TVMFFIObjectAllocHeader hdr;
+} rt_prefix;
+
+static void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
+
+static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_index, void* ctx) {
+  (void)type_index;
+  (void)ctx;
+  char* raw;
+  char* body;
+  if (alignment <= 16) {
+    raw = (char*)malloc(sizeof(rt_prefix) + size);
+    body = raw + sizeof(rt_prefix);
+  } else {
+    if (alignment & (alignment - 1)) {
+      TVMFFIErrorSetRaisedFromCStr("ValueError", "object alignment must be a power of two");
+      return NULL;
+    }
+    raw = (char*)malloc(alignment + size + sizeof(rt_prefix));
+    body = raw ? (char*)(((uintptr_t)raw + sizeof(rt_prefix) + alignment - 1) &
+                         ~(uintptr_t)(alignment - 1))
+               : NULL;
+  }
+  if (!raw) {
+    TVMFFIErrorSetRaisedFromCStr("MemoryError", "out of memory allocating an object");
+    return NULL;
+  }
+  rt_prefix* p = (rt_prefix*)body - 1;
+  p->raw = raw;
+  p->hdr.delete_space = rt_default_delete_space;
+  return body;
+}
+
+static TVMFFICustomAllocator rt_default_allocator = {rt_default_allocate, NULL};
+static TVMFFICustomAllocator* rt_allocator = &rt_default_allocator;
+
+TVM_FFI_DLL TVMFFICustomAllocator* TVMFFIGetCustomAllocator(void) {
+  return __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
+}
+
+TVM_FFI_DLL int TVMFFISetCustomAllocator(TVMFFICustomAllocator* allocator) {
+  if (allocator && !allocator->allocate)
+    return rt_raise("ValueError", "custom allocator has no allocate callback");
+  __atomic_store_n(&rt_allocator, allocator ? allocator : &rt_default_allocator,
+                   __ATOMIC_RELEASE);
+  return 0;
+}
+
+void* rt_object_alloc(size_t total_size, int32_t type_index, void (*deleter)(void*, int)) {
+  if (total_size < sizeof(TVMFFIObject)) total_size = sizeof(TVMFFIObject);
+  TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
+  void* body = a->allocate(total_size, 16, type_index, a->context);
+  if (RT_UNLIKELY(!body)) {
+    if (!tvmffi_rt_error_pending())
+      rt_raise("MemoryError", "allocator returned NULL for %zu bytes", total_size);
+    return NULL;
+  }
+  memset(body, 0, total_size);
+  TVMFFIObject* o = (TVMFFIObject*)body;
+  o->combined_ref_count = RT_BOTH_ONE;
+  o->type_index = type_index;
+  o->deleter = deleter;
+  rt_count_alloc(type_index);
+  return body;
+}
+
+/* Checking mode keeps freed blocks in a quarantine so a later DecRef/IncRef
+ * of a dead object reads a zero count instead of recycled memory. */
+#define RT_QUARANTINE 4096
+static pthread_mutex_t rt_quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static void* rt_quarantine[RT_QUARANTINE];
+static size_t rt_quarantine_pos;
+
+static void rt_dead_deleter(void* self, int flags) {
+  (void)flags;
+  rt_violation("deleter_on_dead", "deleter called on dead object %p", self);
+}
+
+static void rt_release_space(void* obj) {
+  TVMFFIObjectAllocHeader* h = (TVMFFIObjectAllocHeader*)obj - 1;
+  if (h->delete_space) h->delete_space(obj);
+}
+
+void rt_object_free(void* obj) {
+  if (!obj) return;
+  TVMFFIObject* o = (TVMFFIObject*)obj;
+  rt_count_free(o->type_index);
+  if (RT_UNLIKELY(__atomic_load_n(&rt_checking_level, __ATOMIC_RELAXED) > 0)) {
+    __atomic_store_n(&o->combined_ref_count, 0, __ATOMIC_RELEASE);
+    o->deleter = rt_dead_deleter;
+    void* evict;
+    pthread_mutex_lock(&rt_quarantine_lock);
+    evict = rt_quarantine[rt_quarantine_pos];
+    rt_quarantine[rt_quarantine_pos] = obj;
+    rt_quarantine_pos = (rt_quarantine_pos + 1) % RT_QUARANTINE;
+    pthread_mutex_unlock(&rt_quarantine_lock);
+    if (evict) rt_release_space(evict);
+    return;
+  }
+  rt_release_space(obj);
+}
+
+void rt_object_plain_deleter(void* self, int flags) {
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
+}
+
+/* ---- reference counting ----
+ * Strong count in the low 32 bits, weak in the high 32 bits; a fresh object
+ * holds one of each (the strong references together own one weak one). */
+static int rt_checked_incref(TVMFFIObject* o) {
+  uint64_t c = __atomic_load_n(&o->combined_ref_count, __ATOMIC_RELAXED);
+  if ((c & 0xFFFFFFFFu) == 0) {
+    rt_violation("incref_dead", "IncRef on object %p (type %d) whose strong count is 0",
+                 (void*)o, o->type_index);
+    return 0;
+  }
+  return 1;
+}
+
+static int rt_checked_decref(TVMFFIObject* o) {
+  uint64_t c = __atomic_load_n(&o->combined_ref_count, __ATOMIC_RELAXED);
+  if ((c & 0xFFFFFFFFu) == 0) {
+    rt_violation("decref_dead", "DecRef on object %p (type %d) whose strong count is 0",
+                 (void*)o, o->type_index);
+    return 0;
+  }
+  return 1;
+}
+
+TVM_FFI_DLL int TVMFFIObjectIncRef(TVMFFIObjectHandle obj) {
+  TVMFFIObject* o = (TVMFFIObject*)obj;
+  if (RT_UNLIKELY(!o)) return 0;
+  if (RT_UNLIKELY(rt_checking_level) && !rt_checked_incref(o)) return 0;
+  __atomic_fetch_add(&o->combined_ref_count, RT_STRONG_ONE, __ATOMIC_RELAXED);
+  return 0;
+}
+
+TVM_FFI_DLL int TVMFFIObjectDecRef(TVMFFIObjectHandle obj) {
+  TVMFFIObject* o = (TVMFFIObject*)obj;
+  if (RT_UNLIKELY(!o)) return 0;
+  if (RT_UNLIKELY(rt_checking_level) && !rt_checked_decref(o)) return 0;
+  uint64_t before = __atomic_fetch_sub(&o->combined_ref_count, RT_STRONG_ONE, __ATOMIC_RELEASE);
+  if (before == RT_BOTH_ONE) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
+  } else if ((before & 0xFFFFFFFFu) == RT_STRONG_ONE) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskStrong);
+    if (__atomic_fetch_sub(&o->combined_ref_count, RT_WEAK_ONE, __ATOMIC_ACQ_REL) ==
+        RT_WEAK_ONE) {
+      if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskWeak);
+    }
+  }
+  return 0;
+}
+
+/* ---- opaque objects ---- */
+typedef struct {
+  TVMFFIObject header;
+  TVMFFIOpaqueObjectCell cell;
+  void (*deleter)(void* handle);
+} rt_opaque_obj;
+
+static void rt_opaque_deleter(void* self, int flags) {
+  rt_opaque_obj* o = (rt_opaque_obj*)self;
+  if ((flags & kTVMFFIObjectDeleterFlagBitMaskStrong) && o->deleter) o->deleter(o->cell.handle);
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
+}
+
+TVM_FFI_DLL int TVMFFIObjectCreateOpaque(void* handle, int32_t type_index,
+                                         void (*deleter)(void* handle), TVMFFIObjectHandle* out) {
+  if (!out) return rt_raise("ValueError", "TVMFFIObjectCreateOpaque: out is NULL");
+  if (type_index < kTVMFFIStaticObjectBegin)
+    return rt_raise("ValueError", "TVMFFIObjectCreateOpaque: type index %d is not an object type",
+                    (int)type_index);
+  rt_opaque_obj* o = (rt_opaque_obj*)rt_object_alloc(sizeof(rt_opaque_obj), type_index,
+                                                      rt_opaque_deleter);
+  if (!o) return -1;
+  o->cell.handle = handle;
+  o->deleter = deleter;
+  *out = o;
+  return 0;
+}
