@@ -15,6 +15,7 @@
 #ifndef TVMFFI_RT_INTERNAL_H_
 #define TVMFFI_RT_INTERNAL_H_
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
