@@ -557,7 +557,11 @@ def _looks_like_tensor(t, cwd):
 # schema-typed conversion (used in the child, which knows the type schema)
 
 def _type_name(t):
-    return getattr(t, "name", None) if not isinstance(t, dict) else t.get("type")
+    # schema.TypeSpec: .key is the schema's own type key ("ffi.Array"), .name a
+    # short alias ("Array"); both spellings are recognised below.
+    if isinstance(t, dict):
+        return t.get("type")
+    return getattr(t, "key", None) or getattr(t, "name", None)
 
 
 def _type_args(t):
@@ -566,7 +570,7 @@ def _type_args(t):
     return list(getattr(t, "args", None) or [])
 
 
-_STR_TYPES = {"ffi.String", "str", "String", "std::string"}
+_STR_TYPES = {"ffi.String", "str", "String", "std::string", "const char*", "ffi.SmallStr"}
 _INT_TYPES = {"int", "int64_t", "int32_t"}
 _FLOAT_TYPES = {"float", "double"}
 _TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
@@ -590,7 +594,7 @@ def spec_for_type(text, typ, cwd=None, where="argument"):
         return {"kind": "bool", "value": _wrap(parse_bool, text, label, "bool")}
     if name in _STR_TYPES:
         return {"kind": "str", "value": text}
-    if name in ("ffi.Bytes", "bytes", "Bytes"):
+    if name in ("ffi.Bytes", "bytes", "Bytes", "TVMFFIByteArray*", "ffi.SmallBytes"):
         return parse_bytes(text, cwd)
     if name in ("None", "void"):
         if text.strip().lower() not in _WORDS_NONE:
@@ -605,7 +609,7 @@ def spec_for_type(text, typ, cwd=None, where="argument"):
         if name != "DLTensor*":
             s["owned"] = True
         return s
-    if name in ("Optional", "ffi.Optional"):
+    if name in ("Optional", "ffi.Optional", "std::optional"):
         if text.strip().lower() in _WORDS_NONE:
             return {"kind": "none"}
         return spec_for_type(text, args[0] if args else None, cwd, where)
@@ -638,6 +642,8 @@ def device_spec(text):
 
 
 def type_label(typ):
+    if hasattr(typ, "render"):
+        return typ.render()
     name = _type_name(typ) or "Any"
     args = _type_args(typ)
     return f"{name}[{', '.join(type_label(a) for a in args)}]" if args else name
@@ -677,7 +683,7 @@ def json_for_type(v, typ, where="argument"):
             raise InputError(f"{label} is not null")
         return {"kind": "none"}
     if isinstance(v, str) and name not in ("ffi.Array", "ffi.Map", "ffi.Shape", "Array",
-                                           "Map", "Shape", "ffi.List", "ffi.Dict"):
+                                           "Map", "Shape", "ffi.List", "ffi.Dict", "Tuple"):
         return spec_for_type(v, typ, None, where)
     if name in _STR_TYPES:
         raise InputError(f"{label} is not a string")
@@ -685,6 +691,10 @@ def json_for_type(v, typ, where="argument"):
         if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
             raise InputError(f"{label} is not a list of ints (a Shape)")
         return {"kind": "shape", "value": [json_to_spec(x, where)["value"] for x in v]}
+    if name in ("Tuple", "std::tuple", "ffi.Tuple") and args:
+        if not isinstance(v, list) or len(v) != len(args):
+            raise InputError(f"{label} is not a list of {len(args)} items")
+        return {"kind": "array", "items": [json_for_type(x, a, where) for x, a in zip(v, args)]}
     if name in ("ffi.Array", "Array", "ffi.List", "List"):
         if not isinstance(v, list):
             raise InputError(f"{label} is not a JSON list")

@@ -1,12 +1,94 @@
-"""`tvmffi bench` (filled in by its own issue)."""
+"""`tvmffi bench LIB FUNC [ARGS...]`: time one function. Arguments are built
+once in a child process; the runtime's C loop (tvmffi_rt_time_calls) makes the
+calls, so the figures are the function's and the ABI's, not Python's."""
+
+import os
 
 import click
 
+from .. import literals
+from ..errors import EXIT_FAILED, InputError
+from .call import RawCommand, base_request, emit_json, run_in_child
 
-@click.command("bench", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args):
-    """Not implemented yet."""
-    from ..errors import InputError
+BENCH_OPTIONS = {
+    "--json": False,
+    "--repeat": True,
+    "--rounds": True,
+    "--timeout": True,
+    "--owned-tensors": False,
+    "--runtime": True,
+    "-v": False,
+    "--verbose": False,
+}
 
-    raise InputError("tvmffi bench is not implemented yet")
+OPTION_HELP = [
+    ("--repeat N", "Calls per timed round (default: calibrated to about 20 ms a round)."),
+    ("--rounds R", "Timed rounds (default 10); min/median/max are over rounds."),
+    ("--json", 'Print {"ns_per_call": {"min", "median", "max"}, "calls": N, ...}.'),
+    ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
+    ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
+    ("--runtime PATH", "Host the library with this libtvm_ffi.so (it must export "
+                       "tvmffi_rt_time_calls)."),
+    ("-v, --verbose", "Show the backtrace of a raised error."),
+    ("-h, --help", "Show this message and exit."),
+]
+
+MAX_ROUNDS = 100_000
+
+
+@click.command("bench", cls=RawCommand, option_help=OPTION_HELP, add_help_option=False,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def command(ctx, tokens):
+    """Time FUNC of the library LIB: nanoseconds per call, timed in C.
+
+    \b
+    tvmffi bench LIB FUNC [ARGS...] [--repeat N] [--rounds R] [--json]
+    tvmffi bench lib.so add_int 1 2
+    tvmffi bench lib.so add_one --tensor float32[1024]:zeros --rounds 20
+
+    ARGS use the syntax of `tvmffi call`. The function is called once first; if
+    it raises, the error is reported (exit 1) and nothing is timed.
+    """
+    parsed = literals.parse_argv(list(tokens), BENCH_OPTIONS, cwd=os.getcwd())
+    if parsed.help:
+        click.echo(ctx.get_help())
+        return 0
+    opts = parsed.options
+    as_json = bool(opts.get("--json"))
+    verbose = bool(opts.get("-v") or opts.get("--verbose"))
+    if opts.get("--timeout") is None:
+        opts["--timeout"] = "600"
+    request = base_request(parsed, opts)
+    request["repeat"] = _positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX)
+    request["rounds"] = _positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS)
+    reply = run_in_child("bench", request, parsed, as_json)
+    if isinstance(reply, int):
+        return reply
+    from ..render import call as render
+
+    if reply.get("status") == "raised":
+        err = reply["error"]
+        if as_json:
+            emit_json(render.error_json(err["kind"], err["message"], err.get("backtrace")))
+        else:
+            click.echo(render.raised_text(err, verbose), err=True)
+        return EXIT_FAILED
+    if as_json:
+        emit_json(render.bench_json(reply, parsed.func, request["path"]))
+    else:
+        click.echo(render.bench_text(reply, parsed.func))
+    return 0
+
+
+def _positive_int(text, flag, limit):
+    if text is None:
+        return None
+    try:
+        v = literals.parse_int(text)
+    except InputError:
+        raise InputError(f"{flag} {text}: not an integer") from None
+    if not 1 <= v <= limit:
+        raise InputError(f"{flag} {text}: must be between 1 and {limit}")
+    return v

@@ -1,12 +1,195 @@
-"""`tvmffi call` (filled in by its own issue)."""
+"""`tvmffi call LIB FUNC [ARGS...]`: call one function of a library in a child
+process and print its result.
+
+Typed value flags must stay in command-line order, which click does not keep
+across options, so the whole argument tail is parsed by literals.parse_argv.
+"""
+
+import os
 
 import click
 
+from .. import literals
+from ..errors import EXIT_FAILED, InputError
 
-@click.command("call", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args):
-    """Not implemented yet."""
-    from ..errors import InputError
+CALL_OPTIONS = {
+    # option: takes a value?
+    "--json": False,
+    "--out": True,
+    "--force": False,
+    "--timeout": True,
+    "--owned-tensors": False,
+    "--runtime": True,
+    "-v": False,
+    "--verbose": False,
+}
 
-    raise InputError("tvmffi call is not implemented yet")
+OPTION_HELP = [
+    ("--json", "Print one JSON object (result, args after the call; or error)."),
+    ("--out DIR", "Write tensor arguments after the call as DIR/arg<i>.npy and a tensor "
+                  "result as DIR/result.npy."),
+    ("--force", "Overwrite existing files under --out."),
+    ("--timeout SECONDS", "Kill the call after this long (default 60)."),
+    ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
+    ("--runtime PATH", "Host the library with this libtvm_ffi.so (default: tvmffi's runtime)."),
+    ("-v, --verbose", "Show the backtrace of a raised error."),
+    ("-h, --help", "Show this message and exit."),
+]
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class RawCommand(click.Command):
+    """A command whose help lists options parsed by hand."""
+
+    def __init__(self, *a, option_help=(), **kw):
+        super().__init__(*a, **kw)
+        self.option_help = list(option_help)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(ctx.command_path, "LIB FUNC [ARGS]... [OPTIONS]")
+
+    def format_options(self, ctx, formatter):
+        with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
+            rows = [(f"{k} VALUE" if k != "--none" else k, v)
+                    for k, v in literals.ARG_FLAGS.items()]
+            formatter.write_dl(rows)
+        with formatter.section("Options"):
+            formatter.write_dl(self.option_help)
+
+
+@click.command("call", cls=RawCommand, option_help=OPTION_HELP, add_help_option=False,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def command(ctx, tokens):
+    """Call FUNC of the library LIB once, in a child process, and print the result.
+
+    \b
+    tvmffi call LIB FUNC [ARGS...]
+    tvmffi call lib.so add_one --tensor x.npy
+    tvmffi call lib.so mul3 2 3 7
+    tvmffi call lib.so sum '[1,2,3]'
+    tvmffi call lib.so my_ext.add --int 1 --int 2 --json
+
+    FUNC is the export __tvm_ffi_FUNC, else a global function the library
+    registers when it loads (dotted names are always globals).
+
+    Positional ARGS are converted by the function's type schema when the
+    library has one, else guessed: int, float, true/false, none, a JSON list
+    (Array) or object (Map), "quoted" text, an existing .npy file or a tensor
+    literal such as float32[2,3]:arange, otherwise a string.
+
+    Input files are never modified: .npy files are mapped copy-on-write.
+    Exit status: 0 success, 1 the function raised, crashed or timed out,
+    2 bad arguments.
+    """
+    parsed = literals.parse_argv(list(tokens), CALL_OPTIONS, cwd=os.getcwd())
+    if parsed.help:
+        click.echo(ctx.get_help())
+        return 0
+    opts = parsed.options
+    as_json = bool(opts.get("--json"))
+    verbose = bool(opts.get("-v") or opts.get("--verbose"))
+    request = base_request(parsed, opts)
+    out_dir = opts.get("--out")
+    if out_dir:
+        out_dir = os.path.abspath(out_dir)
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise InputError(f"--out {opts['--out']}: not a directory")
+        if not opts.get("--force"):
+            tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
+            from ..tasks.call import planned_outputs
+
+            for p in planned_outputs(out_dir, tensor_idx):
+                if os.path.exists(p):
+                    raise InputError(f"{p} exists; pass --force to overwrite")
+        request["out"] = out_dir
+        request["force"] = bool(opts.get("--force"))
+    reply = run_in_child("call", request, parsed, as_json)
+    if isinstance(reply, int):
+        return reply
+    from ..render import call as render
+
+    status = reply.get("status")
+    if status == "raised":
+        err = reply["error"]
+        if as_json:
+            emit_json(render.error_json(err["kind"], err["message"], err.get("backtrace"),
+                                        **({"cause": err["cause"]} if err.get("cause") else {})))
+        else:
+            click.echo(render.raised_text(err, verbose), err=True)
+        return EXIT_FAILED
+    if as_json:
+        emit_json(render.call_json(reply, parsed.func, request["path"]))
+    else:
+        click.echo(render.call_text(reply))
+    return 0
+
+
+def base_request(parsed, opts):
+    """The request shared by call and bench (library, function, argument specs)."""
+    path = os.path.abspath(os.path.expanduser(parsed.lib))
+    if not os.path.isfile(path):
+        raise InputError(f"{parsed.lib}: no such file")
+    request = {"path": path, "func": parsed.func, "args": parsed.args, "cwd": os.getcwd(),
+               "tensor_mode": "object" if opts.get("--owned-tensors") else "dltensor"}
+    rt = opts.get("--runtime")
+    if rt:
+        rt = os.path.abspath(os.path.expanduser(rt))
+        if not os.path.isfile(rt):
+            raise InputError(f"--runtime {opts['--runtime']}: no such file")
+        request["runtime"] = rt
+    request["timeout"] = parse_timeout(opts.get("--timeout"))
+    return request
+
+
+def parse_timeout(text):
+    if text is None:
+        return DEFAULT_TIMEOUT
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(f"--timeout {text}: not a number of seconds") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise InputError(f"--timeout {text}: must be a positive number of seconds")
+    return v
+
+
+def emit_json(doc):
+    import json
+
+    click.echo(json.dumps(doc, indent=2, allow_nan=False))
+
+
+def run_in_child(task, request, parsed, as_json):
+    """Run a task in the sandbox. Returns the reply, or an exit code after
+    printing a one-line report of a crash or timeout."""
+    from .. import sandbox
+    from ..render import call as render
+
+    timeout = request.pop("timeout")
+    try:
+        reply = sandbox.run_task(task, request, timeout=timeout)
+    except sandbox.ChildCrashed as e:
+        sig = getattr(e, "signal", None) or getattr(e, "signame", None) or str(e)
+        msg = f"{parsed.func} crashed the worker process ({sig})"
+        if as_json:
+            emit_json(render.error_json("Crash", msg, None, signal=str(sig)))
+        else:
+            click.echo(f"tvmffi: error: {msg}", err=True)
+        return EXIT_FAILED
+    except sandbox.ChildTimeout:
+        msg = f"{parsed.func} did not return within {timeout:g} s; the worker was killed"
+        if as_json:
+            emit_json(render.error_json("Timeout", msg, None, timeout=timeout))
+        else:
+            click.echo(f"tvmffi: error: {msg}", err=True)
+        return EXIT_FAILED
+    if not isinstance(reply, dict):
+        raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
+    if reply.get("status") == "input_error":
+        err = InputError(reply.get("message", "bad input"))
+        err.exit_code = reply.get("exit_code", err.exit_code)
+        raise err
+    return reply

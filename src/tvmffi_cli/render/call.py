@@ -1,0 +1,92 @@
+"""Output of `tvmffi call` and `tvmffi bench`: JSON documents (see
+schemas/call.schema.json and bench.schema.json) and the human rendering."""
+
+from . import values
+
+
+# ---------------------------------------------------------------------------
+# call
+
+def call_json(reply, func, lib_path):
+    """The --json document of a successful call."""
+    result = reply["result"]
+    doc = {
+        "library": lib_path,
+        "function": func,
+        "resolved": reply.get("resolved"),
+        "type": result.get("type"),
+        "result": values.to_json(result),
+        "args": [{"index": i, "type": a.get("type"), "value": values.to_json(a)}
+                 for i, a in enumerate(reply.get("args", []))],
+        "call_ns": reply.get("call_ns"),
+    }
+    if "files" in reply:
+        doc["files"] = reply["files"]
+    return doc
+
+
+def error_json(kind, message, backtrace=None, **extra):
+    """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
+    err = {"kind": kind, "message": message, "backtrace": backtrace}
+    err.update(extra)
+    return {"error": err}
+
+
+def call_text(reply):
+    """Human rendering: the result, then every tensor argument as it is after
+    the call (kernels write into their arguments), then the files written."""
+    lines = [values.to_text(reply["result"])]
+    for i, a in enumerate(reply.get("args", [])):
+        if a.get("type") in ("Tensor", "DLTensor*"):
+            lines.append(f"arg{i} after the call: {values.to_text(a)}")
+    for f in reply.get("files", []):
+        if f.get("path"):
+            lines.append(f"wrote {f['path']}")
+        else:
+            lines.append(f"{f.get('what')}: {f.get('error')}")
+    return "\n".join(lines)
+
+
+def raised_text(err, verbose=False):
+    """`ValueError: message`, with the backtrace (and cause) under -v."""
+    lines = [f"{err.get('kind')}: {err.get('message')}"]
+    cause = err.get("cause")
+    if cause:
+        lines.append(f"  caused by {cause.get('kind')}: {cause.get('message')}")
+    if verbose:
+        bt = (err.get("backtrace") or "").rstrip()
+        lines.append("Backtrace (most recent call last):" if bt else "(no backtrace recorded)")
+        if bt:
+            lines.append(bt)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# bench
+
+def bench_json(reply, func, lib_path):
+    return {
+        "library": lib_path,
+        "function": func,
+        "resolved": reply.get("resolved"),
+        "ns_per_call": dict(reply["ns_per_call"]),
+        "calls": reply["calls"],
+        "calls_per_round": reply["calls_per_round"],
+        "rounds": reply["rounds"],
+        "round_ns": list(reply.get("round_ns", [])),
+    }
+
+
+def _ns(v):
+    if v >= 1e6:
+        return f"{v / 1e6:.3f} ms"
+    if v >= 1e3:
+        return f"{v / 1e3:.3f} us"
+    return f"{v:.2f} ns"
+
+
+def bench_text(reply, func):
+    s = reply["ns_per_call"]
+    return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
+            f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
+            f"{reply['calls_per_round']:,} calls, timed in C")

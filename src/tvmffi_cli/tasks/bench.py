@@ -1,0 +1,95 @@
+"""Child-side task of `tvmffi bench`: build the arguments once, then let the
+runtime's C loop (tvmffi_rt_time_calls) call the function, so the numbers
+measure the function and the ABI call path, not Python.
+
+request: as tasks/call.py, plus "repeat" (calls per round, None = calibrate),
+         "rounds" (timed rounds), "target_round_ns" (calibration goal).
+reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
+        "ns_per_call": {"min", "median", "max"}, "round_ns": [...]} or the
+        "raised" / "input_error" replies of tasks/call.py.
+"""
+
+import ctypes
+import statistics
+from ctypes import byref
+
+from ..errors import InputError, TvmffiError
+from . import call as call_task
+
+DEFAULT_ROUNDS = 10
+DEFAULT_TARGET_ROUND_NS = 20_000_000  # 20 ms per round when calibrating
+MAX_CALLS_PER_ROUND = 1 << 34
+
+
+def run(request):
+    try:
+        return _run(request)
+    except TvmffiError as e:
+        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+
+
+def _run(request):
+    from .. import abi, convert
+
+    lib, fn, resolved = call_task.open_function(request)
+    call_task._keep_loaded.append(lib)  # objects made by the library die first
+    rt = lib.runtime
+    timer = rt.rt.get("tvmffi_rt_time_calls")
+    if timer is None:
+        raise InputError(f"the runtime {rt.path} has no tvmffi_rt_time_calls (the C timing "
+                         "loop of tvmffi's own runtime); run bench with tvmffi's runtime")
+    values, _tensors = call_task.build_args(lib, request, resolved)
+    mode = request.get("tensor_mode") or "dltensor"
+    n = len(values)
+    argv = (abi.TVMFFIAny * max(n, 1))()
+    keep, owned = [], []
+    try:
+        try:
+            for i, v in enumerate(values):
+                convert.py_to_any(rt, v, argv[i], keep, owned, mode)
+        except (TypeError, ValueError, OverflowError) as e:
+            if isinstance(e, convert.FFIErrorBase):
+                return {"status": "raised", "error": call_task.error_dict(e)}
+            raise InputError(f"cannot pass the arguments: {e}") from None
+        # One checked call first: a function that raises is reported, not timed.
+        result = abi.TVMFFIAny()
+        if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
+            return {"status": "raised", "error": call_task.error_dict(rt.take_error())}
+        convert.any_to_py(rt, result)  # releases an object result
+
+        def timed(calls, rounds):
+            out = (ctypes.c_int64 * rounds)()
+            if timer(fn.handle, argv, n, calls, rounds, out) != 0:
+                raise rt.take_error()
+            return list(out)
+
+        try:
+            per_round = request.get("repeat")
+            if not per_round:
+                per_round = calibrate(timed, int(request.get("target_round_ns")
+                                                 or DEFAULT_TARGET_ROUND_NS))
+            rounds = int(request.get("rounds") or DEFAULT_ROUNDS)
+            timed(per_round, 1)  # warm-up: caches, branch predictors, lazy binding
+            round_ns = timed(per_round, rounds)
+        except convert.FFIErrorBase as e:
+            return {"status": "raised", "error": call_task.error_dict(e)}
+    finally:
+        for h in owned:
+            rt.TVMFFIObjectDecRef(h)
+    per_call = [r / per_round for r in round_ns]
+    return {"status": "ok", "resolved": resolved, "calls": per_round * rounds,
+            "calls_per_round": per_round, "rounds": rounds, "round_ns": round_ns,
+            "ns_per_call": {"min": min(per_call), "median": statistics.median(per_call),
+                            "max": max(per_call)}}
+
+
+def calibrate(timed, target_ns):
+    """Calls per round so that one round takes about target_ns."""
+    calls = 1
+    while True:
+        ns = timed(calls, 1)[0]
+        if ns >= target_ns // 10 or calls >= MAX_CALLS_PER_ROUND:
+            break
+        calls *= 10 if ns < target_ns // 100 else 2
+    per_call = max(ns / calls, 0.01)
+    return int(min(max(target_ns / per_call, 1), MAX_CALLS_PER_ROUND))

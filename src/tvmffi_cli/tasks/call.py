@@ -1,0 +1,309 @@
+"""Child-side task of `tvmffi call`: load the library, build the arguments from
+their specs (tvmffi_cli.literals), call the function once, describe the result
+and the arguments after the call, and write --out files.
+
+request: {"path", "func", "args": [spec...], "tensor_mode": "dltensor"|"object",
+          "runtime": path|None, "out": dir|None, "force": bool}
+reply (every outcome is a reply; nothing escapes as an exception):
+  {"status": "ok", "resolved": "export"|"global", "result": desc, "args": [desc...],
+   "files": [{"what", "path"}], "call_ns": int}
+  {"status": "raised", "error": {"kind", "message", "backtrace"}}
+  {"status": "input_error", "message": str}        (exit 2 in the parent)
+"""
+
+import os
+import time
+
+from ..errors import InputError, TvmffiError
+
+
+class ResolveError(InputError):
+    pass
+
+
+def run(request):
+    try:
+        return _run(request)
+    except TvmffiError as e:
+        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+
+
+def _run(request):
+    lib, fn, resolved = open_function(request)
+    try:
+        return _call(lib, fn, resolved, request)
+    finally:
+        # Values made by the library (a Tensor whose deleter is library code)
+        # must die before the library module, which may unload the code.
+        import gc
+
+        gc.collect()
+        _keep_loaded.append(lib)
+
+
+# Libraries stay loaded for the life of the child process: see _run.
+_keep_loaded = []
+
+
+def _call(lib, fn, resolved, request):
+    from .. import convert
+
+    values, tensors = build_args(lib, request, resolved)
+    mode = request.get("tensor_mode") or "dltensor"
+    t0 = time.perf_counter_ns()
+    try:
+        result = fn.call(values, tensor_mode=mode)
+    except convert.FFIErrorBase as e:
+        return {"status": "raised", "error": error_dict(e)}
+    except (TypeError, ValueError, OverflowError) as e:
+        # Raised by our conversion before the call: the arguments cannot be passed.
+        raise InputError(f"cannot pass the arguments: {e}") from None
+    call_ns = time.perf_counter_ns() - t0
+    from ..render.values import describe, describe_array
+
+    reply = {"status": "ok", "resolved": resolved, "call_ns": call_ns,
+             "result": describe(result), "args": []}
+    for i, v in enumerate(values):
+        if i in tensors:
+            arr, type_name = tensors[i]
+            reply["args"].append(describe_array(arr, type_name))
+        else:
+            reply["args"].append(describe(v))
+    if request.get("out"):
+        reply["files"] = write_outputs(request["out"], tensors, result,
+                                       bool(request.get("force")))
+    return reply
+
+
+def error_dict(e):
+    d = {"kind": e.kind, "message": e.message, "backtrace": e.backtrace or ""}
+    cause = e.__cause__
+    if cause is not None and hasattr(cause, "kind"):
+        d["cause"] = {"kind": cause.kind, "message": cause.message}
+    return d
+
+
+def open_function(request):
+    """(Library, Function, "export"|"global") for request["func"], or ResolveError
+    naming the closest known names."""
+    from .. import library
+
+    path, name = request["path"], request["func"]
+    lib = library.load(path, runtime=request.get("runtime"),
+                       tensor_mode=request.get("tensor_mode"))
+    fn = None
+    resolved = None
+    if "." not in name:  # dotted names can only be globals
+        fn = lib.get_function(name)
+        resolved = "export"
+    if fn is None:
+        fn = lib.get_global(name)
+        resolved = "global"
+    if fn is None:
+        raise ResolveError(not_found_message(lib, name))
+    return lib, fn, resolved
+
+
+def not_found_message(lib, name):
+    import difflib
+
+    try:
+        exports = lib.function_names()
+    except TvmffiError:
+        exports = []
+    candidates = list(exports) + list(lib.globals_registered)
+    close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
+    msg = f"{os.path.basename(str(lib.path))} has no function {name!r}"
+    if "." not in name:
+        msg += f" (no export __tvm_ffi_{name} and no global of that name)"
+    if close:
+        msg += "; closest: " + ", ".join(close)
+    elif candidates:
+        shown = candidates[:8]
+        msg += "; it has: " + ", ".join(shown) + (", ..." if len(candidates) > 8 else "")
+    else:
+        msg += "; it exports no TVM-FFI functions"
+    return msg
+
+
+def param_types(lib, name, resolved):
+    """The parameter types (schema.TypeSpec list) of a function's metadata type
+    schema, or None when the library has no usable schema for it."""
+    from .. import schema
+
+    if resolved != "export":
+        return None
+    try:
+        raw = lib.metadata_raw(name)
+    except Exception:  # a failing metadata getter only costs us the schema
+        return None
+    if not raw:
+        return None
+    try:
+        _md, spec = schema.parse_metadata(raw)
+    except TvmffiError:
+        return None
+    if spec is None or not spec.is_function:
+        return None
+    return list(spec.params)
+
+
+def resolve_specs(lib, request, resolved):
+    """Specs with positional ones re-read by the function's type schema."""
+    from .. import literals
+
+    specs = request.get("args") or []
+    positional = [s for s in specs if s.get("positional")]
+    if not positional:
+        return specs
+    params = param_types(lib, request["func"], resolved)
+    if params is None:
+        return specs
+    if len(params) != len(specs):
+        sig = ", ".join(literals.type_label(p) for p in params)
+        raise InputError(f"{request['func']}({sig}) takes {len(params)} argument"
+                         f"{'' if len(params) == 1 else 's'}, got {len(specs)}")
+    cwd = request.get("cwd")
+    return [literals.spec_for_type(s["text"], p, cwd, where=f"argument {i}")
+            if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
+
+
+def build_args(lib, request, resolved):
+    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call."""
+    specs = resolve_specs(lib, request, resolved)
+    mode = request.get("tensor_mode") or "dltensor"
+    values, tensors = [], {}
+    for i, spec in enumerate(specs):
+        if spec.get("kind") == "tensor":
+            arr = _load_tensor(spec)
+            owned = spec.get("owned") or mode == "object"
+            tensors[i] = (arr, "Tensor" if owned else "DLTensor*")
+            values.append(_tensor_value(lib, arr, owned))
+        else:
+            values.append(materialize(spec, lib))
+    return values, tensors
+
+
+def _load_tensor(spec):
+    from .. import literals
+
+    try:
+        return literals.load_tensor(spec)
+    except MemoryError:
+        raise InputError("not enough memory for a tensor argument") from None
+
+
+def _tensor_value(lib, arr, owned):
+    from .. import convert
+
+    if owned:
+        return convert.numpy_to_tensor(lib.runtime, arr)
+    return arr
+
+
+def materialize(spec, lib=None):
+    """A spec -> the Python value convert.py passes (DataType, Device, Shape...)."""
+    from .. import convert
+
+    k = spec.get("kind")
+    if k == "none":
+        return None
+    if k in ("int", "bool", "str"):
+        return spec["value"]
+    if k == "float":
+        return float(spec["text"]) if "text" in spec else float(spec["value"])
+    if k == "bytes":
+        if "hex" in spec:
+            return bytes.fromhex(spec["hex"])
+        try:
+            with open(spec["path"], "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise InputError(f"--bytes @{spec['path']}: {e.strerror}") from None
+    if k == "dtype":
+        from .. import literals
+
+        return convert.DataType(spec["value"], literals.parse_dtype(spec["value"]))
+    if k == "device":
+        return convert.Device(spec["device_type"], spec["device_id"])
+    if k == "shape":
+        return convert.Shape(spec["value"])
+    if k == "array":
+        return [materialize(s, lib) for s in spec["items"]]
+    if k == "map":
+        out = {}
+        for ks, vs in spec["items"]:
+            key = materialize(ks, lib)
+            if isinstance(key, list):
+                raise InputError("a Map key cannot be an Array")
+            out[key] = materialize(vs, lib)
+        return out
+    if k == "tensor":
+        arr = _load_tensor(spec)
+        return _tensor_value(lib, arr, bool(spec.get("owned"))) if lib is not None else arr
+    raise InputError(f"unknown argument kind {k!r}")
+
+
+# ---------------------------------------------------------------------------
+# --out
+
+def planned_outputs(out_dir, tensor_indices, with_result=True):
+    names = [f"arg{i}.npy" for i in tensor_indices]
+    if with_result:
+        names.append("result.npy")
+    return [os.path.join(out_dir, n) for n in names]
+
+
+def write_outputs(out_dir, tensors, result, force):
+    """Write every tensor argument as arg<i>.npy and a tensor result as
+    result.npy; each file is written to a temporary name and then renamed, so a
+    reader never sees half a file and an existing one is kept unless `force`."""
+    from .. import convert
+
+    os.makedirs(out_dir, exist_ok=True)
+    files = []
+    for i in sorted(tensors):
+        path = os.path.join(out_dir, f"arg{i}.npy")
+        _save_npy(path, tensors[i][0], force)
+        files.append({"what": f"arg{i}", "path": path})
+    if isinstance(result, convert.Tensor):
+        path = os.path.join(out_dir, "result.npy")
+        try:
+            arr = result.numpy()
+        except (TypeError, ValueError) as e:
+            files.append({"what": "result", "path": None, "error": f"not written: {e}"})
+        else:
+            _save_npy(path, arr, force)
+            files.append({"what": "result", "path": path})
+    return files
+
+
+def _save_npy(path, arr, force):
+    import tempfile
+
+    import numpy as np
+
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tvmffi-", suffix=".npy.tmp", dir=d)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
+    try:
+        with os.fdopen(fd, "wb") as f:
+            # np.save writes a C-contiguous array straight from its buffer (no copy).
+            np.save(f, np.asarray(arr), allow_pickle=False)
+        if force:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails when `path` exists: never clobber
+            except FileExistsError:
+                raise InputError(f"{path} exists; pass --force to overwrite") from None
+            os.unlink(tmp)
+        tmp = None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
