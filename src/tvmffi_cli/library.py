@@ -205,6 +205,12 @@ class Library:
         return f"<Library {self.path}>"
 
 
+# Library modules stay referenced for the life of the process: values a
+# library made (Tensors with its deleter, Functions running its code) may
+# outlive the Library object, and unloading the code under them would crash.
+_keep_modules = []
+
+
 def _type_keys(rt):
     try:
         return set(rt.registered_type_keys())
@@ -245,6 +251,8 @@ def load(path, runtime=None, tensor_mode=None):
             dl = ctypes.CDLL(str(p), mode=os.RTLD_LOCAL)
         except OSError as e:
             raise InputError(f"cannot load {path}: {e}") from None
+    if module is not None:
+        _keep_modules.append(module)
     after_globals = set(rt.list_globals())
     after_types = _type_keys(rt)
     return Library(p, rt, module, dl, sorted(after_globals - before_globals),

@@ -1,0 +1,63 @@
+"""Child-side task of `tvmffi inspect`: load the library and report what it
+provides at run time.
+
+request: {"path": str, "runtime": str|None}
+reply:
+  {"functions": {name: {"metadata": obj|None, "metadata_raw": str|None,
+                        "doc": str|None, "signature": None}},
+   "globals": [names registered while loading, sorted],
+   "types": [{"type_key", "type_index", "parent_type_key",
+              "fields": [{"name", "static_type_index", "flags", "doc"}],
+              "methods": [{"name", "doc", "is_static"}]}],
+   "module": <tvmffi_rt_module_describe JSON> | None,
+   "errors": [str]}
+"""
+
+import json
+
+
+def run(request):
+    from ..convert import type_info_dict
+    from ..library import load
+
+    lib = load(request["path"], runtime=request.get("runtime"))
+    rt = lib.runtime
+    errors = []
+    functions = {}
+    for name in lib.function_names():
+        entry = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
+        try:
+            raw = lib.metadata_raw(name)
+            entry["metadata_raw"] = raw
+            if raw is not None:
+                try:
+                    entry["metadata"] = json.loads(raw)
+                except ValueError as e:
+                    errors.append(f"{name}: metadata is not JSON: {e}")
+        except Exception as e:  # a broken getter is a finding, not a failure
+            errors.append(f"{name}: metadata getter failed: {_describe(e)}")
+        try:
+            entry["doc"] = lib.doc(name)
+        except Exception as e:
+            errors.append(f"{name}: doc getter failed: {_describe(e)}")
+        functions[name] = entry
+    types = []
+    for key in lib.types_registered:
+        index = rt.type_key_to_index(key)
+        info = type_info_dict(rt, index) if index is not None else None
+        if info is None:
+            errors.append(f"type {key}: no type info")
+        else:
+            types.append(info)
+    try:
+        module = lib.describe()
+    except Exception as e:
+        module = None
+        errors.append(f"module description failed: {_describe(e)}")
+    return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
+            "module": module, "errors": errors}
+
+
+def _describe(e):
+    kind = getattr(e, "kind", None) or type(e).__name__
+    return f"{kind}: {e}"
