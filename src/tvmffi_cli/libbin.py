@@ -99,7 +99,7 @@ class Reader:
         at = self.pos
         n = self.u64(what)
         if item_size and n > self.remaining // item_size:
-            raise LibBinError(at, f"{what}: count {n} at offset {at} needs {n * item_size} "
+            raise LibBinError(at, f"{what}: {'size' if item_size == 1 else 'count'} {n} at offset {at} needs {n * item_size} "
                                   f"bytes, only {self.remaining} left")
         return n
 

@@ -237,7 +237,7 @@ def merge_dynamic(rep, result):
         _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
 
 
-def dynamic_part(rep, binary, path, timeout):
+def dynamic_part(rep, binary, path, timeout, runtime=None):
     if not _host_loadable(binary):
         rep["warnings"].append(f"not loadable on this host ({binary.format} {binary.arch} "
                                f"{binary.kind}); static results only")
@@ -250,7 +250,10 @@ def dynamic_part(rep, binary, path, timeout):
         return
     rep["mode"] = "loaded"
     try:
-        result = sandbox.run_task("introspect", {"path": str(path)}, timeout=timeout)
+        req = {"path": str(path)}
+        if runtime is not None:
+            req["runtime"] = str(runtime)
+        result = sandbox.run_task("introspect", req, timeout=timeout, runtime=runtime)
     except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
@@ -259,7 +262,7 @@ def dynamic_part(rep, binary, path, timeout):
         merge_dynamic(rep, result)
 
 
-def run(path, static=False, timeout=30.0):
+def run(path, static=False, timeout=30.0, runtime=None):
     from ..binfmt import open_binary
 
     b = open_binary(path)
@@ -268,7 +271,7 @@ def run(path, static=False, timeout=30.0):
     finally:
         b.close()
     if not static:
-        dynamic_part(rep, b, path, timeout)
+        dynamic_part(rep, b, path, timeout, runtime)
     return rep
 
 
@@ -279,14 +282,16 @@ def run(path, static=False, timeout=30.0):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
               help="Seconds allowed for loading the library in a child process.")
-def command(path, static, as_json, timeout):
+@click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="libtvm_ffi.so to load the library with (default: ours, or $TVMFFI_RUNTIME).")
+def command(path, static, as_json, timeout, runtime):
     """Show what a library exports, embeds and imports.
 
     Exit 0 when the file was fully understood, 1 when it was read but
     something in it is malformed (results are still printed), 2 when it
     cannot be read as a library.
     """
-    rep = run(path, static=static, timeout=timeout)
+    rep = run(path, static=static, timeout=timeout, runtime=runtime)
     if as_json:
         import json
         import sys
