@@ -8,8 +8,8 @@ tensors are only ever loaded next to the library that uses them.
 
 Spec kinds: none, int, bool, float ("text" keeps NaN/inf JSON-safe), str,
 bytes ("hex" or "path"), dtype, device, shape, tensor, array ("items"), map
-("items": [[key, value], ...]). A positional argument also carries "text" and
-"positional": True so the child can re-read it by the function's type schema.
+("items": [[key, value], ...]). A positional argument also carries "raw" (its
+command-line text) and "positional": True so the child can re-read it by the function's type schema.
 
 Nothing here imports numpy at module level: parsing the command line must stay
 cheap; tensor loading (load_tensor) imports it when called.
@@ -527,7 +527,7 @@ def infer_positional(text, cwd=None):
         spec = parse_tensor(t, cwd)
     else:
         spec = {"kind": "str", "value": text}
-    spec["text"] = text
+    spec["raw"] = text
     spec["positional"] = True
     return spec
 
@@ -584,7 +584,7 @@ def spec_for_type(text, typ, cwd=None, where="argument"):
     label = f"{where} {_short(text)}"
     if name in (None, "Any", "ffi.Any"):
         s = infer_positional(text, cwd)
-        s.pop("text", None), s.pop("positional", None)
+        s.pop("raw", None), s.pop("positional", None)
         return s
     if name in _INT_TYPES:
         return {"kind": "int", "value": _wrap(parse_int, text, label, "int")}

@@ -164,7 +164,7 @@ def resolve_specs(lib, request, resolved):
         raise InputError(f"{request['func']}({sig}) takes {len(params)} argument"
                          f"{'' if len(params) == 1 else 's'}, got {len(specs)}")
     cwd = request.get("cwd")
-    return [literals.spec_for_type(s["text"], p, cwd, where=f"argument {i}")
+    return [literals.spec_for_type(s["raw"], p, cwd, where=f"argument {i}")
             if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
 
 
