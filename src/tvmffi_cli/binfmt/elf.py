@@ -58,8 +58,10 @@ class ElfBinary(Binary):
     def _parse(self):
         d = self.data
         n = len(d)
-        if n < 52 or d[:4] != b"\x7fELF":
+        if d[:4] != b"\x7fELF":
             raise FormatError("not an ELF file")
+        if n < 52:
+            raise FormatError(f"truncated ELF header ({n} bytes)")
         cls, enc = d[4], d[5]
         if cls not in (1, 2) or enc not in (1, 2):
             raise FormatError(f"ELF header has bad class/encoding bytes ({cls}, {enc})")
