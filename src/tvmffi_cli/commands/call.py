@@ -170,7 +170,7 @@ def run_in_child(task, request, parsed, as_json):
 
     timeout = request.pop("timeout")
     try:
-        reply = sandbox.run_task(task, request, timeout=timeout)
+        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"))
     except sandbox.ChildCrashed as e:
         sig = getattr(e, "signal", None) or getattr(e, "signame", None) or str(e)
         msg = f"{parsed.func} crashed the worker process ({sig})"

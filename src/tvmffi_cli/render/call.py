@@ -55,7 +55,7 @@ def raised_text(err, verbose=False):
         lines.append(f"  caused by {cause.get('kind')}: {cause.get('message')}")
     if verbose:
         bt = (err.get("backtrace") or "").rstrip()
-        lines.append("Backtrace (most recent call last):" if bt else "(no backtrace recorded)")
+        lines.append("Backtrace:" if bt else "(no backtrace recorded)")
         if bt:
             lines.append(bt)
     return "\n".join(lines)

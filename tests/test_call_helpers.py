@@ -1,0 +1,71 @@
+"""Shared helpers (no tests here) of the `tvmffi call` / `tvmffi bench` tests: run the CLI in a
+subprocess, pick the runtime, build the call fixtures once."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import fixturebuild
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "tvmffi_cli" / "schemas"
+
+
+def tvmffi(*args, cwd=None, env=None, timeout=120):
+    e = dict(os.environ)
+    e.pop("TVMFFI_RUNTIME", None)  # the tests say which runtime with --runtime
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "tvmffi_cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=e, timeout=timeout)
+
+
+@functools.lru_cache(maxsize=None)
+def schema(name):
+    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+
+
+def validate(doc, name):
+    import jsonschema
+
+    jsonschema.validate(doc, schema(name))
+    return doc
+
+
+@functools.lru_cache(maxsize=None)
+def kernels():
+    return fixturebuild.build("call/kernels.c", headers="ours")
+
+
+@functools.lru_cache(maxsize=None)
+def typed():
+    return fixturebuild.build("call/typed.cc", headers="official",
+                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+                              flags=["-Wno-unused-parameter"])
+
+
+@functools.lru_cache(maxsize=None)
+def kitchen():
+    return fixturebuild.build("cpp/kitchen.cc", headers="official",
+                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+
+
+@functools.lru_cache(maxsize=None)
+def basic():
+    return fixturebuild.build("c/basic.c", headers="ours")
+
+
+@functools.lru_cache(maxsize=None)
+def crashy():
+    return fixturebuild.build("c/crashy.c", headers="ours")
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_problem(path):
+    """None when `path` can host a library in the worker, else the reason."""
+    r = tvmffi("call", kernels(), "add_int", "1", "2", "--runtime", path)
+    if r.returncode == 0 and r.stdout.strip() == "3":
+        return None
+    return (r.stderr.strip() or r.stdout.strip())[:300]
