@@ -1,0 +1,142 @@
+"""Child-process containment: crashes (SIGSEGV, SIGABRT) and hangs become
+exceptions in the parent, a persistent worker restarts after them, library
+output never corrupts the reply pipe, and the introspect task's reply shape."""
+
+import os
+import statistics
+import time
+
+import pytest
+
+import fixturebuild
+from tvmffi_cli import runtime, sandbox
+from tvmffi_cli.errors import InputError
+
+KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
+
+
+def child_runtime():
+    """Runtime for child processes: ours when complete, else the official one."""
+    forced = os.environ.get("TVMFFI_TEST_RUNTIME")
+    try:
+        ours = fixturebuild.our_runtime()
+    except InputError:
+        ours = None
+    if forced == "ours" or (forced != "official" and ours and runtime.exports_c_api(ours)):
+        return ours
+    official = fixturebuild.official_runtime()
+    if official is None:
+        pytest.skip("neither our runtime (incomplete) nor apache-tvm-ffi is available")
+    return official
+
+
+@pytest.fixture(scope="module")
+def crashy(build_lib):
+    return str(build_lib("c/crashy.c", headers="ours"))
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = sandbox.Worker(runtime=child_runtime())
+    with w:
+        yield w
+
+
+def _call(crashy, func):
+    return {"op": "call", "path": crashy, "func": func}
+
+
+@pytest.mark.parametrize("func,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_crash_is_contained(crashy, func, sig):
+    with pytest.raises(sandbox.ChildCrashed) as ei:
+        sandbox.run_task("selftest", _call(crashy, func), timeout=30, runtime=child_runtime())
+    e = ei.value
+    assert e.signal == sig and e.returncode < 0
+    assert sig in str(e)
+
+
+def test_hang_is_killed_at_timeout(crashy):
+    t0 = time.monotonic()
+    with pytest.raises(sandbox.ChildTimeout) as ei:
+        sandbox.run_task("selftest", _call(crashy, "hang"), timeout=1.0, runtime=child_runtime())
+    assert ei.value.seconds == 1.0
+    assert 1.0 <= time.monotonic() - t0 < 10
+
+
+def test_persistent_worker_restarts_after_crash_and_hang(worker, crashy):
+    first = worker.call("selftest", {"op": "echo"})["pid"]
+    assert worker.call("selftest", {"op": "echo"})["pid"] == first  # same process
+    with pytest.raises(sandbox.ChildCrashed):
+        worker.call("selftest", _call(crashy, "segv"), timeout=30)
+    second = worker.call("selftest", {"op": "echo", "x": 1})
+    assert second["x"] == 1 and second["pid"] != first
+    with pytest.raises(sandbox.ChildTimeout):
+        worker.call("selftest", _call(crashy, "hang"), timeout=0.5)
+    third = worker.call("selftest", {"op": "echo"})["pid"]
+    assert third not in (first, second["pid"])
+
+
+def test_persistent_worker_latency(worker):
+    worker.call("selftest", {"op": "echo"})  # started and warm
+    times = []
+    for i in range(30):
+        t0 = time.perf_counter()
+        assert worker.call("selftest", {"op": "echo", "i": i})["i"] == i
+        times.append(time.perf_counter() - t0)
+    assert statistics.median(times) < 0.020
+
+
+def test_library_stdout_cannot_corrupt_replies(worker, crashy):
+    assert worker.call("selftest", _call(crashy, "chatty"), timeout=30) == {"result": "7"}
+    assert worker.call("selftest", {"op": "print", "text": '{"ok": true}'}) == {"printed": True}
+    assert '{"noise": true}' in worker.stderr_text()
+
+
+def test_task_errors_come_back_typed(worker):
+    with pytest.raises(InputError, match="^nope$"):
+        worker.call("selftest", {"op": "raise", "kind": "InputError", "message": "nope"})
+    with pytest.raises(sandbox.WorkerError) as ei:
+        worker.call("selftest", {"op": "raise", "message": "bug"})
+    assert "RuntimeError: bug" in str(ei.value) and "selftest.py" in ei.value.child_traceback
+    with pytest.raises(sandbox.WorkerError, match="bad task name"):
+        worker.call("../evil", {})
+
+
+def test_signal_name():
+    assert sandbox.signal_name(-11) == "SIGSEGV"
+    assert sandbox.signal_name(-6) == "SIGABRT"
+    assert sandbox.signal_name(0) is None and sandbox.signal_name(3) is None
+
+
+def test_introspect_task_shape(build_lib, official_include):
+    kitchen = build_lib("cpp/kitchen.cc", headers="official", defines=KITCHEN_DEFINES,
+                        flags=["-Wno-unused-parameter"])
+    rep = sandbox.run_task("introspect", {"path": str(kitchen)}, timeout=60,
+                           runtime=child_runtime())
+    assert set(rep) == {"functions", "globals", "types", "module", "errors"}
+    assert rep["errors"] == []
+    assert "add" in rep["functions"] and "point_norm" in rep["functions"]
+    assert not any(n.startswith("_") for n in rep["functions"])
+    add = rep["functions"]["add"]
+    assert add["doc"] == "Add two integers.\n\nReturns a + b."
+    assert add["signature"] is None
+    assert add["metadata"]["type_schema"].startswith('{"type":"ffi.Function"')
+    assert add["metadata_raw"].startswith('{"type_schema"')
+    assert rep["functions"]["greet"]["doc"] is None
+    assert rep["globals"] == ["kitchen.add", "kitchen.greet", "kitchen.make_point"]
+    (point,) = rep["types"]
+    assert point["type_key"] == "kitchen.Point" and point["type_index"] >= 128
+    assert point["parent_type_key"] == "ffi.Object"
+    assert [f["name"] for f in point["fields"]] == ["x", "y", "label"]
+    assert point["fields"][0]["doc"] == "horizontal position"
+    assert point["fields"][0]["static_type_index"] == 1  # int
+    # The C++ headers register String fields as Any (-1): they may hold a small string.
+    assert point["fields"][2]["static_type_index"] == -1
+    if rep["module"] is not None:  # only our runtime describes modules
+        assert rep["module"]["kind"] == "library"
+
+
+def test_introspect_missing_file_is_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        sandbox.run_task("introspect", {"path": str(tmp_path / "nope.so")}, timeout=30,
+                         runtime=child_runtime())
