@@ -1,0 +1,387 @@
+"""Turn what the probe worker observed about one function into check results.
+
+Input (built by runner.py from the worker's events):
+  plan      list of step names the worker planned (None if it never got there)
+  note      why typed probes are missing (no metadata, ...), or None
+  obs       step -> observation dict (see tasks/probe.py), or {"skipped": why}
+  crashes   step -> {"signal": "SIGSEGV"|None, "hang": bool, "oob": bool|None}
+  getters   {"metadata", "doc"} subset
+Pure functions of those facts: unit-testable without running anything.
+"""
+
+from .results import ERROR, FAIL, PASS, SKIP, Result
+
+CALL_BASES = ("zero-args", "too-few", "valid")
+_KIND_NAMES = {0: "None", 1: "int", 2: "bool", 3: "float", 4: "void*", 5: "DataType",
+               6: "Device", 7: "DLTensor*", 8: "raw str", 9: "byte array", 11: "small str",
+               12: "small bytes", 64: "Object", 65: "String", 66: "Bytes", 67: "Error",
+               68: "Function", 69: "Shape", 70: "Tensor", 71: "Array", 72: "Map",
+               73: "Module"}
+
+
+def kind_name(ti):
+    return _KIND_NAMES.get(ti, f"type index {ti}")
+
+
+class FunctionFacts:
+    def __init__(self, name, getters=()):
+        self.name = name
+        self.getters = set(getters)
+        self.plan = None
+        self.note = None
+        self.params = None
+        self.obs = {}
+        self.crashes = {}
+        self.tool_error = None  # the probe itself could not run (worker failure)
+        self.timeout = None
+
+    def call_obs(self):
+        """(step, obs) for completed calls of the function itself (not getters,
+        not the readable re-runs used to diagnose a fault)."""
+        for step, o in self.obs.items():
+            if "/" in step or step in ("metadata", "doc") or "skipped" in o:
+                continue
+            if step == "threads":
+                continue
+            yield step, o
+
+
+def _crash_text(c, timeout):
+    if c.get("hang"):
+        return f"no return within {timeout:g} s" if timeout else "no return within the timeout"
+    return f"killed by {c.get('signal') or 'an unknown cause'}"
+
+
+def _getter_check(cid, what, f):
+    if what not in f.getters:
+        return Result(cid, f.name, SKIP, f"no {what} getter")
+    if what in f.crashes:
+        return Result(cid, f.name, FAIL, f"the {what} getter {_crash_text(f.crashes[what], f.timeout)}")
+    o = f.obs.get(what)
+    if o is None:
+        return Result(cid, f.name, ERROR, f"the {what} getter was not run")
+    if "skipped" in o:
+        return Result(cid, f.name, FAIL, o["skipped"])
+    if o.get("rc") != 0:
+        err = o.get("error") or {}
+        return Result(cid, f.name, FAIL, f"the {what} getter returned {o.get('rc')}"
+                      + (f" ({err.get('kind')}: {err.get('message')})" if err else ""))
+    if o.get("value_hex") is None:
+        return Result(cid, f.name, FAIL, f"the {what} getter returned "
+                      f"{kind_name(o.get('result_type_index'))}, not a string")
+    return bytes.fromhex(o["value_hex"])
+
+
+def check_metadata_json(f):
+    got = _getter_check("metadata-json", "metadata", f)
+    if isinstance(got, Result):
+        return got
+    from .. import schema
+    from ..errors import FormatError
+    from . import sigs
+
+    try:
+        text = got.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return Result("metadata-json", f.name, FAIL, f"metadata is not UTF-8 ({e.reason} at byte "
+                                                     f"{e.start})")
+    try:
+        _md, spec = schema.parse_metadata(text)
+        if spec is not None and not spec.is_function:
+            return Result("metadata-json", f.name, FAIL,
+                          f"type_schema is {spec.render()}, not a function type")
+        sigs.parse_metadata(text)
+    except (FormatError, sigs.SchemaError) as e:
+        return Result("metadata-json", f.name, FAIL, f"{e}")
+    if spec is None:
+        return Result("metadata-json", f.name, PASS, "valid JSON without a type_schema")
+    return Result("metadata-json", f.name, PASS, spec.signature(f.name))
+
+
+def check_doc_utf8(f):
+    got = _getter_check("doc-utf8", "doc", f)
+    if isinstance(got, Result):
+        return got
+    try:
+        got.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return Result("doc-utf8", f.name, FAIL,
+                      f"doc is not valid UTF-8: byte {got[e.start]:#04x} at offset {e.start} "
+                      f"({e.reason})")
+    return Result("doc-utf8", f.name, PASS, f"{len(got)} bytes of UTF-8")
+
+
+def check_arg_bounds(f):
+    msgs = []
+    ran = []
+    for step in ("zero-args", "too-few"):
+        c = f.crashes.get(step)
+        if c is not None and c.get("oob"):
+            n = 0 if step == "zero-args" else len(f.params or ()) - 1
+            msgs.append(f"out-of-bounds argument read: called with {n} argument(s), it read "
+                        f"past args[{n - 1}] into the guard page ({c.get('signal')})"
+                        if n else
+                        f"out-of-bounds argument read: called with 0 arguments, it read args[0] "
+                        f"from the guard page ({c.get('signal')})")
+        if step in f.obs or step in f.crashes:
+            ran.append(step)
+    if msgs:
+        return Result("arg-bounds", f.name, FAIL, "; ".join(msgs))
+    if not ran:
+        return Result("arg-bounds", f.name, SKIP, "not probed")
+    extra = "" if "too-few" in ran else " (one-too-few needs metadata with 2+ parameters)"
+    return Result("arg-bounds", f.name, PASS, f"probed {' and '.join(ran)}{extra}")
+
+
+def check_wrong_type(f):
+    steps = [s for s in (f.plan or ()) if s.startswith("wrong-type:")]
+    if not steps:
+        why = f.note or "no parameter has a type that rejects a string or an int"
+        return Result("wrong-type", f.name, SKIP, why)
+    bad = []
+    done = 0
+    for s in steps:
+        c = f.crashes.get(s)
+        if c is not None:
+            if not c.get("hang"):
+                bad.append(f"parameter {s.split(':')[1]}: {_crash_text(c, f.timeout)} "
+                           "instead of raising")
+            continue
+        o = f.obs.get(s)
+        if o is None or "skipped" in o:
+            continue
+        done += 1
+        if o.get("rc") == 0:
+            wk = "a String" if o.get("wrong_kind") == 65 else "an int"
+            bad.append(f"parameter {o.get('param')} ({o.get('param_type')}) accepted {wk} and "
+                       "the call succeeded")
+    if bad:
+        return Result("wrong-type", f.name, FAIL, "; ".join(bad))
+    if not done:
+        return Result("wrong-type", f.name, SKIP, "no wrong-type call completed")
+    return Result("wrong-type", f.name, PASS, f"{done} wrong-type call(s) raised")
+
+
+def check_arg_refcount(f):
+    bad = []
+    seen = 0
+    items = list(f.call_obs())
+    t = f.obs.get("threads")
+    if t and "refcounts" in t:
+        items.append(("threads", t))
+    for step, o in items:
+        for i, (before, after) in enumerate(o.get("refcounts") or ()):
+            seen += 1
+            if before != after:
+                verb = "kept" if after > before else "released"
+                bad.append(f"{step}: object argument {i} has {after - before:+d} strong "
+                           f"reference(s) after the call ({before} -> {after}); the callee "
+                           f"{verb} a reference it does not own")
+    if bad:
+        return Result("arg-refcount", f.name, FAIL, bad[0] + (f" (+{len(bad) - 1} more)"
+                                                               if len(bad) > 1 else ""))
+    if not seen:
+        return Result("arg-refcount", f.name, SKIP, "no object argument was passed"
+                      + (f" ({f.note})" if f.note else ""))
+    return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
+
+
+def check_args_unchanged(f):
+    bad = [s for s, o in f.call_obs() if o.get("args_changed")]
+    if bad:
+        return Result("args-unchanged", f.name, FAIL,
+                      f"the argument array was modified by the call ({', '.join(bad)})")
+    n = sum(1 for _ in f.call_obs())
+    if not n:
+        return Result("args-unchanged", f.name, SKIP, "no call completed")
+    return Result("args-unchanged", f.name, PASS, f"{n} call(s) left args intact")
+
+
+def _protocol_problem(o):
+    rc = o.get("rc")
+    err = o.get("error")
+    if rc == -2:
+        return "returned -2 (frontend error) although no frontend signal was pending"
+    if rc not in (0, -1):
+        return f"returned {rc}; only 0 and -1 are allowed"
+    if rc == -1:
+        if not err:
+            return "returned -1 without raising an error"
+        if not err.get("kind"):
+            return "returned -1 with a raised error whose kind is empty"
+    if rc == 0 and o.get("stale_error"):
+        e = o["stale_error"]
+        return f"returned 0 but left a raised error behind ({e.get('kind')}: {e.get('message')})"
+    return None
+
+
+def check_error_protocol(f):
+    bad = []
+    n = 0
+    for step, o in f.call_obs():
+        n += 1
+        p = _protocol_problem(o)
+        if p:
+            bad.append(f"{step}: {p}")
+    t = f.obs.get("threads")
+    for i, c in enumerate((t or {}).get("calls") or ()):
+        n += 1
+        if c.get("rc") not in (0, -1):
+            bad.append(f"threads[{i}]: returned {c.get('rc')}")
+    if bad:
+        return Result("error-protocol", f.name, FAIL, "; ".join(bad[:3])
+                      + (f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""))
+    if not n:
+        return Result("error-protocol", f.name, SKIP, "no call completed")
+    return Result("error-protocol", f.name, PASS, f"{n} call(s) followed the protocol")
+
+
+def check_result_invariants(f):
+    bad = []
+    n = 0
+    for step, o in f.call_obs():
+        n += 1
+        for p in o.get("result_problems") or ():
+            bad.append(f"{step}: {p}")
+    if bad:
+        return Result("result-invariants", f.name, FAIL, "; ".join(bad[:3])
+                      + (f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""))
+    if not n:
+        return Result("result-invariants", f.name, SKIP, "no call completed")
+    return Result("result-invariants", f.name, PASS, f"{n} result(s) well-formed")
+
+
+def check_no_leak(f):
+    bad = []
+    measured = 0
+    for step, o in f.call_obs():
+        d = o.get("live_delta")
+        if d is None:
+            continue
+        measured += 1
+        if d == 0:
+            continue
+        again = o.get("live_delta_repeat")
+        if again == 0:
+            continue  # the first call filled a cache
+        bad.append(f"{step}: {d:+d} live object(s) after the call"
+                   + (f", {again:+d} again on a repeat" if again is not None else ""))
+    if bad:
+        return Result("no-leak", f.name, FAIL, "; ".join(bad))
+    if not measured:
+        return Result("no-leak", f.name, SKIP, "no call was measured (the runtime has no "
+                                               "live-object count, or no call completed)")
+    return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks")
+
+
+def _explained(step, c):
+    """Crashes another check already reports."""
+    if step in ("metadata", "doc"):
+        return True
+    if step.startswith("wrong-type:"):
+        return True
+    return step in ("zero-args", "too-few") and bool(c.get("oob"))
+
+
+def check_no_crash(f):
+    bad = [f"{s}: {_crash_text(c, f.timeout)}" for s, c in f.crashes.items()
+           if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s]
+    if bad:
+        return Result("no-crash", f.name, FAIL, "; ".join(bad))
+    return Result("no-crash", f.name, PASS, "no probe call crashed")
+
+
+def check_no_hang(f):
+    bad = [f"{s}: {_crash_text(c, f.timeout)}" for s, c in f.crashes.items() if c.get("hang")]
+    if bad:
+        return Result("no-hang", f.name, FAIL, "; ".join(bad))
+    return Result("no-hang", f.name, PASS, "every probe call returned in time")
+
+
+def check_valid_call(f):
+    if "valid" not in (f.plan or ()):
+        return Result("valid-call", f.name, SKIP, f.note or "no metadata")
+    if "valid" in f.crashes:
+        return Result("valid-call", f.name, SKIP, "the call did not return (see no-crash / "
+                                                  "no-hang)")
+    o = f.obs.get("valid")
+    if o is None:
+        return Result("valid-call", f.name, ERROR, "the valid call was not run")
+    if "skipped" in o:
+        return Result("valid-call", f.name, SKIP, o["skipped"])
+    rc = o.get("rc")
+    if rc == -1 and o.get("error"):
+        e = o["error"]
+        return Result("valid-call", f.name, PASS, f"raised {e.get('kind')}: {e.get('message')}")
+    if rc != 0:
+        return Result("valid-call", f.name, SKIP, f"returned {rc} (see error-protocol)")
+    if o.get("result_problems"):
+        return Result("valid-call", f.name, SKIP, "malformed result (see result-invariants)")
+    if o.get("return_ok") is False:
+        return Result("valid-call", f.name, FAIL,
+                      f"returned {kind_name(o.get('result_type_index'))} but the metadata "
+                      f"declares {o.get('return_type')}")
+    return Result("valid-call", f.name, PASS,
+                  f"returned {kind_name(o.get('result_type_index'))}")
+
+
+def check_thread_safety(f):
+    if "threads" not in (f.plan or ()):
+        return Result("thread-safety", f.name, SKIP, f.note or "no metadata")
+    if "threads" in f.crashes:
+        return Result("thread-safety", f.name, SKIP, "the concurrent calls did not return "
+                                                     "(see no-crash / no-hang)")
+    o = f.obs.get("threads")
+    if o is None:
+        v = f.obs.get("valid") or {}
+        why = "the valid call did not succeed" if v.get("rc") != 0 or "valid" in f.crashes \
+            else "not run"
+        return Result("thread-safety", f.name, SKIP, why)
+    if "skipped" in o:
+        return Result("thread-safety", f.name, SKIP, o["skipped"])
+    ref = (f.obs.get("valid") or {}).get("fingerprint")
+    calls = o.get("calls") or []
+    rcs = [c.get("rc") for c in calls]
+    fps = [c.get("fingerprint") for c in calls]
+    if any(rc != 0 for rc in rcs):
+        return Result("thread-safety", f.name, FAIL,
+                      f"concurrent calls returned {rcs}; the single call succeeded")
+    if len(set(fps)) != 1 or (ref is not None and fps[0] != ref):
+        distinct = len(set(fps + ([ref] if ref else [])))
+        return Result("thread-safety", f.name, FAIL,
+                      f"{len(calls)} concurrent calls and the single call gave {distinct} "
+                      "different results")
+    return Result("thread-safety", f.name, PASS, f"{len(calls)} concurrent calls agree")
+
+
+PROBE_CHECKS = {
+    "metadata-json": check_metadata_json,
+    "doc-utf8": check_doc_utf8,
+    "arg-bounds": check_arg_bounds,
+    "wrong-type": check_wrong_type,
+    "arg-refcount": check_arg_refcount,
+    "args-unchanged": check_args_unchanged,
+    "error-protocol": check_error_protocol,
+    "result-invariants": check_result_invariants,
+    "no-leak": check_no_leak,
+    "no-crash": check_no_crash,
+    "no-hang": check_no_hang,
+    "valid-call": check_valid_call,
+    "thread-safety": check_thread_safety,
+}
+
+
+def evaluate(f, ids):
+    out = []
+    for cid, fn in PROBE_CHECKS.items():
+        if cid not in ids:
+            continue
+        if f.tool_error:
+            out.append(Result(cid, f.name, ERROR, f.tool_error))
+        else:
+            out.append(fn(f))
+    return out
+
+
+def skipped(name, ids, why):
+    return [Result(cid, name, SKIP, why) for cid in PROBE_CHECKS if cid in ids]

@@ -1,0 +1,211 @@
+"""Checks that read the library file only (no code of it runs)."""
+
+import re
+
+from .results import FAIL, PASS, SKIP, Result
+
+FUNC_PREFIX = "__tvm_ffi_"
+SPECIAL_PREFIX = "__tvm_ffi__"
+META_PREFIX = "__tvm_ffi__metadata_"
+DOC_PREFIX = "__tvm_ffi__doc_"
+CUBIN_PREFIX = "__tvm_ffi__cubin_"
+LIBBIN = "__tvm_ffi__library_bin"
+LIBCTX = "__tvm_ffi__library_ctx"
+CTX_PREFIX = "__TVMFFI"
+_IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
+
+
+class Inventory:
+    """What the symbol table says about a library's TVM-FFI surface."""
+
+    def __init__(self):
+        self.functions = []  # names of __tvm_ffi_<name> symbols, sorted
+        self.code = set()  # the subset that is code (probed)
+        self.getters = {}  # name -> set of "metadata" / "doc"
+        self.symbols = {}  # symbol name -> Symbol, for every __tvm_ffi* / __TVMFFI* export
+        self.bad_names = []  # (symbol name, reason)
+
+    def probe_targets(self):
+        return [n for n in self.functions if n in self.code]
+
+
+def _is_code(binary, sym):
+    from ..binfmt import CODE, DATA
+
+    if sym.kind == CODE:
+        return True
+    if sym.kind == DATA:
+        return False
+    sec = getattr(sym, "_sec", None) or binary.section_for(sym.value)
+    return bool(sec is not None and sec.executable)
+
+
+def inventory(binary):
+    inv = Inventory()
+    for sym in binary.find_symbols(("__tvm_ffi", CTX_PREFIX)):
+        name = sym.name
+        inv.symbols[name] = sym
+        if name.startswith(CTX_PREFIX):
+            continue
+        if name.startswith(SPECIAL_PREFIX):
+            for prefix, what in ((META_PREFIX, "metadata"), (DOC_PREFIX, "doc")):
+                if name.startswith(prefix):
+                    fn = name[len(prefix):]
+                    if _IDENT.match(fn):
+                        inv.getters.setdefault(fn, set()).add(what)
+                    else:
+                        inv.bad_names.append((name, f"{what} getter for an invalid function "
+                                                    f"name {fn!r}"))
+                    break
+            else:
+                if name in (LIBBIN, LIBCTX):
+                    pass
+                elif name.startswith(CUBIN_PREFIX) and len(name) > len(CUBIN_PREFIX):
+                    pass
+                else:
+                    inv.bad_names.append((name, "unknown special symbol: names starting with "
+                                                "`__tvm_ffi__` are reserved for metadata_, "
+                                                "doc_, library_bin, library_ctx and cubin_"))
+        elif name.startswith(FUNC_PREFIX):
+            fn = name[len(FUNC_PREFIX):]
+            if not fn:
+                inv.bad_names.append((name, "function symbol with an empty name"))
+            elif not _IDENT.match(fn):
+                inv.bad_names.append((name, f"function name {fn!r} is not a C identifier"))
+            else:
+                inv.functions.append(fn)
+                if _is_code(binary, sym):
+                    inv.code.add(fn)
+        else:
+            inv.bad_names.append((name, "looks like a TVM-FFI symbol but lacks the "
+                                        "`__tvm_ffi_` prefix"))
+    inv.functions.sort()
+    return inv
+
+
+def check_export_names(binary, inv):
+    if not inv.bad_names:
+        n = sum(1 for s in inv.symbols if s.startswith("__tvm_ffi"))
+        return [Result("export-names", None, PASS, f"{n} exported __tvm_ffi names checked")]
+    return [Result("export-names", name, FAIL, f"{name}: {why}") for name, why in inv.bad_names]
+
+
+def check_orphan_getters(binary, inv):
+    out = []
+    have = set(inv.functions)
+    for fn in sorted(inv.getters):
+        if fn not in have:
+            kinds = " and ".join(sorted(inv.getters[fn]))
+            out.append(Result("orphan-getter", fn, FAIL,
+                              f"{kinds} getter for `{fn}` but no `__tvm_ffi_{fn}` is exported"))
+    if not out:
+        out.append(Result("orphan-getter", None, PASS,
+                          f"{sum(len(g) for g in inv.getters.values())} getters, all with "
+                          "their function"))
+    return out
+
+
+def check_symbol_kind(binary, inv):
+    out = []
+    for fn in inv.functions:
+        bad = []
+        for sym_name in (FUNC_PREFIX + fn, META_PREFIX + fn, DOC_PREFIX + fn):
+            sym = inv.symbols.get(sym_name)
+            if sym is not None and not _is_code(binary, sym):
+                sec = sym.section or "no section"
+                bad.append(f"{sym_name} is a {sym.kind} symbol in {sec}, not code")
+        if bad:
+            out.append(Result("symbol-kind", fn, FAIL, "; ".join(bad)))
+        else:
+            out.append(Result("symbol-kind", fn, PASS, "code"))
+    for fn in sorted(set(inv.getters) - set(inv.functions)):  # orphans: their getters still count
+        for sym_name in (META_PREFIX + fn, DOC_PREFIX + fn):
+            sym = inv.symbols.get(sym_name)
+            if sym is not None and not _is_code(binary, sym):
+                out.append(Result("symbol-kind", fn, FAIL,
+                                  f"{sym_name} is a {sym.kind} symbol, not code"))
+    return out
+
+
+def check_library_bin(binary, inv):
+    from .. import libbin
+    from ..errors import FormatError
+
+    sym = inv.symbols.get(LIBBIN)
+    if sym is None:
+        return [Result("library-bin", None, SKIP, f"no {LIBBIN} in this library")]
+    try:
+        data = binary.read_symbol_bytes(sym)
+    except FormatError as e:
+        return [Result("library-bin", None, FAIL, f"{LIBBIN}: {e}")]
+    lb = libbin.decode(data)
+    errors = [dict(e) for e in lb.errors]
+    libs = [m.index for m in lb.modules if m.kind == libbin.LIB_KIND]
+    if len(libs) > 1:
+        errors.append({"offset": None, "message": f"{len(libs)} `_lib` modules (indices "
+                                                  f"{libs}); at most one is allowed"})
+    if errors:
+        first = errors[0]
+        at = f" at byte {first['offset']}" if first.get("offset") is not None else ""
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return [Result("library-bin", None, FAIL, f"{first['message']}{at}{more}",
+                       {"errors": errors})]
+    kinds = ", ".join(m.kind for m in lb.modules)
+    return [Result("library-bin", None, PASS, f"{len(lb.modules)} modules ({kinds})")]
+
+
+def check_context_symbols(binary, inv):
+    from ..runtime import C_API
+
+    ptr = (binary.bits or 64) // 8
+    names = sorted(n for n in inv.symbols if n.startswith(CTX_PREFIX) or n == LIBCTX)
+    if not names:
+        return [Result("context-symbols", None, SKIP, "no context symbols")]
+    bad = []
+    for n in names:
+        sym = inv.symbols[n]
+        if n != LIBCTX and n[len(CTX_PREFIX):] not in C_API:
+            bad.append(f"{n}: TVMFFI{n[len(CTX_PREFIX):]} is not a C API function")
+            continue
+        if _is_code(binary, sym):
+            bad.append(f"{n}: is code, must be a pointer variable")
+            continue
+        if not sym.writable:
+            bad.append(f"{n}: is read-only (in {sym.section or 'no section'}); the loader "
+                       "writes to it")
+        if sym.size is not None and sym.size != ptr:
+            bad.append(f"{n}: is {sym.size} bytes, must be {ptr} (one pointer)")
+    if bad:
+        return [Result("context-symbols", None, FAIL, "; ".join(bad), {"problems": bad})]
+    return [Result("context-symbols", None, PASS, f"{len(names)} context symbols")]
+
+
+def check_c_api_imports(binary, inv):
+    from ..runtime import C_API
+
+    imported = sorted({n for n in binary.imports if n.startswith("TVMFFI")})
+    unknown = [n for n in imported if n not in C_API]
+    if unknown:
+        return [Result("c-api-imports", None, FAIL,
+                       f"imports {len(unknown)} function(s) outside the C API: "
+                       + ", ".join(unknown), {"unknown": unknown})]
+    return [Result("c-api-imports", None, PASS,
+                   f"{len(imported)} TVMFFI imports, all in the C API")]
+
+
+STATIC_CHECKS = {
+    "export-names": check_export_names,
+    "orphan-getter": check_orphan_getters,
+    "symbol-kind": check_symbol_kind,
+    "library-bin": check_library_bin,
+    "context-symbols": check_context_symbols,
+    "c-api-imports": check_c_api_imports,
+}
+
+
+def run(binary, inv, ids):
+    out = []
+    for cid, fn in STATIC_CHECKS.items():
+        if cid in ids:
+            out.extend(fn(binary, inv))
+    return out

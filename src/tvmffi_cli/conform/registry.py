@@ -1,0 +1,303 @@
+"""The conformance checks as data: one record per check with a stable id.
+
+Ids never change once released (CI configurations pass them to --select and
+--ignore). docs/checks.md is generated from this table by
+`python -m tvmffi_cli.conform.registry --markdown` and a test keeps them equal.
+"""
+
+import sys
+
+ERROR = "error"
+WARNING = "warning"
+
+LIBRARY = "library"  # one result for the whole file
+FUNCTION = "function"  # one result per exported function (or per offending symbol)
+
+STATIC = "static"  # reads the file only
+LOAD = "load"  # loads the library in a worker process
+PROBE = "probe"  # calls functions in a worker process
+
+
+class Check:
+    __slots__ = ("id", "title", "severity", "scope", "stage", "what", "why", "fix")
+
+    def __init__(self, id, title, severity, scope, stage, what, why, fix):
+        self.id = id
+        self.title = title
+        self.severity = severity
+        self.scope = scope
+        self.stage = stage
+        self.what = what
+        self.why = why
+        self.fix = fix
+
+    def __repr__(self):
+        return f"Check({self.id!r})"
+
+
+CHECKS = [
+    Check(
+        "export-names", "Exported names follow the TVM-FFI families", WARNING, FUNCTION, STATIC,
+        what="Every exported symbol starting with `__tvm_ffi` is either a function "
+             "`__tvm_ffi_<name>` with a non-empty C identifier as name, or one of the special "
+             "symbols `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`, "
+             "`__tvm_ffi__library_bin`, `__tvm_ffi__library_ctx`, "
+             "`__tvm_ffi__cubin_<name>[_end]`.",
+        why="Loaders treat `__tvm_ffi_` as the function prefix and `__tvm_ffi__` as reserved. "
+            "A misspelt special symbol is silently ignored; an unknown `__tvm_ffi__` name may "
+            "collide with a future special.",
+        fix="Rename the symbol, or make it hidden (`static` or "
+            "`__attribute__((visibility(\"hidden\")))`) if it is not part of the interface."),
+    Check(
+        "orphan-getter", "Metadata and doc getters belong to a function", WARNING, FUNCTION,
+        STATIC,
+        what="For every `__tvm_ffi__metadata_<name>` and `__tvm_ffi__doc_<name>` the library "
+             "also exports the function `__tvm_ffi_<name>`.",
+        why="Tools list functions from their symbols; a getter without its function documents "
+            "something nobody can call, usually a renamed or removed export.",
+        fix="Export the function under the same name, or drop the getter."),
+    Check(
+        "symbol-kind", "Function symbols are code", ERROR, FUNCTION, STATIC,
+        what="`__tvm_ffi_<name>` functions and the metadata/doc getters are function symbols "
+             "in an executable section, not data objects.",
+        why="Callers jump to these addresses. A data symbol with a function's name crashes "
+            "the caller (no-execute page) or runs garbage.",
+        fix="Define the symbol as a function with the safe-call signature "
+            "`int (void*, const TVMFFIAny*, int32_t, TVMFFIAny*)`."),
+    Check(
+        "library-bin", "`__tvm_ffi__library_bin` is consistent", ERROR, LIBRARY, STATIC,
+        what="The embedded module blob stays within the symbol's size and its `nbytes`; the "
+             "import tree's `indptr` starts at 0 and never decreases; child indices are in "
+             "range; there is at most one `_lib` entry; every module entry can be read.",
+        why="The loader decodes this blob when the library is loaded; an inconsistent blob "
+            "makes loading fail, or reads past the symbol into unrelated memory.",
+        fix="Regenerate the blob with the serializer of your compiler; check that `nbytes` "
+            "counts the bytes after the header and that every string and bytes field carries "
+            "its real length."),
+    Check(
+        "context-symbols", "Context symbols are writable pointer-sized data", ERROR, LIBRARY,
+        STATIC,
+        what="Every `__TVMFFI<name>` context symbol and `__tvm_ffi__library_ctx` is a writable "
+             "data object exactly one pointer wide, and `<name>` names a C API function the "
+             "loader can provide.",
+        why="The loader stores entry points (and the library's module) into these variables "
+            "at load time. A read-only or narrower variable crashes the load or overwrites its "
+            "neighbours; an unknown name is never filled and stays NULL.",
+        fix="Declare them as `void* __TVMFFI<name> = NULL;` (not `const`), with a name from "
+            "the C API."),
+    Check(
+        "c-api-imports", "Imported TVMFFI functions exist in the C ABI", ERROR, LIBRARY, STATIC,
+        what="Every imported (undefined) symbol starting with `TVMFFI` is one of the 50 "
+             "functions of the stable C API.",
+        why="A runtime provides exactly those. Any other `TVMFFI*` import fails at load time "
+            "or, with lazy binding, at the first call.",
+        fix="Use only the stable C API functions, or link the implementation of the extra "
+            "symbol into the library."),
+    Check(
+        "library-load", "The library loads", ERROR, LIBRARY, LOAD,
+        what="The library loads through the runtime in a worker process without crashing, "
+             "hanging or raising, with every embedded module kind accounted for.",
+        why="Nothing else can be checked, or used, when loading fails.",
+        fix="Look at the message: missing dependencies, unresolved symbols and crashing static "
+            "constructors are the usual causes."),
+    Check(
+        "metadata-json", "Metadata getters return valid JSON with a parsable type_schema",
+        ERROR, FUNCTION, LOAD,
+        what="Called with no arguments, `__tvm_ffi__metadata_<name>` returns 0 and a string "
+             "holding a JSON object whose `type_schema` is a string with a function type "
+             "schema that parses.",
+        why="Tools (stub generators, `tvmffi inspect`, this checker) build signatures and "
+            "typed calls from it.",
+        fix="Generate the getter with `TVM_FFI_DLL_EXPORT_TYPED_FUNC` and "
+            "`TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1`, or emit "
+            "`{\"type_schema\": \"<escaped JSON>\"}` by hand."),
+    Check(
+        "doc-utf8", "Docs are valid UTF-8", ERROR, FUNCTION, LOAD,
+        what="Called with no arguments, `__tvm_ffi__doc_<name>` returns 0 and a string that "
+             "is valid UTF-8.",
+        why="Strings in TVM-FFI are UTF-8; frontends decode docs as such and fail otherwise.",
+        fix="Store the docstring in UTF-8 (check the source file encoding)."),
+    Check(
+        "arg-bounds", "No argument read past num_args", ERROR, FUNCTION, PROBE,
+        what="Called with zero arguments, and (with metadata) with one argument too few, the "
+             "function never reads beyond `args[num_args-1]`. The argument array is placed "
+             "right before an unreadable guard page, so such a read faults.",
+        why="Callers pass exactly `num_args` values; the memory after them belongs to "
+            "someone else. Reading it returns garbage or crashes.",
+        fix="Check `num_args` before touching `args[i]` and raise a TypeError when it is "
+            "wrong (`TVM_FFI_DLL_EXPORT_TYPED_FUNC` does this for you)."),
+    Check(
+        "wrong-type", "Arguments of the wrong type raise an error", ERROR, FUNCTION, PROBE,
+        what="Where the metadata declares a parameter type, passing a value of a clearly "
+             "incompatible type makes the call return -1 with a raised error: it neither "
+             "succeeds nor crashes.",
+        why="Callers in dynamic languages pass whatever they hold; reading an Any without "
+            "checking its type index reinterprets the bits (a string pointer as an integer, an "
+            "integer as a pointer).",
+        fix="Check `args[i].type_index` before reading the payload, and raise a TypeError."),
+    Check(
+        "arg-refcount", "Object arguments keep their reference counts", ERROR, FUNCTION, PROBE,
+        what="After the call (and after its result is released) every object argument has the "
+             "same strong reference count as before.",
+        why="Arguments are borrowed views. A callee that keeps an extra reference leaks the "
+            "object; one that releases a reference frees the caller's object under it.",
+        fix="Only increment a reference when storing the object somewhere that outlives the "
+            "call, and release it there; never release an argument."),
+    Check(
+        "args-unchanged", "The argument array is not modified", ERROR, FUNCTION, PROBE,
+        what="The bytes of the `args` array are identical before and after the call.",
+        why="`args` is `const TVMFFIAny*`: callers reuse the array (for example across "
+            "retries and in loops) and rely on it.",
+        fix="Copy the values you need to change into locals."),
+    Check(
+        "error-protocol", "Return codes follow the error protocol", ERROR, FUNCTION, PROBE,
+        what="The return value is 0 or -1 (-2 only when a frontend signal is pending); after "
+             "-1 a raised error with a non-empty kind is waiting for the caller; after 0 "
+             "none is.",
+        why="Callers fetch the error with `TVMFFIErrorMoveFromRaised` only after -1. Any "
+            "other code, a missing error or a stale one misreports failures or blames the "
+            "next call.",
+        fix="Raise with `TVMFFIErrorSetRaisedFromCStr(kind, message)` and return -1; return 0 "
+            "only on success."),
+    Check(
+        "result-invariants", "Results are well-formed owned values", ERROR, FUNCTION, PROBE,
+        what="On success the result has a valid type index (static or registered), is never "
+             "a borrowed kind (`kTVMFFIRawStr`, `kTVMFFIByteArrayPtr`, "
+             "`kTVMFFIObjectRValueRef`), has zero padding and zero unused payload bytes for "
+             "POD values, and an object result is alive with a header type index equal to the "
+             "Any's. On failure the result is still None.",
+        why="The result is an owning Any: the caller releases it, hashes and compares it "
+            "bytewise, and casts object results by their type index.",
+        fix="Build results with the helpers of your binding, zero the whole Any first, return "
+            "strings as `kTVMFFISmallStr`/`kTVMFFIStr` (`TVMFFIStringFromByteArray`), and do not "
+            "write the result before an error."),
+    Check(
+        "no-leak", "No objects leak", ERROR, FUNCTION, PROBE,
+        what="The runtime's count of live objects is back to its value before the call once "
+             "the result (and any raised error) is released; a function that keeps objects "
+             "only on its first call (a cache) passes.",
+        why="A leak per call grows without bound in a serving process.",
+        fix="Release every object you create or retain that is not returned."),
+    Check(
+        "no-crash", "No crash", ERROR, FUNCTION, PROBE,
+        what="No probe call kills the process with a signal (SIGSEGV, SIGABRT, SIGFPE, ...), "
+             "except the faults already reported by `arg-bounds` and `wrong-type`.",
+        why="A crash takes down the host process (a Python interpreter, a server) with it.",
+        fix="Validate arguments and raise errors instead of asserting or dereferencing "
+            "unchecked pointers."),
+    Check(
+        "no-hang", "No hang", ERROR, FUNCTION, PROBE,
+        what="Every probe call returns within the timeout (--timeout, default 10 s).",
+        why="A call that never returns blocks its caller forever.",
+        fix="Check loop bounds and waits on arguments you did not validate."),
+    Check(
+        "valid-call", "A call with valid arguments behaves", ERROR, FUNCTION, PROBE,
+        what="With metadata, arguments synthesized from the declared parameter types give a "
+             "call that succeeds or fails with a raised error, and on success returns a value "
+             "of the declared return type.",
+        why="This is what every well-typed caller will do first.",
+        fix="Make the declared signature match what the function accepts and returns."),
+    Check(
+        "thread-safety", "Concurrent calls agree", WARNING, FUNCTION, PROBE,
+        what="When the valid call succeeds, the same call made from 4 threads at once gives "
+             "4 results identical to each other and to the single-threaded result.",
+        why="Kernels are called from many threads (data loaders, servers); hidden shared "
+            "state gives racy results.",
+        fix="Avoid writable static state, or guard it; keep per-call state on the stack."),
+]
+
+BY_ID = {c.id: c for c in CHECKS}
+assert len(BY_ID) == len(CHECKS)
+
+
+def get(check_id):
+    return BY_ID[check_id]
+
+
+def parse_ids(values):
+    """Comma- or space-separated check ids (repeatable option values) -> set of ids.
+    Unknown ids raise InputError naming the valid ones."""
+    from ..errors import InputError
+
+    ids = set()
+    for v in values or ():
+        for part in v.replace(",", " ").split():
+            if part not in BY_ID:
+                raise InputError(f"unknown check id {part!r} (known: {', '.join(BY_ID)})")
+            ids.add(part)
+    return ids
+
+
+def selected(select=None, ignore=None):
+    """The ids to run: all, or `select`, minus `ignore` (sets of ids)."""
+    ids = [c.id for c in CHECKS if not select or c.id in select]
+    return [i for i in ids if not ignore or i not in ignore]
+
+
+def markdown():
+    """docs/checks.md: every check with its docs, and the CI snippet."""
+    out = []
+    w = out.append
+    w("# `tvmffi conform` checks\n")
+    w("Generated from `src/tvmffi_cli/conform/registry.py` by "
+      "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
+      "a test keeps the two in sync.\n")
+    w("`tvmffi conform LIB` exits 0 when no check of severity *error* fails, 1 when one does, "
+      "and 2 when LIB cannot be read. Run a subset with `--select ID,ID` or skip some with "
+      "`--ignore ID,ID`. Static checks read the file; the others load the library in worker "
+      "processes (`-j N` of them) and call each function with a timeout (`--timeout S`), so a "
+      "crash or a hang is reported for that function and the run goes on.\n")
+    w("| id | title | severity | scope | how |")
+    w("|---|---|---|---|---|")
+    for c in CHECKS:
+        w(f"| [`{c.id}`](#{c.id}) | {c.title} | {c.severity} | {c.scope} | {c.stage} |")
+    w("")
+    for c in CHECKS:
+        w(f"## {c.id}\n")
+        w(f"**{c.title}** — severity *{c.severity}*, one result per {c.scope}, "
+          f"stage *{c.stage}*.\n")
+        w(f"- **What:** {c.what}")
+        w(f"- **Why:** {c.why}")
+        w(f"- **Fix:** {c.fix}")
+        w("")
+    w("## In CI (GitHub Actions)\n")
+    w("Failures become annotations on the run (`GITHUB_ACTIONS=true` is detected), and the "
+      "JUnit report feeds any test-report action.\n")
+    w("```yaml")
+    w(CI_SNIPPET.rstrip("\n"))
+    w("```")
+    return "\n".join(out) + "\n"
+
+
+CI_SNIPPET = """\
+name: tvm-ffi conformance
+on: [push, pull_request]
+jobs:
+  conform:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Build the library
+        run: make  # your build; produces build/libmykernels.so
+      - name: Install tvmffi
+        run: pip install "tvmffi @ git+https://github.com/OWNER/tvmffi"
+      - name: Check the TVM-FFI ABI
+        run: tvmffi conform build/libmykernels.so --junit-xml conform.xml -j 2
+      - name: Keep the report
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: tvmffi-conform
+          path: conform.xml
+"""
+
+
+if __name__ == "__main__":  # pragma: no cover - used to regenerate docs/checks.md
+    if sys.argv[1:] == ["--markdown"]:
+        sys.stdout.write(markdown())
+    else:
+        for c in CHECKS:
+            print(f"{c.id:18} {c.severity:8} {c.title}")

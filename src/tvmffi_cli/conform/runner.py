@@ -1,0 +1,348 @@
+"""Run the selected checks on one library.
+
+Static checks read the file here. Everything that executes library code runs
+in worker processes (tasks/probe.py): each worker loads the library once and
+probes many functions; a worker is replaced only after the library crashed or
+hung it. Workers stream one event per step, so after a crash the parent knows
+the step that died, records it, and resumes that function in a fresh worker
+after the failed step.
+"""
+
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from . import checks_probe, checks_static, registry
+from .results import ERROR, FAIL, PASS, SKIP, Report, Result
+
+DEFAULT_TIMEOUT = 10.0
+_SEGV = ("SIGSEGV", "SIGBUS")
+
+
+class WorkerDied(Exception):
+    def __init__(self, signal_name, hang=False, step=None, detail=""):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.hang = hang
+        self.step = step
+        self.detail = detail
+
+
+def _signame(rc):
+    if rc is None or rc >= 0:
+        return None if rc is None else f"exit status {rc}"
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+class Worker:
+    """One probe process: a request pipe in, an event pipe out."""
+
+    def __init__(self, path, timeout):
+        self.path = path
+        self.timeout = timeout
+        self.proc = None
+        self.loaded = None
+        self._buf = b""
+
+    def start(self):
+        req_r, self._req_w = os.pipe()
+        self._ev_r, ev_w = os.pipe()
+        cmd = [sys.executable, "-m", "tvmffi_cli.tasks.probe", str(req_r), str(ev_w)]
+        env = dict(os.environ)
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        # A runtime with initial-exec TLS is dlopen'ed late, after the
+        # interpreter took its share of the static TLS surplus; reserve room.
+        tun = env.get("GLIBC_TUNABLES", "")
+        if "optional_static_tls" not in tun:
+            env["GLIBC_TUNABLES"] = ":".join(
+                x for x in (tun, "glibc.rtld.optional_static_tls=16384") if x)
+        # The library's own prints must not reach our stdout (it may carry --json).
+        self.proc = subprocess.Popen(cmd, pass_fds=(req_r, ev_w), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env=env, close_fds=True)
+        os.close(req_r)
+        os.close(ev_w)
+        self._buf = b""
+        self.send({"op": "load", "path": self.path, "timeout": self.timeout})
+
+    def send(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        try:
+            os.write(self._req_w, data)
+        except BrokenPipeError:
+            pass  # the worker died; reading its events reports how
+
+    def events(self, idle):
+        """Yield events until the worker dies (raises WorkerDied)."""
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                yield json.loads(line)
+            r, _, _ = select.select([self._ev_r], [], [], idle)
+            if not r:
+                # The in-worker watchdog should have fired; a stuck interpreter
+                # (e.g. a callee holding the GIL) is killed from here.
+                self.kill()
+                raise WorkerDied("SIGKILL", hang=True)
+            chunk = os.read(self._ev_r, 1 << 16)
+            if not chunk:
+                rc = self.proc.wait()
+                self._close()
+                raise WorkerDied(_signame(rc))
+            self._buf += chunk
+
+    def load(self):
+        """Wait for the load answer: the event dict (ok or not)."""
+        for ev in self.events(self.timeout + 30):
+            if ev.get("event") == "loaded":
+                self.loaded = ev
+                return ev
+            if ev.get("event") == "hang":
+                self.kill()
+                raise WorkerDied("SIGKILL", hang=True, step="load")
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close()
+
+    def _close(self):
+        for fd in ("_req_w", "_ev_r"):
+            f = getattr(self, fd, None)
+            if f is not None:
+                try:
+                    os.close(f)
+                except OSError:
+                    pass
+                setattr(self, fd, None)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.send({"op": "exit"})
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close()
+
+
+class Prober:
+    """Probe functions with one worker, restarting it after crashes."""
+
+    def __init__(self, path, timeout):
+        self.path = path
+        self.timeout = timeout
+        self.worker = None
+
+    def ensure(self):
+        if self.worker is None or self.worker.proc.poll() is not None:
+            self.worker = Worker(self.path, self.timeout)
+            self.worker.start()
+            ev = self.worker.load()
+            if not ev.get("ok"):
+                raise RuntimeError(f"the library no longer loads in a fresh worker: "
+                                   f"{ev.get('error')}")
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.stop()
+
+    def _run(self, f, req):
+        """Send one probe request; fold events into f. Returns None when the
+        worker finished, or the step that killed it (with a WorkerDied)."""
+        self.ensure()
+        w = self.worker
+        w.send(req)
+        current = "metadata" if "metadata" in f.getters and not req.get("no_metadata") else None
+        try:
+            for ev in w.events(self.timeout + 30):
+                kind = ev.get("event")
+                if kind == "plan":
+                    if f.plan is None:
+                        f.plan = ev["steps"]
+                        f.note = ev.get("note")
+                        f.params = ev.get("params")
+                    current = None
+                elif kind == "start":
+                    current = ev["step"]
+                elif kind == "obs":
+                    step = ev.pop("step")
+                    ev.pop("event", None)
+                    f.obs[step] = ev
+                    current = None
+                elif kind == "hang":
+                    current = ev.get("step", current)
+                    w.kill()
+                    raise WorkerDied("SIGKILL", hang=True, step=current)
+                elif kind == "done":
+                    return None
+        except WorkerDied as e:
+            self.worker = None
+            e.step = e.step or current
+            return e
+        return None
+
+    def probe(self, name, getters):
+        f = checks_probe.FunctionFacts(name, getters)
+        f.timeout = self.timeout
+        base = {"op": "probe", "name": name, "getters": sorted(getters), "timeout": self.timeout}
+        skip = set()
+        no_meta = False
+        try:
+            for _attempt in range(64):
+                valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
+                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta)
+                died = self._run(f, req)
+                if died is None:
+                    break
+                step = died.step or "zero-args"
+                f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
+                skip |= set(f.obs) | {step}
+                if step == "metadata" and f.plan is None:
+                    no_meta = True
+            for step, c in list(f.crashes.items()):
+                if step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
+                    # Same call, args followed by readable memory: if that one
+                    # survives, the fault was the read past num_args.
+                    rerun = step + "/readable"
+                    died = self._run(f, dict(base, only=[rerun], valid_ok=False,
+                                             no_metadata=no_meta))
+                    c["oob"] = died is None and rerun in f.obs
+        except RuntimeError as e:
+            f.tool_error = str(e)
+        return f
+
+
+def _load_result(ev, died):
+    if died is not None:
+        what = ("hangs (no return within the timeout)" if died.hang
+                else f"crashes the process ({died.signal_name})")
+        return Result("library-load", None, FAIL, f"loading the library {what}")
+    if not ev.get("ok"):
+        return Result("library-load", None, FAIL, f"loading failed: {ev.get('error')}")
+    desc = ev.get("describe") or {}
+    problems = []
+    if desc.get("missing_loaders"):
+        problems.append("no loader for embedded module kind(s) "
+                        + ", ".join(map(str, desc["missing_loaders"])))
+    for e in desc.get("errors") or ():
+        problems.append(str(e))
+    if problems:
+        return Result("library-load", None, FAIL, "; ".join(problems), {"describe": desc})
+    note = "" if ev.get("instrumented") else " (runtime without instrumentation)"
+    return Result("library-load", None, PASS, f"loaded through {ev.get('runtime')}{note}")
+
+
+def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None):
+    """Run the checks; returns a Report. `progress(done, total, name)` is
+    called as functions finish."""
+    from ..binfmt import open_binary
+
+    t0 = time.monotonic()
+    path = os.path.abspath(os.fspath(path))
+    ids = set(registry.selected(select, ignore))
+    binary = open_binary(path)  # InputError/FormatError -> exit 2
+    try:
+        inv = checks_static.inventory(binary)
+        results = checks_static.run(binary, inv, ids)
+    finally:
+        binary.close()
+
+    dynamic = {c.id for c in registry.CHECKS if c.stage != registry.STATIC} & ids
+    fn_checks = dynamic - {"library-load"}
+    targets = inv.probe_targets()
+    per_function = {}
+    if dynamic:
+        jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
+        first = Worker(path, timeout)
+        died = None
+        ev = {}
+        try:
+            first.start()
+            ev = first.load()
+        except WorkerDied as e:
+            died = e
+        load = _load_result(ev, died)
+        if "library-load" in ids:
+            results.append(load)
+        if died is not None or not ev.get("ok"):
+            first.kill()
+            for name in targets:
+                per_function[name] = checks_probe.skipped(name, fn_checks,
+                                                          "the library did not load")
+        elif fn_checks:
+            per_function = _probe_all(path, timeout, jobs, first, targets, inv, fn_checks,
+                                      progress)
+        else:
+            first.stop()
+        for name in inv.functions:
+            if name not in inv.code:
+                per_function[name] = checks_probe.skipped(
+                    name, fn_checks, "not probed: the symbol is not code (see symbol-kind)")
+    results = _order(results, per_function, inv)
+    return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1)
+
+
+def _probe_all(path, timeout, jobs, first, targets, inv, ids, progress):
+    todo = queue.Queue()
+    for name in targets:
+        todo.put(name)
+    out = {}
+    lock = threading.Lock()
+    done = [0]
+
+    def work(prober):
+        try:
+            while True:
+                try:
+                    name = todo.get_nowait()
+                except queue.Empty:
+                    return
+                f = prober.probe(name, inv.getters.get(name, ()))
+                res = checks_probe.evaluate(f, ids)
+                with lock:
+                    out[name] = res
+                    done[0] += 1
+                    if progress:
+                        progress(done[0], len(targets), name)
+        finally:
+            prober.close()
+
+    probers = [Prober(path, timeout) for _ in range(jobs)]
+    probers[0].worker = first
+    threads = [threading.Thread(target=work, args=(p,), daemon=True) for p in probers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def _order(results, per_function, inv):
+    """Library-level results first, then per function in name order."""
+    lib = [r for r in results if r.function is None]
+    by_fn = {}
+    for r in results:
+        if r.function is not None:
+            by_fn.setdefault(r.function, []).append(r)
+    for name, rs in per_function.items():
+        by_fn.setdefault(name, []).extend(rs)
+    order = {cid: i for i, cid in enumerate(registry.BY_ID)}
+    out = list(lib)
+    for name in sorted(by_fn):
+        out.extend(sorted(by_fn[name], key=lambda r: order[r.check]))
+    return out
+
+
+__all__ = ["run", "DEFAULT_TIMEOUT", "PASS", "FAIL", "SKIP", "ERROR"]

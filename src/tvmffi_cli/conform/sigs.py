@@ -1,0 +1,186 @@
+"""Function signatures from metadata, as far as conform needs them.
+
+A metadata getter returns JSON `{"type_schema": "<json>"}`; the inner schema of
+a function is `{"type": "ffi.Function", "named_args": {"return": [R],
+"params": [P...]}}` (older writers: `"args": [R, P...]`). Each type is
+`{"type": key, "args": [...]}`. Pure Python, no ctypes: used by the parent to
+judge metadata and by the probe worker to synthesize arguments.
+"""
+
+import json
+
+# Value kinds the probe can build, by the type index they carry.
+K_NONE, K_INT, K_BOOL, K_FLOAT = 0, 1, 2, 3
+K_DTYPE, K_DEVICE, K_DLTENSOR = 5, 6, 7
+K_RAWSTR, K_BYTEARRAY, K_SMALLSTR, K_SMALLBYTES = 8, 9, 11, 12
+K_OBJECT, K_STR, K_BYTES, K_FUNCTION, K_SHAPE, K_TENSOR, K_ARRAY, K_MAP = (
+    64, 65, 66, 68, 69, 70, 71, 72)
+
+_ALIASES = {"str": "ffi.String", "bytes": "ffi.Bytes", "dtype": "DataType",
+            "Tensor": "ffi.Tensor", "Object": "ffi.Object", "void": "None"}
+
+
+class SchemaError(ValueError):
+    pass
+
+
+class Sig:
+    __slots__ = ("params", "ret")
+
+    def __init__(self, params, ret):
+        self.params = params
+        self.ret = ret
+
+
+def _norm(t, depth=0):
+    if depth > 32:
+        raise SchemaError("type schema nested too deeply")
+    if not isinstance(t, dict) or not isinstance(t.get("type"), str) or not t["type"]:
+        raise SchemaError(f"a type must be an object with a non-empty string 'type': {t!r:.80}")
+    args = t.get("args", [])
+    if not isinstance(args, list):
+        raise SchemaError(f"'args' of {t['type']} must be a list")
+    key = _ALIASES.get(t["type"], t["type"])
+    return {"type": key, "args": [_norm(a, depth + 1) for a in args]}
+
+
+def parse_type_schema(text):
+    """Sig of a function type schema (str or already-decoded dict)."""
+    if isinstance(text, str):
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            raise SchemaError(f"type_schema is not JSON: {e}") from None
+    else:
+        doc = text
+    t = _norm(doc)
+    if t["type"] != "ffi.Function":
+        raise SchemaError(f"type_schema of a function has type {t['type']!r}, "
+                          "expected 'ffi.Function'")
+    named = doc.get("named_args")
+    if named is not None:
+        if not isinstance(named, dict):
+            raise SchemaError("'named_args' must be an object")
+        ret = named.get("return", [{"type": "Any"}])
+        params = named.get("params", [])
+        if not isinstance(ret, list) or len(ret) > 1 or not isinstance(params, list):
+            raise SchemaError("'named_args' needs a 'return' list of at most one type and a "
+                              "'params' list")
+        ret = _norm(ret[0]) if ret else {"type": "Any", "args": []}
+        return Sig([_norm(p) for p in params], ret)
+    if t["args"]:
+        return Sig(t["args"][1:], t["args"][0])
+    # ffi.Function without arguments: an untyped (packed) function.
+    return None
+
+
+def parse_metadata(text):
+    """(metadata dict, Sig or None) from the getter's string, or raise SchemaError."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SchemaError(f"not JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise SchemaError(f"not a JSON object but {type(doc).__name__}")
+    ts = doc.get("type_schema")
+    if ts is None:
+        return doc, None
+    if not isinstance(ts, str):
+        raise SchemaError("'type_schema' must be a string holding JSON")
+    return doc, parse_type_schema(ts)
+
+
+def type_str(t):
+    if t["args"]:
+        return f"{t['type']}[{', '.join(type_str(a) for a in t['args'])}]"
+    return t["type"]
+
+
+# --- what a declared type accepts, conservatively ------------------------------
+# Used to pick a value a parameter certainly rejects: everything a binding
+# might convert implicitly counts as accepted.
+_STRINGS = {K_RAWSTR, K_SMALLSTR, K_STR}
+_BYTESLIKE = {K_BYTEARRAY, K_SMALLBYTES, K_BYTES}
+_ACCEPTS = {
+    "int": {K_INT, K_BOOL},
+    "bool": {K_BOOL, K_INT},
+    "float": {K_FLOAT, K_INT, K_BOOL},
+    "None": {K_NONE},
+    "ffi.String": _STRINGS,
+    "ffi.Bytes": _BYTESLIKE | _STRINGS,
+    "DataType": {K_DTYPE} | _STRINGS,
+    "Device": {K_DEVICE},
+    "DLTensor*": {K_DLTENSOR, K_TENSOR},
+    "ffi.Tensor": {K_TENSOR, K_DLTENSOR},
+    "ffi.Shape": {K_SHAPE, K_ARRAY},
+    "ffi.Array": {K_ARRAY},
+    "ffi.List": {K_ARRAY},
+    "ffi.Map": {K_MAP},
+    "ffi.Dict": {K_MAP},
+    "ffi.Function": {K_FUNCTION},
+}
+# Candidate wrong values, in order of preference (a heap string first: it is an
+# object, so the refcount check applies to it too).
+WRONG_CANDIDATES = (K_STR, K_INT)
+
+
+def accepts(t, kind):
+    key = t["type"]
+    if key == "Any":
+        return True
+    if key == "Optional":
+        return kind == K_NONE or any(accepts(a, kind) for a in t["args"])
+    if key == "Variant":
+        return any(accepts(a, kind) for a in t["args"]) or not t["args"]
+    if key in _ACCEPTS:
+        return kind in _ACCEPTS[key]
+    if key == "ffi.Object":
+        return kind >= K_OBJECT or kind == K_NONE
+    # A registered object type: objects (of a subtype, which we cannot rule
+    # out) and None; never a POD value.
+    return kind >= K_OBJECT or kind == K_NONE
+
+
+def wrong_kind(t):
+    """A value kind that `t` certainly rejects, or None."""
+    for k in WRONG_CANDIDATES:
+        if not accepts(t, k):
+            return k
+    return None
+
+
+# --- what a declared return type allows ----------------------------------------
+_RET_KINDS = {
+    "int": {K_INT},
+    "bool": {K_BOOL},
+    "float": {K_FLOAT},
+    "None": {K_NONE},
+    "ffi.String": {K_SMALLSTR, K_STR},
+    "ffi.Bytes": {K_SMALLBYTES, K_BYTES},
+    "DataType": {K_DTYPE},
+    "Device": {K_DEVICE},
+    "DLTensor*": {K_DLTENSOR},
+    "ffi.Tensor": {K_TENSOR},
+    "ffi.Shape": {K_SHAPE},
+    "ffi.Array": {K_ARRAY},
+    "ffi.Map": {K_MAP},
+    "ffi.Function": {K_FUNCTION},
+}
+
+
+def return_ok(t, type_index):
+    """True when a result of `type_index` fits the declared return type `t`.
+    Registered object types are accepted for any object index (subtyping is
+    checked by the runtime, not here)."""
+    key = t["type"]
+    if key in ("Any", "ffi.Object"):
+        return True
+    if key == "Optional":
+        return type_index == K_NONE or any(return_ok(a, type_index) for a in t["args"])
+    if key == "Variant":
+        return any(return_ok(a, type_index) for a in t["args"]) or not t["args"]
+    if key in _RET_KINDS:
+        return type_index in _RET_KINDS[key]
+    if key in ("ffi.List", "ffi.Dict", "ffi.Module", "ffi.Error"):
+        return type_index >= K_OBJECT
+    return type_index >= K_OBJECT

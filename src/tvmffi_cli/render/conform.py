@@ -1,0 +1,62 @@
+"""People-facing output of `tvmffi conform`: a table grouped by function.
+
+Passing checks are counted, not listed: a 300-function library stays one
+screen of rows, and every failure, error and skip reason is spelt out.
+"""
+
+from ..conform.results import ERROR, FAIL, PASS, SKIP
+
+_STYLE = {PASS: "green", FAIL: "red", ERROR: "magenta", SKIP: "dim"}
+
+
+def render(report, console, verbose=False):
+    from rich.table import Table
+    from rich.text import Text
+
+    groups = {}
+    for r in report.results:
+        groups.setdefault(r.function, []).append(r)
+    table = Table(title=f"tvmffi conform {report.path}", title_justify="left", expand=False,
+                  show_lines=False)
+    table.add_column("function", overflow="fold")
+    table.add_column("status")
+    table.add_column("checks", justify="right")
+    table.add_column("findings", overflow="fold")
+    for fn in sorted(groups, key=lambda k: (k is not None, k or "")):
+        rs = groups[fn]
+        n_pass = sum(r.status == PASS for r in rs)
+        bad = [r for r in rs if r.status in (FAIL, ERROR)]
+        skips = [r for r in rs if r.status == SKIP]
+        if any(r.blocking for r in bad):
+            status = Text("FAIL", style="bold red")
+        elif bad:
+            status = Text("WARN", style="yellow")
+        else:
+            status = Text("ok", style="green")
+        lines = Text()
+        for r in bad:
+            sev = "" if r.severity == "error" else f" ({r.severity})"
+            style = _STYLE[r.status] if r.severity == "error" else "yellow"
+            if lines:
+                lines.append("\n")
+            lines.append(f"{r.check}{sev}: ", style=f"bold {style}")
+            lines.append(r.message)
+        if verbose:
+            for r in skips:
+                if lines:
+                    lines.append("\n")
+                lines.append(f"{r.check} skipped: ", style="dim")
+                lines.append(r.message, style="dim")
+        counts = f"{n_pass}/{len(rs)}"
+        if skips and not verbose:
+            counts += f" ({len(skips)} skip)"
+        table.add_row("(library)" if fn is None else fn, status, counts, lines)
+    console.print(table)
+    c = report.counts()
+    verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED",
+                                                                             style="bold red")
+    summary = Text.assemble(verdict, f"  {c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, "
+                                     f"{c[SKIP]} skipped over {len(report.functions)} functions")
+    if report.elapsed is not None:
+        summary.append(f" in {report.elapsed:.2f} s (-j {report.jobs})")
+    console.print(summary)
