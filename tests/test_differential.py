@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import fixturebuild
-from tvmffi_cli import runtime
+from tvmffi_cli import runtime, sandbox
 from tvmffi_cli.errors import InputError
 
 # Runs in a child: argv = runtime, basic.so, kitchen.so. Prints one JSON
@@ -120,8 +120,10 @@ print(json.dumps(out, sort_keys=True))
 
 
 def _run_side(rt, basic, kitchen):
+    # The same child environment as sandbox workers (static TLS reserve, PYTHONPATH).
+    env = sandbox._child_env(None, None)
     proc = subprocess.run([sys.executable, "-c", DRIVER, str(rt), str(basic), str(kitchen)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     if proc.returncode != 0:
         pytest.fail(f"driver failed on {rt} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout)

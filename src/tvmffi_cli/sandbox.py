@@ -26,6 +26,7 @@ from . import errors
 from .errors import TvmffiError
 
 _STDERR_TAIL = 4096
+_STATIC_TLS_RESERVE = 65536
 
 
 class ChildCrashed(errors.CheckFailed):
@@ -79,6 +80,12 @@ def _child_env(runtime, env):
     src = str(Path(__file__).resolve().parents[1])
     e["PYTHONPATH"] = src + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     e.setdefault("PYTHONUNBUFFERED", "1")
+    # Libraries (and runtimes) built with initial-exec TLS need static TLS
+    # space when dlopen'ed after start-up; glibc reserves little by default and
+    # fails with "cannot allocate memory in static TLS block". Reserve more.
+    if "glibc.rtld.optional_static_tls" not in e.get("GLIBC_TUNABLES", ""):
+        tun = f"glibc.rtld.optional_static_tls={_STATIC_TLS_RESERVE}"
+        e["GLIBC_TUNABLES"] = f"{e['GLIBC_TUNABLES']}:{tun}" if e.get("GLIBC_TUNABLES") else tun
     return e
 
 
