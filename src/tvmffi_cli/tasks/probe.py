@@ -533,8 +533,7 @@ class Prober:
         fn = _SAFE_CALL(addr)
         raw = b"".join(raws)
         args = self.arena.place(raw, guarded)
-        objs = [struct.unpack_from("<Q", r, 8)[0] for r in raws
-                if struct.unpack_from("<i", r)[0] >= 64]
+        objs = self._objects(raws)
         for o in objs:  # an extra reference, so a callee's stray DecRef frees nothing
             self.c.TVMFFIObjectIncRef(o)
         before = [self.strong(o) for o in objs]
@@ -556,11 +555,12 @@ class Prober:
         obs["live_delta"] = None if live0 is None else self.live() - live0
         after = [self.strong(o) for o in objs]
         obs["refcounts"] = [[b, a] for b, a in zip(before, after)]
-        for o in objs:
-            self.c.TVMFFIObjectDecRef(o)
+        self._restore(objs, before, after, extra=1)
         return obs
 
     def call_threads(self, addr, raws, n=4):
+        """The same call from n threads released together; results compared by
+        the parent through their fingerprints."""
         fn = _SAFE_CALL(addr)
         raw = b"".join(raws)
         bufs = [(ctypes.c_char * max(len(raw), ANY)).from_buffer_copy(raw.ljust(ANY, b"\0"))
@@ -568,11 +568,19 @@ class Prober:
         results = [(ctypes.c_char * ANY)() for _ in range(n)]
         out = [None] * n
         barrier = threading.Barrier(n)
+        objs = self._objects(raws)
+        for o in objs:  # n extra references: stray DecRefs from n threads free nothing
+            for _ in range(n):
+                self.c.TVMFFIObjectIncRef(o)
+        before = [self.strong(o) for o in objs]
 
         def work(i):
             barrier.wait()
             rc = fn(None, ctypes.addressof(bufs[i]), len(raws), ctypes.addressof(results[i]))
-            out[i] = {"rc": rc, "error": self.take_error()}
+            err = self.take_error()  # the raised error is thread-local: fetch it here
+            out[i] = {"rc": rc}
+            if err is not None:
+                out[i]["error"] = err
 
         threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
         for t in threads:
@@ -584,8 +592,22 @@ class Prober:
             if out[i]["rc"] == 0 and not self.result_problems(res, True):
                 out[i]["fingerprint"] = self.fingerprint(res)
                 self.release(res)
-            out[i].pop("error") if out[i]["error"] is None else None
-        return {"calls": out}
+        after = [self.strong(o) for o in objs]
+        self._restore(objs, before, after, extra=n)
+        return {"calls": out, "refcounts": [[b, a] for b, a in zip(before, after)]}
+
+    @staticmethod
+    def _objects(raws):
+        return [struct.unpack_from("<Q", r, 8)[0] for r in raws
+                if struct.unpack_from("<i", r)[0] >= 64]
+
+    def _restore(self, objs, before, after, extra):
+        """Undo a callee's stray releases, then drop our extra references."""
+        for o, b, a in zip(objs, before, after):
+            for _ in range(max(0, b - a)):
+                self.c.TVMFFIObjectIncRef(o)
+            for _ in range(extra):
+                self.c.TVMFFIObjectDecRef(o)
 
     def call_getter(self, addr):
         fn = _SAFE_CALL(addr)
@@ -649,38 +671,37 @@ class Prober:
         guarded = variant != "readable"
         owned = []
         try:
-            if base == "zero-args":
-                return self.call(addr, [], guarded)
-            if base == "too-few":
-                raws = [self.make(p, owned) for p in sig.params[:-1]]
-                return self.call(addr, raws, guarded)
-            if base.startswith("wrong-type:"):
-                i = int(base.split(":")[1])
-                kind = sigs.wrong_kind(sig.params[i])
-                raws = [self.make_wrong(kind, owned) if j == i else self.make(p, owned)
-                        for j, p in enumerate(sig.params)]
-                obs = self.call(addr, raws, guarded)
-                obs["param"] = i
-                obs["param_type"] = sigs.type_str(sig.params[i])
-                obs["wrong_kind"] = kind
-                return obs
-            if base == "valid":
-                raws = [self.make(p, owned) for p in sig.params]
-                obs = self.call(addr, raws, guarded)
-                if obs["rc"] == 0 and not obs["result_problems"]:
-                    obs["return_ok"] = sigs.return_ok(sig.ret, obs["result_type_index"])
-                    obs["return_type"] = sigs.type_str(sig.ret)
-                if obs.get("live_delta"):
-                    # A first call may fill a cache; only a second leak counts.
-                    again = self.call(addr, raws, guarded)
-                    obs["live_delta_repeat"] = again.get("live_delta")
-                return obs
             if base == "threads":
                 if not valid_ok:
                     return {"skipped": "the valid call did not succeed"}
                 raws = [self.make(p, owned) for p in sig.params]
                 return self.call_threads(addr, raws)
-            return {"skipped": f"unknown step {step}"}
+            extra = {}
+            if base == "zero-args":
+                raws = []
+            elif base == "too-few":
+                raws = [self.make(p, owned) for p in sig.params[:-1]]
+            elif base.startswith("wrong-type:"):
+                i = int(base.split(":")[1])
+                kind = sigs.wrong_kind(sig.params[i])
+                raws = [self.make_wrong(kind, owned) if j == i else self.make(p, owned)
+                        for j, p in enumerate(sig.params)]
+                extra = {"param": i, "param_type": sigs.type_str(sig.params[i]),
+                         "wrong_kind": kind}
+            elif base == "valid":
+                raws = [self.make(p, owned) for p in sig.params]
+            else:
+                return {"skipped": f"unknown step {step}"}
+            obs = self.call(addr, raws, guarded)
+            obs.update(extra)
+            if base == "valid" and obs["rc"] == 0 and not obs["result_problems"]:
+                obs["return_ok"] = sigs.return_ok(sig.ret, obs["result_type_index"])
+                obs["return_type"] = sigs.type_str(sig.ret)
+            if obs.get("live_delta"):
+                # A first call may fill a cache; only a second leak counts.
+                again = self.call(addr, raws, guarded)
+                obs["live_delta_repeat"] = again.get("live_delta")
+            return obs
         except CannotSynthesize as e:
             return {"skipped": str(e)}
         finally:

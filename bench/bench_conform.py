@@ -1,0 +1,183 @@
+"""Benchmark: `tvmffi conform` on a generated, well-behaved 300-function C library.
+
+Generates C source (four kinds of functions, all with metadata getters, a
+third with docs), builds it with gcc against our headers, runs the full check
+set with `-j 2` (median of --repeat runs, wall time of the whole command) and
+reports milliseconds per function. Passes when the library conforms and the
+cost is <= 20 ms per function.
+
+    python bench/bench_conform.py [--functions 300] [--jobs 2] [--repeat 3]
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LIMIT_MS = 20.0
+
+HEADER = r"""
+#include <stdint.h>
+#include <string.h>
+#include <tvm/ffi/c_api.h>
+#define EXPORT __attribute__((visibility("default")))
+static int fail(const char* kind, const char* msg) {
+  TVMFFIErrorSetRaisedFromCStr(kind, msg);
+  return -1;
+}
+static int getter(const char* s, TVMFFIAny* result) {
+  TVMFFIByteArray ba = {s, strlen(s)};
+  return TVMFFIStringFromByteArray(&ba, result);
+}
+static int str_arg(const TVMFFIAny* a, const char** d, size_t* n) {
+  if (a->type_index == kTVMFFISmallStr) { *d = a->v_bytes; *n = a->small_str_len; return 1; }
+  if (a->type_index == kTVMFFIStr) {
+    const TVMFFIByteArray* ba = (const TVMFFIByteArray*)((const char*)a->v_obj + sizeof(TVMFFIObject));
+    *d = ba->data; *n = ba->size; return 1;
+  }
+  if (a->type_index == kTVMFFIRawStr) { *d = a->v_c_str; *n = strlen(a->v_c_str); return 1; }
+  return 0;
+}
+"""
+
+T = {k: '{\\"type\\":\\"%s\\"}' % k for k in ("int", "float", "ffi.String", "DLTensor*")}
+
+
+def schema(ret, params):
+    return ('{\\"type_schema\\":\\"{\\\\\\"type\\\\\\":\\\\\\"ffi.Function\\\\\\",'
+            '\\\\\\"named_args\\\\\\":{\\\\\\"return\\\\\\":[%s],\\\\\\"params\\\\\\":[%s]}}\\"}'
+            % (_esc(T[ret]), ",".join(_esc(T[p]) for p in params)))
+
+
+def _esc(s):
+    # One more level of JSON-in-a-C-string escaping for the inner schema.
+    return s.replace('\\"', '\\\\\\"')
+
+
+def function(i):
+    kind = i % 4
+    name = f"f{i:04d}"
+    if kind == 0:  # (int, int) -> int
+        body = f"""
+  if (num_args != 2) return fail("TypeError", "{name} expects 2 arguments");
+  if (args[0].type_index != kTVMFFIInt || args[1].type_index != kTVMFFIInt)
+    return fail("TypeError", "{name} expects ints");
+  memset(result, 0, sizeof *result);
+  result->type_index = kTVMFFIInt;
+  result->v_int64 = args[0].v_int64 * {i} + args[1].v_int64;
+  return 0;"""
+        meta = schema("int", ["int", "int"])
+    elif kind == 1:  # (float) -> float
+        body = f"""
+  double x;
+  if (num_args != 1) return fail("TypeError", "{name} expects 1 argument");
+  if (args[0].type_index == kTVMFFIFloat) x = args[0].v_float64;
+  else if (args[0].type_index == kTVMFFIInt || args[0].type_index == kTVMFFIBool) x = (double)args[0].v_int64;
+  else return fail("TypeError", "{name} expects a float");
+  memset(result, 0, sizeof *result);
+  result->type_index = kTVMFFIFloat;
+  result->v_float64 = x * {i}.5;
+  return 0;"""
+        meta = schema("float", ["float"])
+    elif kind == 2:  # (str, int) -> str
+        body = f"""
+  const char* d; size_t n; char buf[64];
+  if (num_args != 2) return fail("TypeError", "{name} expects 2 arguments");
+  if (!str_arg(&args[0], &d, &n) || args[1].type_index != kTVMFFIInt)
+    return fail("TypeError", "{name} expects (str, int)");
+  if (n > 32) n = 32;
+  memcpy(buf, d, n);
+  memcpy(buf + n, "-{name}", 6);
+  TVMFFIByteArray ba = {{buf, n + 6}};
+  return TVMFFIStringFromByteArray(&ba, result);"""
+        meta = schema("ffi.String", ["ffi.String", "int"])
+    else:  # (DLTensor*) -> int
+        body = f"""
+  DLTensor* t; int64_t n = 1;
+  if (num_args != 1) return fail("TypeError", "{name} expects 1 argument");
+  if (args[0].type_index == kTVMFFIDLTensorPtr) t = (DLTensor*)args[0].v_ptr;
+  else if (args[0].type_index == kTVMFFITensor) t = (DLTensor*)((char*)args[0].v_obj + sizeof(TVMFFIObject));
+  else return fail("TypeError", "{name} expects a tensor");
+  for (int k = 0; k < t->ndim; ++k) n *= t->shape[k];
+  memset(result, 0, sizeof *result);
+  result->type_index = kTVMFFIInt;
+  result->v_int64 = n + {i};
+  return 0;"""
+        meta = schema("int", ["DLTensor*"])
+    out = [f"EXPORT int __tvm_ffi_{name}(void* self, const TVMFFIAny* args, int32_t num_args, "
+           f"TVMFFIAny* result) {{\n  (void)self;{body}\n}}",
+           f"EXPORT int __tvm_ffi__metadata_{name}(void* s, const TVMFFIAny* a, int32_t n, "
+           f"TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n  return getter(\"{meta}\", r);\n}}"]
+    if i % 3 == 0:
+        out.append(f"EXPORT int __tvm_ffi__doc_{name}(void* s, const TVMFFIAny* a, int32_t n, "
+                   f"TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n"
+                   f"  return getter(\"{name}: generated function {i}\", r);\n}}")
+    return "\n".join(out)
+
+
+def generate(n):
+    return HEADER + "\n".join(function(i) for i in range(n)) + "\n"
+
+
+def build(src, out):
+    from tvmffi_cli import paths
+
+    inc = paths.include_dir()
+    libdir = paths.runtime_library().parent
+    cmd = ["gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+           f"-I{inc}", str(src), "-o", str(out), f"-L{libdir}", "-ltvm_ffi"]
+    subprocess.run(cmd, check=True)
+
+
+def run_conform(lib, jobs):
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "--json",
+                           "-j", str(jobs)], capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"conform failed (exit {proc.returncode}): {proc.stderr}")
+    return dt, json.loads(proc.stdout), proc.returncode
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--functions", type=int, default=300)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench_conform_") as d:
+        src = Path(d) / "gen.c"
+        lib = Path(d) / "libgen.so"
+        src.write_text(generate(args.functions))
+        build(src, lib)
+        times = []
+        doc = rc = None
+        for _ in range(args.repeat):
+            dt, doc, rc = run_conform(lib, args.jobs)
+            times.append(dt)
+    med = statistics.median(times)
+    per_fn = 1000.0 * med / args.functions
+    s = doc["summary"]
+    found = len(doc["functions"])
+    print(f"library: {args.functions} generated functions ({found} found), -j {args.jobs}")
+    print(f"checks:  {s['pass']} pass, {s['fail']} fail, {s['error']} error, {s['skip']} skip; "
+          f"passed={doc['passed']} (exit {rc})")
+    print(f"wall:    median {med:.2f} s of {args.repeat} runs "
+          f"({', '.join(f'{t:.2f}' for t in times)})")
+    print(f"cost:    {per_fn:.2f} ms per function (limit {LIMIT_MS:.0f} ms)")
+    ok = doc["passed"] and rc == 0 and found == args.functions and s["fail"] == 0 \
+        and s["error"] == 0 and per_fn <= LIMIT_MS
+    if not ok:
+        for r in doc["results"]:
+            if r["status"] in ("fail", "error"):
+                print(f"  {r['status']} {r['check']} {r['function']}: {r['message']}")
+    print("RESULT:  " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
