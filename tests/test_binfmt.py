@@ -113,9 +113,9 @@ def _exercise(data):
     """Everything inspect does with a file; only FormatError may escape."""
     try:
         b = parse_bytes(data)
+        rep = static_report(b)
     except FormatError:
         return
-    rep = static_report(b)
     assert isinstance(rep["functions"], list)
     for s in b.symbols[:50]:
         try:

@@ -186,11 +186,16 @@ class MachOBinary(Binary):
         end = len(d)
         esz = 16 if self.bits == 64 else 12
         so, st = base + symoff, base + stroff
+        # Reported, not raised: the headers were fine, so the rest of the
+        # report (sections, needed libraries) is still worth showing.
         if so > end or nsyms > (end - so) // esz:
-            raise FormatError(f"LC_SYMTAB claims {nsyms} symbols at {symoff:#x} beyond the file")
+            self.problems.append(f"LC_SYMTAB claims {nsyms} symbols at {symoff:#x} beyond the "
+                                 f"end of the file")
+            return
         if st > end or strsize > end - st:
-            raise FormatError(f"LC_SYMTAB string table [{stroff:#x}, +{strsize:#x}) lies "
-                              f"outside the file")
+            self.problems.append(f"LC_SYMTAB string table [{stroff:#x}, +{strsize:#x}) lies "
+                                 f"outside the file")
+            return
         strtab = bytes(d[st:st + strsize])
         fmt = e + ("IBBHQ" if self.bits == 64 else "IBBHI")
         raw = bytes(d[so:so + nsyms * esz])

@@ -70,8 +70,6 @@ def static_report(binary):
         "errors": [], "warnings": list(b.warnings),
     }
     rep.update({k: v for k, v in b.extra.items() if k not in rep})
-    for p in b.problems:
-        _err(rep, "binary", p)
 
     syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
     by_name = {}
@@ -157,6 +155,9 @@ def static_report(binary):
             if lb.modules and "_lib" not in kinds:
                 rep["warnings"].append("library_bin has no _lib entry: the library's own "
                                        "functions are not part of its module tree")
+    # Last: readers note some problems only while reading symbols.
+    for p in b.problems:
+        _err(rep, "binary", p)
     return rep
 
 
