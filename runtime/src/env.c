@@ -1,6 +1,7 @@
 /* Environment: per-thread streams, the DLPack tensor allocator slot,
  * signals, C API / context / system-lib symbol tables, init-once helpers
  * and the version. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,41 +14,65 @@ TVM_FFI_DLL void TVMFFIGetVersion(TVMFFIVersion* out_version) {
   out_version->patch = TVM_FFI_VERSION_PATCH;
 }
 
-/* ---- streams: a small per-thread list of (device, stream) ---- */
+/* ---- streams: a small per-thread list of (device, stream) ----
+ * Kept on the heap behind one thread-local pointer: the runtime's TLS
+ * segment must stay tiny, because a library dlopen'ed at run time (as
+ * Python loads us) gets static TLS only from a small surplus. */
 #define RT_MAX_STREAMS 64
 typedef struct {
   int32_t device_type;
   int32_t device_id;
   TVMFFIStreamHandle stream;
 } rt_stream_slot;
-static __thread rt_stream_slot rt_streams[RT_MAX_STREAMS];
-static __thread int rt_nstreams;
+typedef struct {
+  int n;
+  rt_stream_slot slot[RT_MAX_STREAMS];
+} rt_stream_table;
+static __thread rt_stream_table* rt_streams;
+static pthread_key_t rt_streams_key;
+static pthread_once_t rt_streams_once = PTHREAD_ONCE_INIT;
+
+static void rt_streams_key_init(void) { (void)pthread_key_create(&rt_streams_key, free); }
+
+static rt_stream_table* rt_stream_table_get(int create) {
+  if (rt_streams || !create) return rt_streams;
+  pthread_once(&rt_streams_once, rt_streams_key_init);
+  rt_stream_table* t = (rt_stream_table*)calloc(1, sizeof(rt_stream_table));
+  if (!t) return NULL;
+  /* the key's destructor frees the table when the thread exits */
+  (void)pthread_setspecific(rt_streams_key, t);
+  rt_streams = t;
+  return t;
+}
 
 TVM_FFI_DLL int TVMFFIEnvSetStream(int32_t device_type, int32_t device_id,
                                    TVMFFIStreamHandle stream,
                                    TVMFFIStreamHandle* opt_out_original_stream) {
-  for (int i = 0; i < rt_nstreams; ++i) {
-    if (rt_streams[i].device_type == device_type && rt_streams[i].device_id == device_id) {
-      if (opt_out_original_stream) *opt_out_original_stream = rt_streams[i].stream;
-      rt_streams[i].stream = stream;
+  rt_stream_table* t = rt_stream_table_get(stream != NULL);
+  for (int i = 0; t && i < t->n; ++i) {
+    if (t->slot[i].device_type == device_type && t->slot[i].device_id == device_id) {
+      if (opt_out_original_stream) *opt_out_original_stream = t->slot[i].stream;
+      t->slot[i].stream = stream;
       return 0;
     }
   }
   if (opt_out_original_stream) *opt_out_original_stream = NULL;
   if (!stream) return 0; /* unset and absent: nothing to record */
-  if (rt_nstreams == RT_MAX_STREAMS)
+  if (!t) return rt_raise("MemoryError", "cannot allocate the stream table of this thread");
+  if (t->n == RT_MAX_STREAMS)
     return rt_raise("RuntimeError", "too many devices with a current stream in this thread");
-  rt_streams[rt_nstreams].device_type = device_type;
-  rt_streams[rt_nstreams].device_id = device_id;
-  rt_streams[rt_nstreams].stream = stream;
-  rt_nstreams++;
+  t->slot[t->n].device_type = device_type;
+  t->slot[t->n].device_id = device_id;
+  t->slot[t->n].stream = stream;
+  t->n++;
   return 0;
 }
 
 TVM_FFI_DLL TVMFFIStreamHandle TVMFFIEnvGetStream(int32_t device_type, int32_t device_id) {
-  for (int i = 0; i < rt_nstreams; ++i)
-    if (rt_streams[i].device_type == device_type && rt_streams[i].device_id == device_id)
-      return rt_streams[i].stream;
+  rt_stream_table* t = rt_streams;
+  for (int i = 0; t && i < t->n; ++i)
+    if (t->slot[i].device_type == device_type && t->slot[i].device_id == device_id)
+      return t->slot[i].stream;
   return NULL;
 }
 

@@ -1,5 +1,6 @@
 /* Errors: Error objects, the per-thread raised error, and a backtrace that
  * costs nothing at raise time (no unwinding: only what the caller names). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,22 +202,38 @@ void rt_set_error_cb(void* error_ctx, const char* kind, const char* message) {
   TVMFFIErrorSetRaisedFromCStr(kind, message);
 }
 
-/* One Python-style frame line for the location the caller names; a
- * thread-local buffer, valid until this thread's next call. */
+/* One Python-style frame line for the location the caller names, in a
+ * per-thread heap buffer (valid until this thread's next call). The buffer
+ * lives behind a pointer so the runtime's static TLS stays small. */
+#define RT_BT_CAP 1024
+typedef struct {
+  TVMFFIByteArray out;
+  char buf[RT_BT_CAP];
+} rt_bt_scratch;
+static __thread rt_bt_scratch* rt_bt;
+static pthread_key_t rt_bt_key;
+static pthread_once_t rt_bt_once = PTHREAD_ONCE_INIT;
+static void rt_bt_key_init(void) { (void)pthread_key_create(&rt_bt_key, free); }
+
 TVM_FFI_DLL const TVMFFIByteArray* TVMFFIBacktrace(const char* filename, int lineno,
                                                    const char* func, int cross_ffi_boundary) {
-  static __thread char buf[1024];
-  static __thread TVMFFIByteArray out;
+  static const TVMFFIByteArray empty = {"", 0};
   (void)cross_ffi_boundary;
+  if (!rt_bt) {
+    pthread_once(&rt_bt_once, rt_bt_key_init);
+    rt_bt = (rt_bt_scratch*)malloc(sizeof(rt_bt_scratch));
+    if (!rt_bt) return &empty;
+    (void)pthread_setspecific(rt_bt_key, rt_bt);
+  }
   int n = 0;
   if (filename || func) {
-    n = snprintf(buf, sizeof(buf), "  File \"%s\", line %d, in %s\n",
+    n = snprintf(rt_bt->buf, RT_BT_CAP, "  File \"%s\", line %d, in %s\n",
                  filename ? filename : "<unknown>", lineno, func ? func : "<unknown>");
     if (n < 0) n = 0;
-    if ((size_t)n >= sizeof(buf)) n = (int)sizeof(buf) - 1;
+    if (n >= RT_BT_CAP) n = RT_BT_CAP - 1;
   }
-  buf[n] = '\0';
-  out.data = buf;
-  out.size = (size_t)n;
-  return &out;
+  rt_bt->buf[n] = '\0';
+  rt_bt->out.data = rt_bt->buf;
+  rt_bt->out.size = (size_t)n;
+  return &rt_bt->out;
 }
