@@ -12,24 +12,15 @@
 
 #include "internal.h"
 
-#define RT_TYPE_SLOTS 1024      /* per-thread slots for type indices below this */
-#define RT_OVERFLOW_SLOTS 15360 /* shared atomic slots for [1024, 16384) */
-
-typedef struct rt_counter_block {
-  int64_t live_total;
-  int64_t live[RT_TYPE_SLOTS];
-  struct rt_counter_block* next_all;  /* every block ever made */
-  struct rt_counter_block* next_free; /* blocks of exited threads */
-} rt_counter_block;
 
 static pthread_mutex_t rt_counter_lock = PTHREAD_MUTEX_INITIALIZER;
 static rt_counter_block* rt_all_blocks;
 static rt_counter_block* rt_free_blocks;
-static int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
+int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
 static pthread_key_t rt_counter_key;
 static pthread_once_t rt_counter_key_once = PTHREAD_ONCE_INIT;
 
-static __thread rt_counter_block* rt_tls_counters __attribute__((tls_model("initial-exec")));
+__thread rt_counter_block* rt_tls_counters __attribute__((tls_model("initial-exec")));
 
 static void rt_counter_thread_exit(void* p) {
   rt_counter_block* b = (rt_counter_block*)p;
@@ -42,7 +33,7 @@ static void rt_counter_thread_exit(void* p) {
 
 static void rt_counter_key_init(void) { pthread_key_create(&rt_counter_key, rt_counter_thread_exit); }
 
-static rt_counter_block* rt_counter_block_slow(void) {
+rt_counter_block* rt_counter_block_slow(void) {
   pthread_once(&rt_counter_key_once, rt_counter_key_init);
   pthread_mutex_lock(&rt_counter_lock);
   rt_counter_block* b = rt_free_blocks;
@@ -61,27 +52,6 @@ static rt_counter_block* rt_counter_block_slow(void) {
   rt_tls_counters = b;
   return b;
 }
-
-static inline void rt_bump(int64_t* p, int64_t d) {
-  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
-}
-
-static inline void rt_count(int32_t type_index, int64_t d) {
-  rt_counter_block* b = rt_tls_counters;
-  if (RT_UNLIKELY(!b)) {
-    b = rt_counter_block_slow();
-    if (!b) return;
-  }
-  rt_bump(&b->live_total, d);
-  if (RT_LIKELY(type_index >= 0 && type_index < RT_TYPE_SLOTS)) {
-    rt_bump(&b->live[type_index], d);
-  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
-    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
-  }
-}
-
-void rt_count_alloc(int32_t type_index) { rt_count(type_index, 1); }
-void rt_count_free(int32_t type_index) { rt_count(type_index, -1); }
 
 TVM_FFI_DLL int64_t tvmffi_rt_live_objects(void) {
   int64_t s = 0;

@@ -47,6 +47,13 @@
  * Returns NULL with an error raised on failure. */
 RT_HIDDEN void* rt_object_alloc(size_t total_size, int32_t type_index,
                                 void (*deleter)(void* self, int flags));
+/* Zeroed, with the body aligned to `alignment` (a power of two; 64 keeps a
+ * small hot object within one cache line). */
+RT_HIDDEN void* rt_object_alloc_aligned(size_t total_size, size_t alignment, int32_t type_index,
+                                        void (*deleter)(void* self, int flags));
+/* Same as rt_object_alloc without zeroing the bytes after the header (the caller fills them). */
+RT_HIDDEN void* rt_object_alloc_uninit(size_t total_size, int32_t type_index,
+                                       void (*deleter)(void* self, int flags));
 /* Releases the storage of an object made by rt_object_alloc (through the
  * TVMFFIObjectAllocHeader::delete_space before it). Call it from your
  * deleter when flags contain kTVMFFIObjectDeleterFlagBitMaskWeak. */
@@ -175,8 +182,39 @@ RT_HIDDEN void rt_env_system_lib_symbols_foreach(
 /* ------------------------------------------------------------------ */
 /* instrumentation (instrument.c)                                      */
 /* ------------------------------------------------------------------ */
-RT_HIDDEN void rt_count_alloc(int32_t type_index);
-RT_HIDDEN void rt_count_free(int32_t type_index);
+/* Per-thread counter blocks (see instrument.c): only the owning thread
+ * writes its block, with plain relaxed load+store (no locked instruction). */
+#define RT_TYPE_SLOTS 1024      /* per-thread slots for type indices below this */
+#define RT_OVERFLOW_SLOTS 15360 /* shared atomic slots for [1024, 16384) */
+typedef struct rt_counter_block {
+  int64_t live_total;
+  int64_t live[RT_TYPE_SLOTS];
+  struct rt_counter_block* next_all;  /* every block ever made */
+  struct rt_counter_block* next_free; /* blocks of exited threads */
+} rt_counter_block;
+extern RT_HIDDEN __thread rt_counter_block* rt_tls_counters
+    __attribute__((tls_model("initial-exec")));
+extern RT_HIDDEN int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
+RT_HIDDEN rt_counter_block* rt_counter_block_slow(void);
+
+static inline void rt_bump(int64_t* p, int64_t d) {
+  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+}
+static inline void rt_count(int32_t type_index, int64_t d) {
+  rt_counter_block* b = rt_tls_counters;
+  if (RT_UNLIKELY(!b)) {
+    b = rt_counter_block_slow();
+    if (!b) return;
+  }
+  rt_bump(&b->live_total, d);
+  if (RT_LIKELY(type_index >= 0 && type_index < RT_TYPE_SLOTS)) {
+    rt_bump(&b->live[type_index], d);
+  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
+    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
+  }
+}
+static inline void rt_count_alloc(int32_t type_index) { rt_count(type_index, 1); }
+static inline void rt_count_free(int32_t type_index) { rt_count(type_index, -1); }
 /* Checking level (tvmffi_rt_set_checking); read on hot paths. */
 extern RT_HIDDEN int rt_checking_level;
 /* Records a misuse when checking is on. */

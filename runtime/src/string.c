@@ -16,7 +16,7 @@ typedef struct {
 static void* rt_bytes_obj_new(int32_t type_index, const char* data, size_t size) {
   if (size > ((size_t)1 << 48))
     return rt_raise("ValueError", "string of %zu bytes is too large", size), NULL;
-  rt_bytes_obj* o = (rt_bytes_obj*)rt_object_alloc(sizeof(rt_bytes_obj) + size + 1, type_index,
+  rt_bytes_obj* o = (rt_bytes_obj*)rt_object_alloc_uninit(sizeof(rt_bytes_obj) + size + 1, type_index,
                                                    rt_object_plain_deleter);
   if (!o) return NULL;
   char* content = (char*)(o + 1);
