@@ -705,7 +705,7 @@ void rt_map_iter_kv(void* map, uint64_t it, const TVMFFIAny** key, const TVMFFIA
 static int g_map(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
   (void)h;
   if (nargs % 2 != 0) {
-    return rt_raise("RuntimeError", "ffi.Map takes key, value pairs but got %d arguments", (int)nargs);
+    return rt_raise("InternalError", "ffi.Map takes key, value pairs but got %d arguments", (int)nargs);
   }
   void* m = rt_map_new();
   if (m == NULL) return -1;
