@@ -467,7 +467,7 @@ static void* load_blob_module(rt_module* lib, const char* kind, size_t kind_len,
   if (k == NULL) return NULL;
   char loader_name[300];
   snprintf(loader_name, sizeof(loader_name), "ffi.Module.load_from_bytes.%.*s",
-           (int)(kind_len > 200 ? 200 : kind_len), kind);
+           (int)(kind_len > 200 ? 200 : kind_len), k);
   void* loader = kind_len <= 200 && !memchr(kind, 0, kind_len) ? rt_get_global(loader_name) : NULL;
   void* result = NULL;
   if (loader != NULL) {
