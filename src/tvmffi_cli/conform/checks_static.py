@@ -164,8 +164,8 @@ def check_context_symbols(binary, inv):
     bad = []
     for n in names:
         sym = inv.symbols[n]
-        if n != LIBCTX and n[len(CTX_PREFIX):] not in C_API:
-            bad.append(f"{n}: TVMFFI{n[len(CTX_PREFIX):]} is not a C API function")
+        if n != LIBCTX and n[2:] not in C_API:
+            bad.append(f"{n}: {n[2:]} is not a C API function, so no loader fills it")
             continue
         if _is_code(binary, sym):
             bad.append(f"{n}: is code, must be a pointer variable")

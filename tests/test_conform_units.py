@@ -1,0 +1,119 @@
+"""Unit tests of conform's pure parts: signatures, verdicts from observed facts,
+result model. No library runs here."""
+
+import pytest
+
+from tvmffi_cli.conform import checks_probe, sigs
+from tvmffi_cli.conform.checks_probe import FunctionFacts
+from tvmffi_cli.conform.results import Report, Result
+
+SCHEMA = ('{"type":"ffi.Function","named_args":{"return":[{"type":"float"}],"params":'
+          '[{"type":"float"},{"type":"Optional","args":[{"type":"float"}]}]}}')
+
+
+def T(key, *args):
+    return {"type": key, "args": list(args)}
+
+
+def test_parse_type_schema_named_args():
+    s = sigs.parse_type_schema(SCHEMA)
+    assert [sigs.type_str(p) for p in s.params] == ["float", "Optional[float]"]
+    assert sigs.type_str(s.ret) == "float"
+
+
+def test_parse_type_schema_positional_form():
+    s = sigs.parse_type_schema({"type": "ffi.Function", "args": [T("int"), T("str")]})
+    assert sigs.type_str(s.ret) == "int" and [p["type"] for p in s.params] == ["ffi.String"]
+
+
+@pytest.mark.parametrize("text", ['{"type": 5}', '{"args": []}', "[1]",
+                                  '{"type":"int"}', "{nope"])
+def test_parse_type_schema_rejects(text):
+    with pytest.raises(sigs.SchemaError):
+        sigs.parse_type_schema(text)
+
+
+@pytest.mark.parametrize("t, wrong", [
+    (T("int"), sigs.K_STR), (T("float"), sigs.K_STR), (T("bool"), sigs.K_STR),
+    (T("ffi.String"), sigs.K_INT), (T("DataType"), sigs.K_INT),  # a string may name a dtype
+    (T("ffi.Array", T("int")), sigs.K_STR), (T("Optional", T("int")), sigs.K_STR),
+    (T("Any"), None), (T("Variant", T("int"), T("ffi.String")), None),
+    (T("my.RegisteredType"), sigs.K_INT),
+])
+def test_wrong_kind_is_certainly_rejected(t, wrong):
+    assert sigs.wrong_kind(t) == wrong
+
+
+@pytest.mark.parametrize("t, ti, ok", [
+    (T("int"), 1, True), (T("int"), 3, False), (T("ffi.String"), 11, True),
+    (T("ffi.String"), 65, True), (T("Optional", T("int")), 0, True),
+    (T("Optional", T("int")), 3, False), (T("Any"), 70, True), (T("my.Type"), 200, True),
+    (T("my.Type"), 1, False),
+])
+def test_return_ok(t, ti, ok):
+    assert sigs.return_ok(t, ti) is ok
+
+
+def facts(**obs):
+    f = FunctionFacts("f", ())
+    f.plan = list(obs)
+    f.obs = {k.replace("_", "-"): v for k, v in obs.items()}
+    return f
+
+
+def ok_call(**kw):
+    d = {"rc": 0, "error": None, "stale_error": None, "result_problems": [],
+         "args_changed": False, "refcounts": [], "live_delta": 0, "result_type_index": 1}
+    d.update(kw)
+    return d
+
+
+def test_leak_on_first_call_only_is_a_cache():
+    f = facts(zero_args=ok_call(live_delta=1, live_delta_repeat=0))
+    assert checks_probe.check_no_leak(f).status == "pass"
+    f = facts(zero_args=ok_call(live_delta=1, live_delta_repeat=1))
+    r = checks_probe.check_no_leak(f)
+    assert r.status == "fail" and "+1 live object(s)" in r.message
+
+
+def test_no_leak_without_instrumentation_is_skipped():
+    f = facts(zero_args=ok_call(live_delta=None))
+    assert checks_probe.check_no_leak(f).status == "skip"
+
+
+def test_minus_two_needs_a_frontend_signal():
+    f = facts(zero_args=ok_call(rc=-2))
+    r = checks_probe.check_error_protocol(f)
+    assert r.status == "fail" and "-2" in r.message
+
+
+def test_error_with_empty_kind():
+    f = facts(zero_args=ok_call(rc=-1, error={"kind": "", "message": "x"}))
+    assert "kind is empty" in checks_probe.check_error_protocol(f).message
+
+
+def test_crash_attribution():
+    f = facts(zero_args=ok_call())
+    f.crashes = {"zero-args": {"signal": "SIGSEGV", "hang": False, "oob": False}}
+    del f.obs["zero-args"]
+    # Not explained by an out-of-bounds read: a plain crash.
+    assert checks_probe.check_no_crash(f).status == "fail"
+    assert checks_probe.check_arg_bounds(f).status == "pass"
+    f.crashes["zero-args"]["oob"] = True
+    assert checks_probe.check_no_crash(f).status == "pass"
+    assert checks_probe.check_arg_bounds(f).status == "fail"
+
+
+def test_threads_compare_with_the_single_call():
+    f = facts(valid=ok_call(fingerprint="a"),
+              threads={"calls": [{"rc": 0, "fingerprint": "a"}] * 4})
+    assert checks_probe.check_thread_safety(f).status == "pass"
+    f.obs["threads"]["calls"] = [{"rc": 0, "fingerprint": "b"}] * 4
+    assert checks_probe.check_thread_safety(f).status == "fail"
+
+
+def test_report_passes_on_warnings_only():
+    rs = [Result("thread-safety", "f", "fail", "racy"), Result("no-crash", "f", "pass")]
+    assert Report("x.so", rs, ["f"]).exit_code() == 0
+    rs.append(Result("no-crash", "g", "error", "worker failed"))
+    assert Report("x.so", rs, ["f", "g"]).exit_code() == 1
