@@ -259,3 +259,23 @@ def test_human_output_shows_modules(libbin_good):
     assert "add_kernel(float32, float32, float32, int32)" in out
     assert "cubin, sm_86" in out
     assert "\x1b[" not in out
+
+
+def test_json_path_imports_no_click_numpy_rich(funcs_lib):
+    code = ("import sys, io, contextlib\n"
+            "from tvmffi_cli.commands.inspect import fast_main\n"
+            "buf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n"
+            f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
+            "print(rc, sorted(m for m in ('click', 'numpy', 'rich', 'elftools', 'pefile',\n"
+            "      'ctypes') if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.split("\n")[0] == "0 []", r.stderr
+
+
+def test_fast_path_defers_unusual_arguments():
+    from tvmffi_cli.commands.inspect import fast_main
+
+    assert fast_main(["--help"]) is None
+    assert fast_main(["a.so", "b.so"]) is None
+    assert fast_main(["--timeout"]) is None

@@ -10,8 +10,6 @@ loading it failed); 2 cannot be read as a library (InputError/FormatError
 raised by open_binary and reported by the CLI).
 """
 
-import click
-
 FUNC_PREFIX = "__tvm_ffi_"
 SPECIAL_PREFIX = "__tvm_ffi__"
 CTX_PREFIX = "__TVMFFI"
@@ -72,21 +70,28 @@ def static_report(binary):
     rep.update({k: v for k, v in b.extra.items() if k not in rep})
 
     syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
-    by_name = {}
+    # One pass over the matches: functions, special symbols, getters, context.
+    by_name, funcs, meta, docs, ctx_syms = {}, [], set(), set(), []
+    nf, nm_, nd = len(FUNC_PREFIX), len(METADATA_PREFIX), len(DOC_PREFIX)
     for s in syms:
-        by_name.setdefault(s.name, s)
-
-    # Functions, their metadata/doc getters, and what __tvm_ffi_main aliases.
-    funcs = [s for s in by_name.values()
-             if s.name.startswith(FUNC_PREFIX) and not s.name.startswith(SPECIAL_PREFIX)]
+        n = s.name
+        if n in by_name:
+            continue
+        by_name[n] = s
+        if n.startswith(SPECIAL_PREFIX):
+            if n.startswith(METADATA_PREFIX):
+                meta.add(n[nm_:])
+            elif n.startswith(DOC_PREFIX):
+                docs.add(n[nd:])
+        elif n.startswith(FUNC_PREFIX):
+            funcs.append(s)
+        else:
+            ctx_syms.append(s)
     funcs.sort(key=lambda s: s.name)
-    names = {s.name[len(FUNC_PREFIX):] for s in funcs}
-    meta = {s.name[len(METADATA_PREFIX):] for s in by_name.values()
-            if s.name.startswith(METADATA_PREFIX)}
-    docs = {s.name[len(DOC_PREFIX):] for s in by_name.values() if s.name.startswith(DOC_PREFIX)}
+    names = {s.name[nf:] for s in funcs}
     main = by_name.get(MAIN)
     for s in funcs:
-        name = s.name[len(FUNC_PREFIX):]
+        name = s.name[nf:]
         f = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
              "kind": s.kind, "binding": s.binding, "has_metadata": name in meta,
              "has_doc": name in docs}
@@ -107,8 +112,7 @@ def static_report(binary):
         n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed))
 
     # Context symbols: writable pointers the loader fills with C API entries.
-    for s in sorted((s for s in by_name.values() if s.name.startswith(CTX_PREFIX)),
-                    key=lambda s: s.name):
+    for s in sorted(ctx_syms, key=lambda s: s.name):
         api = s.name[2:]
         c = {"name": s.name, "api": api, "known": api in C_API, "address": s.value,
              "size": s.size, "section": s.section, "writable": s.writable}
@@ -131,7 +135,7 @@ def static_report(binary):
                                    f"{b.bits // 8}-byte pointer")
 
     # Embedded CUDA binaries between __tvm_ffi__cubin_<name> and ..._end.
-    _cubins(b, by_name, rep)
+    _cubins(b, by_name, rep, [s for s in by_name.values() if s.name.startswith(CUBIN_PREFIX)])
 
     # __tvm_ffi__library_bin: modules and their import tree.
     lbs = by_name.get(LIBRARY_BIN)
@@ -161,12 +165,14 @@ def static_report(binary):
     return rep
 
 
-def _cubins(b, by_name, rep):
+def _cubins(b, by_name, rep, candidates):
+    if not candidates:
+        return
     from .. import modformats
 
-    for s in sorted(by_name.values(), key=lambda s: s.name):
+    for s in sorted(candidates, key=lambda s: s.name):
         n = s.name
-        if not n.startswith(CUBIN_PREFIX) or (n.endswith("_end") and n[:-4] in by_name):
+        if n.endswith("_end") and n[:-4] in by_name:
             continue
         name = n[len(CUBIN_PREFIX):]
         end = by_name.get(n + "_end")
@@ -276,28 +282,14 @@ def run(path, static=False, timeout=30.0, runtime=None):
     return rep
 
 
-@click.command("inspect")
-@click.argument("path", type=click.Path(dir_okay=True))
-@click.option("--static", "static", is_flag=True,
-              help="Read the file only; never load or run any of its code.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--timeout", type=float, default=30.0, show_default=True,
-              help="Seconds allowed for loading the library in a child process.")
-@click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="libtvm_ffi.so to load the library with (default: ours, or $TVMFFI_RUNTIME).")
-def command(path, static, as_json, timeout, runtime):
-    """Show what a library exports, embeds and imports.
+def emit(rep, as_json, path):
+    """Print the report and return the exit code (0, or 1 with one stderr line)."""
+    import sys
 
-    Exit 0 when the file was fully understood, 1 when it was read but
-    something in it is malformed (results are still printed), 2 when it
-    cannot be read as a library.
-    """
-    rep = run(path, static=static, timeout=timeout, runtime=runtime)
     if as_json:
         import json
-        import sys
 
-        sys.stdout.write(json.dumps(rep, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(rep, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         from ..render.inspect import render
 
@@ -305,8 +297,90 @@ def command(path, static, as_json, timeout, runtime):
     if rep["errors"]:
         first = rep["errors"][0]
         more = len(rep["errors"]) - 1
-        click.echo(f"tvmffi: error: {path}: {first['message']}"
-                   + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
-                   err=True)
+        sys.stdout.flush()
+        sys.stderr.write(f"tvmffi: error: {path}: {first['message']}"
+                         + (f" (and {more} more problem{'s' if more > 1 else ''})" if more
+                            else "") + "\n")
         return 1
     return 0
+
+
+def fast_main(argv):
+    """`inspect` without click, for the CLI's start-up fast path: handles the
+    plain forms (PATH with --static/--json/--timeout S/--runtime P) and returns
+    the exit code, or None for anything else (e.g. --help) so the caller falls
+    back to the click command. Errors print the same one line as the CLI."""
+    import sys
+
+    from ..errors import TvmffiError
+
+    opts = {"static": False, "json": False, "timeout": 30.0, "runtime": None}
+    paths = []
+    it = iter(argv)
+    for a in it:
+        if a == "--static":
+            opts["static"] = True
+        elif a == "--json":
+            opts["json"] = True
+        elif a in ("--timeout", "--runtime"):
+            v = next(it, None)
+            if v is None:
+                return None
+            opts[a[2:]] = v
+        elif a.startswith("-") and a != "-":
+            return None
+        else:
+            paths.append(a)
+    if len(paths) != 1:
+        return None
+    try:
+        opts["timeout"] = float(opts["timeout"])
+    except ValueError:
+        return None
+    if opts["runtime"] is not None:
+        import os
+
+        if not os.path.isfile(opts["runtime"]):
+            return None  # let click word the usage error
+    try:
+        rep = run(paths[0], static=opts["static"], timeout=opts["timeout"],
+                  runtime=opts["runtime"])
+        return emit(rep, opts["json"], paths[0])
+    except TvmffiError as e:
+        sys.stderr.write(f"tvmffi: error: {e}\n")
+        return e.exit_code
+
+
+def _make_command():
+    import click
+
+    @click.command("inspect")
+    @click.argument("path", type=click.Path(dir_okay=True))
+    @click.option("--static", "static", is_flag=True,
+                  help="Read the file only; never load or run any of its code.")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.option("--timeout", type=float, default=30.0, show_default=True,
+                  help="Seconds allowed for loading the library in a child process.")
+    @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
+                  help="libtvm_ffi.so to load the library with (default: ours, or "
+                       "$TVMFFI_RUNTIME).")
+    def command(path, static, as_json, timeout, runtime):
+        """Show what a library exports, embeds and imports.
+
+        Exit 0 when the file was fully understood, 1 when it was read but
+        something in it is malformed (results are still printed), 2 when it
+        cannot be read as a library.
+        """
+        return emit(run(path, static=static, timeout=timeout, runtime=runtime), as_json, path)
+
+    return command
+
+
+def __getattr__(name):
+    # The click command is built on first use, so importing this module (the
+    # fast path, tests) does not import click.
+    if name == "command":
+        cmd = _make_command()
+        globals()["command"] = cmd
+        return cmd
+    raise AttributeError(name)

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Benchmarks of `tvmffi inspect` (issue 3, "Must show").
+
+1. Large library: a generated ELF with 200,000 dynamic symbols, 20,000 of them
+   `__tvm_ffi_` functions. `tvmffi inspect --static --json` against
+   `nm -D --defined-only` on the same file: wall time, median of 5 runs,
+   interleaved; the target is ratio <= 1.0. Also checks that inspect finds
+   all 20,000 functions.
+2. Start-up: `tvmffi inspect --static` (and --json) on a small library against
+   `python3 -c pass`; the target is <= 3x. Measured against the interpreter
+   running tvmffi (sys.executable) and against whatever `python3` is on PATH.
+
+Usage: python bench/bench_inspect.py [--symbols N] [--functions N] [--runs N]
+Prints one line per measurement and the ratios; exits 1 when a target is missed.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("TVMFFI_BENCH_CACHE", Path(tempfile.gettempdir()) / "tvmffi-bench"))
+
+
+def tvmffi_cmd():
+    exe = shutil.which("tvmffi", path=str(Path(sys.executable).parent)) or shutil.which("tvmffi")
+    return [exe] if exe else [sys.executable, "-m", "tvmffi_cli"]
+
+
+def generate_big_elf(nsym, nfunc):
+    """Assemble a shared library with `nsym` exported functions, `nfunc` of
+    them named __tvm_ffi_<name> and spread through the table."""
+    key = hashlib.sha256(f"v1 {nsym} {nfunc}".encode()).hexdigest()[:10]
+    out = CACHE / f"big-{nsym}-{nfunc}-{key}.so"
+    if out.exists():
+        return out
+    CACHE.mkdir(parents=True, exist_ok=True)
+    step = nsym // nfunc
+    lines = [".text"]
+    for i in range(nsym):
+        if i % step == 0 and i // step < nfunc:
+            name = f"__tvm_ffi_kernel_{i // step:05d}_fused_add_multiply"
+        else:
+            name = f"other_library_symbol_{i:06d}_with_a_typical_length"
+        lines.append(f".globl {name}\n.type {name},@function\n{name}:\n ret\n.size {name},1")
+    asm = CACHE / f"big-{key}.s"
+    asm.write_text("\n".join(lines) + "\n")
+    tmp = out.with_suffix(".tmp")
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-o", str(tmp), str(asm)], check=True)
+    asm.unlink()
+    os.replace(tmp, out)
+    return out
+
+
+def small_lib():
+    src = CACHE / "small.c"
+    out = CACHE / "small.so"
+    if not out.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        src.write_text("int __tvm_ffi_add(void*h,const void*a,int n,void*r){return 0;}\n"
+                       "int __tvm_ffi_sub(void*h,const void*a,int n,void*r){return 0;}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out
+
+
+def wall(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t
+
+
+def interleaved(cmds, runs):
+    """Median wall time of each command, running them in turn `runs` times."""
+    times = {name: [] for name in cmds}
+    for name, cmd in cmds.items():  # warm the page cache once
+        wall(cmd)
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            times[name].append(wall(cmd))
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--symbols", type=int, default=200_000)
+    ap.add_argument("--functions", type=int, default=20_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--startup-runs", type=int, default=21)
+    args = ap.parse_args()
+    ok = True
+    tv = tvmffi_cmd()
+
+    big = generate_big_elf(args.symbols, args.functions)
+    r = subprocess.run(tv + ["inspect", "--static", "--json", str(big)], capture_output=True,
+                       text=True)
+    found = len(json.loads(r.stdout)["functions"]) if r.returncode == 0 else -1
+    print(f"large ELF: {big.name} ({big.stat().st_size / 1e6:.1f} MB), "
+          f"{args.symbols} dynamic symbols, inspect found {found}/{args.functions} functions")
+    ok &= found == args.functions
+    med = interleaved({"inspect": tv + ["inspect", "--static", "--json", str(big)],
+                       "nm": ["nm", "-D", "--defined-only", str(big)]}, args.runs)
+    ratio = med["inspect"] / med["nm"]
+    print(f"  tvmffi inspect --static --json: {med['inspect'] * 1e3:8.1f} ms (median of "
+          f"{args.runs}, interleaved)")
+    print(f"  nm -D --defined-only:           {med['nm'] * 1e3:8.1f} ms")
+    print(f"  ratio inspect/nm = {ratio:.2f} (target <= 1.00) {'OK' if ratio <= 1 else 'MISSED'}")
+    ok &= ratio <= 1.0
+
+    small = small_lib()
+    cmds = {"python3 -c pass (PATH)": ["python3", "-c", "pass"],
+            "python -c pass (same interpreter)": [sys.executable, "-c", "pass"],
+            "inspect --static": tv + ["inspect", "--static", str(small)],
+            "inspect --static --json": tv + ["inspect", "--static", "--json", str(small)]}
+    med = interleaved(cmds, args.startup_runs)
+    print(f"start-up on a small library (median of {args.startup_runs}, interleaved):")
+    for name, t in med.items():
+        print(f"  {name:36s} {t * 1e3:7.1f} ms")
+    for base in ("python3 -c pass (PATH)", "python -c pass (same interpreter)"):
+        for name in ("inspect --static", "inspect --static --json"):
+            ratio = med[name] / med[base]
+            print(f"  {name} / {base}: {ratio:.2f}x (target <= 3)")
+    ratio = med["inspect --static --json"] / med["python -c pass (same interpreter)"]
+    ok &= ratio <= 3.0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
