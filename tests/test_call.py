@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from test_call_helpers import crashy, kernels, kitchen, runtime_problem, tvmffi, typed, validate
+from test_call_helpers import (InProcessCall, crashy, kernels, kitchen, runtime_problem, tvmffi,
+                               typed, validate)
 
 RUNTIMES = ["ours", "official"]
 
@@ -42,6 +43,21 @@ def any_rt():
         if runtime_problem(p) is None:
             return p
     pytest.fail("no runtime can host a library")
+
+
+@pytest.fixture(scope="module")
+def workers():
+    made = {}
+    yield lambda runtime: made.setdefault(runtime, InProcessCall(runtime))
+    for c in made.values():
+        c.close()
+
+
+@pytest.fixture
+def via_worker(workers, rt):
+    """call_json's twin through one persistent worker per runtime (fast): the
+    same task and renderer as the CLI, without two interpreter start-ups."""
+    return lambda lib, *argv, expect="ok": workers(rt).json(lib, *argv, expect=expect)
 
 
 @pytest.fixture
@@ -128,14 +144,14 @@ def test_tensor_result_written_as_result_npy(tmp_path, x_npy, rt):
     np.testing.assert_array_equal(np.load(out / "arg0.npy"), np.load(x_npy))
 
 
-def test_npz_and_literal_tensors(tmp_path, rt):
+def test_npz_and_literal_tensors(tmp_path, via_worker):
     np.savez(tmp_path / "in.npz", x=np.array([1.5, 2.5], dtype=np.float32),
              other=np.zeros(3))
-    doc = call_json(kernels(), "add_into", "--tensor", f"{tmp_path}/in.npz:x",
-                    "--tensor", "float32[2]:zeros", rt=rt)
+    doc = via_worker(kernels(), "add_into", "--tensor", f"{tmp_path}/in.npz:x",
+                     "--tensor", "float32[2]:zeros")
     assert doc["args"][0]["value"]["data"] == [1.5, 2.5]
     assert doc["args"][1]["value"]["data"] == [2.5, 3.5]
-    doc = call_json(kernels(), "add_one", "float32[2,2]:arange", rt=rt)
+    doc = via_worker(kernels(), "add_one", "float32[2,2]:arange")
     assert doc["args"][0]["value"]["data"] == [[1.0, 2.0], [3.0, 4.0]]
 
 
@@ -149,20 +165,19 @@ def test_large_tensor_has_no_data_but_a_preview(any_rt):
     assert "data" not in doc["result"] and doc["result"]["shape"] == [1000]
 
 
-def test_tensor_argument_modes(rt):
+def test_tensor_argument_modes(via_worker):
     """DLTensor* views by default; owned ffi.Tensor objects with --owned-tensors."""
-    doc = call_json(kernels(), "describe", "--tensor", "float32[2]", rt=rt)
+    doc = via_worker(kernels(), "describe", "--tensor", "float32[2]")
     assert doc["result"] == "type_index:7"
-    doc = call_json(kernels(), "describe", "--tensor", "float32[2]", "--owned-tensors", rt=rt)
+    doc = via_worker(kernels(), "describe", "--tensor", "float32[2]", "--owned-tensors")
     assert doc["result"] == "type_index:70"
     assert doc["args"][0]["type"] == "Tensor"
-    doc = call_json(kernels(), "add_one", "--tensor", "float32[3]:ones", "--owned-tensors",
-                    rt=rt)
+    doc = via_worker(kernels(), "add_one", "--tensor", "float32[3]:ones", "--owned-tensors")
     assert doc["args"][0]["value"]["data"] == [2.0, 2.0, 2.0]
 
 
-def test_schema_typed_tensor_parameter_passes_an_owned_tensor(rt):
-    doc = call_json(typed(), "tensor_numel", "float32[2,5]:zeros", rt=rt)
+def test_schema_typed_tensor_parameter_passes_an_owned_tensor(via_worker):
+    doc = via_worker(typed(), "tensor_numel", "float32[2,5]:zeros")
     assert doc["result"] == 10 and doc["args"][0]["type"] == "Tensor"
 
 
@@ -171,9 +186,12 @@ def test_schema_typed_tensor_parameter_passes_an_owned_tensor(rt):
 def test_global_registered_at_load(rt):
     doc = call_json(kernels(), "callfix.mul", "6", "7", rt=rt)
     assert (doc["resolved"], doc["result"]) == ("global", 42)
-    doc = call_json(kernels(), "callfix.greet", "--str", "world", rt=rt)
+
+
+def test_more_globals(via_worker):
+    doc = via_worker(kernels(), "callfix.greet", "--str", "world")
     assert doc["result"] == "hello, world"
-    doc = call_json(kitchen(), "kitchen.add", "2", "40", rt=rt)
+    doc = via_worker(kitchen(), "kitchen.add", "2", "40")
     assert (doc["resolved"], doc["result"]) == ("global", 42)
 
 
@@ -215,8 +233,8 @@ def test_raised_error_backtrace_under_verbose(any_rt):
     ("fail_index", ["9"], "IndexError", "index 9 out of range"),
     ("fail_custom", ["odd"], "KitchenError", "odd"),
 ])
-def test_raised_error_json(func, args, kind, message, rt):
-    doc = call_json(kitchen(), func, *args, rt=rt, expect_rc=1)
+def test_raised_error_json(func, args, kind, message, via_worker):
+    doc = via_worker(kitchen(), func, *args, expect="raised")
     assert doc["error"]["kind"] == kind and doc["error"]["message"] == message
     assert isinstance(doc["error"]["backtrace"], str)
 
@@ -227,12 +245,12 @@ def test_error_with_cause(any_rt):
     assert r.stderr.splitlines() == ["RuntimeError: outer: y", "  caused by ValueError: inner: y"]
 
 
-def test_c_library_errors(rt):
+def test_c_library_errors(rt, via_worker):
     doc = call_json(kernels(), "fail_value", "--str", "broken input", rt=rt, expect_rc=1)
     assert doc["error"]["kind"] == "ValueError" and doc["error"]["message"] == "broken input"
-    doc = call_json(kernels(), "fail_kind", "MyKind", "why", rt=rt, expect_rc=1)
+    doc = via_worker(kernels(), "fail_kind", "MyKind", "why", expect="raised")
     assert (doc["error"]["kind"], doc["error"]["message"]) == ("MyKind", "why")
-    doc = call_json(kernels(), "add_int", "1", rt=rt, expect_rc=1)
+    doc = via_worker(kernels(), "add_int", "1", expect="raised")
     assert doc["error"] == {"kind": "TypeError", "message": "add_int expects (int, int)",
                             "backtrace": doc["error"]["backtrace"]}
 
@@ -280,6 +298,12 @@ def test_usage_errors_are_one_line(args, msg):
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert msg in r.stderr
+
+
+def test_schema_typed_positional_error_is_one_line(any_rt):
+    r = tvmffi("call", typed(), "sum_list", "[1, 2.5]", "--runtime", any_rt)
+    assert r.returncode == 2
+    assert r.stderr == "tvmffi: error: argument 0: 2.5 is not an int\n"
 
 
 def test_missing_library_file():

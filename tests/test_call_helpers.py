@@ -69,3 +69,49 @@ def runtime_problem(path):
     if r.returncode == 0 and r.stdout.strip() == "3":
         return None
     return (r.stderr.strip() or r.stdout.strip())[:300]
+
+
+class InProcessCall:
+    """`tvmffi call ... --json` without two interpreter start-ups per call: the
+    command line is parsed here and the call task runs in one persistent
+    worker per runtime (the same task, replies and renderer as the CLI)."""
+
+    def __init__(self, runtime):
+        from tvmffi_cli import sandbox
+
+        self.runtime = runtime
+        self.worker = sandbox.Worker(runtime=runtime)
+
+    def close(self):
+        self.worker.close()
+
+    def reply(self, lib, *argv):
+        from tvmffi_cli import literals
+        from tvmffi_cli.commands import call as cmd
+
+        parsed = literals.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS,
+                                     cwd=os.getcwd())
+        request = cmd.base_request(parsed, parsed.options)
+        request.pop("timeout")
+        request["runtime"] = self.runtime
+        return parsed, request, self.worker.call("call", request, timeout=60)
+
+    def json(self, lib, *argv, expect="ok"):
+        from tvmffi_cli.render import call as render
+
+        parsed, request, reply = self.reply(lib, *argv)
+        assert reply["status"] == expect, reply
+        if expect == "raised":
+            e = reply["error"]
+            return validate(render.error_json(e["kind"], e["message"], e["backtrace"]), "call")
+        if expect != "ok":
+            return reply
+        doc = render.call_json(reply, parsed.func, request["path"])
+        return validate(json.loads(json.dumps(doc, allow_nan=False)), "call")
+
+    def text(self, lib, *argv):
+        from tvmffi_cli.render import call as render
+
+        _parsed, _request, reply = self.reply(lib, *argv)
+        assert reply["status"] == "ok", reply
+        return render.call_text(reply)

@@ -1,14 +1,36 @@
-"""Every value type through `tvmffi call --json`: sent with typed flags or
+"""Every value type through `tvmffi call`: sent with typed flags or
 schema-typed positionals, echoed back by our C fixture (basic.c `echo`) and by
 the official-header C++ fixtures (kitchen.cc `echo_any`, typed.cc), decoded and
-rendered. Each runs on both runtimes."""
+rendered (JSON validated against the schema). Each runs on both runtimes.
+
+These go through the call task in one persistent worker per runtime (see
+InProcessCall) rather than the whole CLI, so hundreds of calls stay fast; the
+CLI end to end is covered by test_call.py."""
 
 import json
 
 import pytest
 
-from test_call import call_json, rt  # noqa: F401  (rt: fixture over both runtimes)
-from test_call_helpers import basic, kernels, kitchen, tvmffi, typed
+from test_call import rt  # noqa: F401  (rt: fixture over both runtimes)
+from test_call_helpers import InProcessCall, basic, kernels, kitchen, tvmffi, typed
+
+
+@pytest.fixture(scope="module")
+def calls():
+    made = {}
+    yield lambda runtime: made.setdefault(runtime, InProcessCall(runtime))
+    for c in made.values():
+        c.close()
+
+
+@pytest.fixture
+def call_json(calls, rt):  # noqa: F811
+    return lambda lib, *argv, expect="ok": calls(rt).json(lib, *argv, expect=expect)
+
+
+@pytest.fixture
+def call_text(calls, rt):  # noqa: F811
+    return lambda lib, *argv: calls(rt).text(lib, *argv)
 
 # flag args -> (type, plain JSON value) of the echoed result
 ECHO_CASES = [
@@ -32,21 +54,21 @@ ECHO_CASES = [
 
 
 @pytest.mark.parametrize("flags,typ,value", ECHO_CASES)
-def test_round_trip_through_c_echo(flags, typ, value, rt):  # noqa: F811
-    doc = call_json(basic(), "echo", *flags, rt=rt)
+def test_round_trip_through_c_echo(flags, typ, value, rt, call_json):  # noqa: F811
+    doc = call_json(basic(), "echo", *flags)
     assert doc["type"] == typ
     assert doc["result"] == value
     assert doc["args"][0]["type"] == typ
 
 
 @pytest.mark.parametrize("flags,typ,value", ECHO_CASES)
-def test_round_trip_through_official_cpp_echo(flags, typ, value, rt):  # noqa: F811
-    doc = call_json(kitchen(), "echo_any", *flags, rt=rt)
+def test_round_trip_through_official_cpp_echo(flags, typ, value, rt, call_json):  # noqa: F811
+    doc = call_json(kitchen(), "echo_any", *flags)
     assert doc["type"] == typ
     assert doc["result"] == value
 
 
-def test_c_side_sees_the_types_we_send(rt):  # noqa: F811
+def test_c_side_sees_the_types_we_send(rt, call_json):  # noqa: F811
     """The type index each flag arrives with in a plain C function."""
     expect = {"--none": 0, "--int": 1, "--bool": 2, "--float": 3, "--dtype": 5, "--device": 6,
               "--str": 8, "--bytes": 9, "--shape": 69, "--tensor": 7}
@@ -55,11 +77,11 @@ def test_c_side_sees_the_types_we_send(rt):  # noqa: F811
               "--tensor": "int32[1]"}
     for flag, index in expect.items():
         args = [flag] if flag == "--none" else [flag, values[flag]]
-        doc = call_json(kernels(), "describe", *args, rt=rt)
+        doc = call_json(kernels(), "describe", *args)
         assert doc["result"] == f"type_index:{index}", flag
-    doc = call_json(kernels(), "describe", "--value", "[1]", rt=rt)
+    doc = call_json(kernels(), "describe", "--value", "[1]")
     assert doc["result"] == "type_index:71"
-    doc = call_json(kernels(), "describe", "--value", '{"k": 1}', rt=rt)
+    doc = call_json(kernels(), "describe", "--value", '{"k": 1}')
     assert doc["result"] == "type_index:72"
 
 
@@ -81,18 +103,18 @@ RESULTS = [
 
 
 @pytest.mark.parametrize("func,typ,value", RESULTS)
-def test_result_types(func, typ, value, rt):  # noqa: F811
-    doc = call_json(typed(), func, rt=rt)
+def test_result_types(func, typ, value, rt, call_json):  # noqa: F811
+    doc = call_json(typed(), func)
     assert (doc["type"], doc["result"]) == (typ, value)
 
 
-def test_registered_object_result(rt):  # noqa: F811
-    doc = call_json(kitchen(), "make_point", "3", "4.5", "here", rt=rt)
+def test_registered_object_result(rt, call_json):  # noqa: F811
+    doc = call_json(kitchen(), "make_point", "3", "4.5", "here")
     assert doc["type"] == "Object"
     assert doc["result"] == {"type": "kitchen.Point", "fields": {"x": 3, "y": 4.5, "label": "here"}}
 
 
-def test_human_rendering_of_values(rt):  # noqa: F811
+def test_human_rendering_of_values(rt, call_text):  # noqa: F811
     cases = [
         (typed(), ["make_map"], '{"a": 1, "b": 2}'),
         (typed(), ["make_shape"], "Shape(2, 3, 4)"),
@@ -107,9 +129,7 @@ def test_human_rendering_of_values(rt):  # noqa: F811
         (kitchen(), ["iota", "3"], "<Tensor float32[3] on cpu:0>\n  [0. , 0.5, 1. ]"),
     ]
     for lib, args, text in cases:
-        r = tvmffi("call", lib, *args, "--runtime", rt)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.rstrip("\n") == text, args
+        assert call_text(lib, *args) == text, args
 
 
 # -- schema-typed positionals ----------------------------------------------------------
@@ -132,17 +152,17 @@ TYPED = [
 
 
 @pytest.mark.parametrize("args,expect", TYPED)
-def test_schema_typed_positionals(args, expect, rt):  # noqa: F811
-    doc = call_json(typed(), *args, rt=rt)
+def test_schema_typed_positionals(args, expect, rt, call_json):  # noqa: F811
+    doc = call_json(typed(), *args)
     assert doc["result"] == expect
 
 
-def test_schema_typed_positionals_in_kitchen(rt):  # noqa: F811
-    assert call_json(kitchen(), "counts", '["a","b","a"]', rt=rt)["result"] == {"a": 2, "b": 1}
-    assert call_json(kitchen(), "map_get", '{"k": 7}', "k", rt=rt)["result"] == 7
-    assert call_json(kitchen(), "opt_name", "none", rt=rt)["result"] == "<none>"
-    assert call_json(kitchen(), "widen", "float16", rt=rt)["result"] == "float32"
-    assert call_json(kitchen(), "reverse", "0102", rt=rt)["result"] == "AgE="
+def test_schema_typed_positionals_in_kitchen(rt, call_json):  # noqa: F811
+    assert call_json(kitchen(), "counts", '["a","b","a"]')["result"] == {"a": 2, "b": 1}
+    assert call_json(kitchen(), "map_get", '{"k": 7}', "k")["result"] == 7
+    assert call_json(kitchen(), "opt_name", "none")["result"] == "<none>"
+    assert call_json(kitchen(), "widen", "float16")["result"] == "float32"
+    assert call_json(kitchen(), "reverse", "0102")["result"] == "AgE="
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -152,19 +172,18 @@ def test_schema_typed_positionals_in_kitchen(rt):  # noqa: F811
     (["negate", "maybe"], "expected bool"),
     (["sum_values", "[1]"], "is not a JSON object"),
 ])
-def test_schema_typed_positional_errors(args, msg, rt):  # noqa: F811
-    r = tvmffi("call", typed(), *args, "--runtime", rt)
-    assert r.returncode == 2
-    assert msg in r.stderr and r.stderr.count("\n") == 1
+def test_schema_typed_positional_errors(args, msg, rt, call_json):  # noqa: F811
+    reply = call_json(typed(), *args, expect="input_error")
+    assert msg in reply["message"] and reply["exit_code"] == 2
 
 
-def test_without_schema_positionals_are_inferred(rt):  # noqa: F811
+def test_without_schema_positionals_are_inferred(rt, call_json):  # noqa: F811
     """basic.c has no metadata: "12" is an int, "x" a string, [..] an Array."""
-    doc = call_json(basic(), "echo", "12", rt=rt)
+    doc = call_json(basic(), "echo", "12")
     assert (doc["type"], doc["result"]) == ("int", 12)
-    doc = call_json(basic(), "echo", '"12"', rt=rt)
+    doc = call_json(basic(), "echo", '"12"')
     assert (doc["type"], doc["result"]) == ("str", "12")
-    doc = call_json(basic(), "echo", "[1,2]", rt=rt)
+    doc = call_json(basic(), "echo", "[1,2]")
     assert (doc["type"], doc["result"]) == ("Array", [1, 2])
 
 
