@@ -264,3 +264,19 @@ def test_registry_records_are_complete():
         assert c.scope in (registry.LIBRARY, registry.FUNCTION)
         assert c.stage in (registry.STATIC, registry.LOAD, registry.PROBE)
         assert all(len(t) > 20 for t in (c.what, c.why, c.fix)), c.id
+
+
+def test_benchmark_library_generator_conforms(tmp_path):
+    """The generated library of bench/bench_conform.py (fewer functions here)
+    passes the full check set, with its typed probes running."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bench_conform
+    finally:
+        sys.path.pop(0)
+    src, lib = tmp_path / "gen.c", tmp_path / "libgen.so"
+    src.write_text(bench_conform.generate(24))
+    bench_conform.build(src, lib)
+    r, doc = conform_json(lib, "-j", "2")
+    assert len(doc["functions"]) == 24
+    _assert_good(doc, r, 24)
