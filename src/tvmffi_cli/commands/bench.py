@@ -63,7 +63,7 @@ def command(ctx, tokens):
     request = base_request(parsed, opts)
     request["repeat"] = _positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX)
     request["rounds"] = _positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS)
-    reply = run_in_child("bench", request, parsed, as_json)
+    reply = run_in_child("bench", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
     from ..render import call as render

@@ -106,7 +106,7 @@ def command(ctx, tokens):
                     raise InputError(f"{p} exists; pass --force to overwrite")
         request["out"] = out_dir
         request["force"] = bool(opts.get("--force"))
-    reply = run_in_child("call", request, parsed, as_json)
+    reply = run_in_child("call", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
     from ..render import call as render
@@ -162,9 +162,10 @@ def emit_json(doc):
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
-def run_in_child(task, request, parsed, as_json):
+def run_in_child(task, request, parsed, as_json, verbose=False):
     """Run a task in the sandbox. Returns the reply, or an exit code after
-    printing a one-line report of a crash or timeout."""
+    printing a one-line report of a crash or timeout (-v adds what the worker
+    wrote on stderr, e.g. the fault handler's stack)."""
     from .. import sandbox
     from ..render import call as render
 
@@ -172,12 +173,16 @@ def run_in_child(task, request, parsed, as_json):
     try:
         reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"))
     except sandbox.ChildCrashed as e:
-        sig = getattr(e, "signal", None) or getattr(e, "signame", None) or str(e)
-        msg = f"{parsed.func} crashed the worker process ({sig})"
+        sig = getattr(e, "signal", None)
+        how = sig or f"exit status {getattr(e, 'returncode', '?')}"
+        msg = f"{parsed.func} crashed the worker process ({how})"
         if as_json:
-            emit_json(render.error_json("Crash", msg, None, signal=str(sig)))
+            extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
+            emit_json(render.error_json("Crash", msg, None, **extra))
         else:
             click.echo(f"tvmffi: error: {msg}", err=True)
+            if verbose and getattr(e, "stderr", ""):
+                click.echo(e.stderr.rstrip(), err=True)
         return EXIT_FAILED
     except sandbox.ChildTimeout:
         msg = f"{parsed.func} did not return within {timeout:g} s; the worker was killed"
