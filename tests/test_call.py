@@ -165,6 +165,13 @@ def test_large_tensor_has_no_data_but_a_preview(any_rt):
     assert "data" not in doc["result"] and doc["result"]["shape"] == [1000]
 
 
+def test_owned_tensor_in_place_leaves_the_file_alone(x_npy, via_worker):
+    before = x_npy.read_bytes()
+    doc = via_worker(kernels(), "add_one", "--tensor", x_npy, "--owned-tensors")
+    assert doc["args"][0]["value"]["data"] == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert x_npy.read_bytes() == before
+
+
 def test_tensor_argument_modes(via_worker):
     """DLTensor* views by default; owned ffi.Tensor objects with --owned-tensors."""
     doc = via_worker(kernels(), "describe", "--tensor", "float32[2]")

@@ -195,3 +195,14 @@ def test_json_output_is_strict_json(rt):  # noqa: F811
         raise ValueError(name)
 
     json.loads(r.stdout, parse_constant=refuse)
+
+
+def test_bytes_from_a_file(tmp_path, rt, call_json):  # noqa: F811
+    blob = bytes(range(256)) * 3
+    (tmp_path / "blob.bin").write_bytes(blob)
+    doc = call_json(basic(), "echo", "--bytes", f"@{tmp_path}/blob.bin")
+    import base64
+
+    assert doc["type"] == "bytes" and base64.b64decode(doc["result"]) == blob
+    doc = call_json(typed(), "bytes_len", f"@{tmp_path}/blob.bin")  # schema-typed positional
+    assert doc["result"] == 768
