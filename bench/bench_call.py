@@ -94,7 +94,9 @@ def build(tmp):
     exe = tmp / "direct"
     (tmp / "direct.c").write_text(DRIVER)
     sh(["gcc", "-std=c11", "-O2", f"-I{inc}", str(tmp / "direct.c"), "-o", str(exe),
-        f"-L{lib.parent}", "-ltvm_ffi", f"-Wl,-rpath,{lib.parent}", "-ldl"])
+        # --no-as-needed: load the runtime at start-up (nothing here calls it), so the
+        # dlopened library finds its libtvm_ffi.so by soname, as in any host process.
+        f"-L{lib.parent}", "-Wl,--no-as-needed", "-ltvm_ffi", f"-Wl,-rpath,{lib.parent}", "-ldl"])
     return so, exe
 
 
