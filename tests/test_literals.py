@@ -50,11 +50,25 @@ def test_bad_dtypes_are_input_errors(text):
 
 
 def test_dtype_agrees_with_the_official_parser():
-    tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi (reference) not installed")
-    for s in ["float32", "bfloat16", "int8x4", "bool", "float8_e5m2", "uint16x2", "float6_e3m2fn"]:
-        d = tvm_ffi.dtype(s)
-        assert L.parse_dtype(s) == (d.type_code, d.bits, d.lanes), s
-        assert L.canonical_dtype(s) == str(d)
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi (reference) not installed")
+    names = ["float32", "bfloat16", "int8x4", "bool", "float8_e5m2", "uint16x2", "float6_e3m2fn"]
+    # The official package loads its own libtvm_ffi.so; it must not meet ours in one process.
+    code = ("import json, sys, tvm_ffi\n"
+            "out = []\n"
+            "for s in json.loads(sys.argv[1]):\n"
+            "    d = tvm_ffi.dtype(s)\n"
+            "    out.append([d.type_code, d.bits, d.lanes, str(d)])\n"
+            "print(json.dumps(out))\n")
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(names)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for s, (code_, bits, lanes, canon) in zip(names, json.loads(r.stdout)):
+        assert L.parse_dtype(s) == (code_, bits, lanes), s
+        assert L.canonical_dtype(s) == canon
 
 
 @pytest.mark.parametrize("text,pair,canon", [
