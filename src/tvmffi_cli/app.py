@@ -1,0 +1,49 @@
+"""The click application. Commands live in tvmffi_cli.commands.<name> and are
+imported only when run, so one command does not pay for the others."""
+
+import importlib
+
+import click
+
+from . import __version__
+
+# name -> (module under tvmffi_cli.commands, one-line help shown by --help)
+COMMANDS = {
+    "inspect": ("inspect", "Show what a library exports, embeds and imports."),
+    "call": ("call", "Call one function of a library with typed arguments."),
+    "bench": ("bench", "Time one function of a library (timing loop in C)."),
+    "conform": ("conform", "Check a library against the TVM-FFI ABI rules."),
+    "config": ("config", "Print paths and flags to build against our runtime."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        mod = importlib.import_module(f"tvmffi_cli.commands.{entry[0]}")
+        return mod.command
+
+    def format_commands(self, ctx, formatter):
+        # Help text without importing every command module.
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="tvmffi")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+@click.pass_context
+def cli(ctx, debug):
+    """tvmffi: a toolkit for libraries that speak the TVM-FFI stable C ABI.
+
+    Exit codes: 0 success; 1 the checked thing failed (call raised, conformance
+    failed, file malformed); 2 usage or input error; 3 internal error.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
