@@ -37,9 +37,14 @@ def exported_function_names(path):
         open_binary = getattr(binfmt, "open_binary", None)
         if open_binary is not None:
             b = open_binary(str(path))
-            syms = getattr(b, "symbols", None)
-            if syms is not None:
-                names = [s.name for s in syms if getattr(s, "kind", "code") == "code"]
+            try:
+                syms = getattr(b, "symbols", None)
+                if syms is not None:
+                    names = [s.name for s in syms if getattr(s, "kind", "code") == "code"]
+            finally:
+                close = getattr(b, "close", None)
+                if close is not None:
+                    close()
     except ImportError:
         pass
     except Exception:
