@@ -12,7 +12,6 @@ from ctypes import (
     Structure,
     Union,
     c_char,
-    c_char_p,
     c_double,
     c_int,
     c_int32,
@@ -398,5 +397,4 @@ __all__ = [n for n in dir() if n.startswith(("kTVMFFI", "kDL", "TVMFFI", "DL"))]
     "cell_address",
     "byte_array_bytes",
     "byte_array_str",
-    "c_char_p",
 ]

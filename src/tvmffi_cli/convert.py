@@ -24,7 +24,7 @@ Arrays and Lists come back as Python lists, Maps and Dicts as dicts.
 import ctypes
 import sys
 import threading
-from ctypes import addressof, byref, c_int32, c_void_p
+from ctypes import addressof, byref, c_void_p
 
 from . import abi
 from .abi import (
@@ -1008,5 +1008,5 @@ __all__ = [
     "DataType", "Device", "Shape", "Tensor", "Function", "Module", "Object", "OpaquePtr",
     "FFIErrorBase", "FFIError", "ERROR_CLASSES", "error_class", "call_function",
     "py_to_any", "py_to_owned_any", "any_to_py", "any_view_to_py", "numpy_to_tensor",
-    "function_from_callable", "read_fields", "type_info_dict", "c_int32",
+    "function_from_callable", "read_fields", "type_info_dict", "ensure_cpu_allocator",
 ]
