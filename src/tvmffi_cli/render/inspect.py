@@ -39,7 +39,7 @@ def build(rep):
     if funcs:
         t = Table(show_edge=False, pad_edge=False, box=None)
         t.add_column("name", style="cyan", no_wrap=True)
-        t.add_column("signature")
+        t.add_column("signature", no_wrap=True)  # a signature reads only on one line
         t.add_column("doc")
         for f in funcs:
             sig = f.get("signature") or ""
