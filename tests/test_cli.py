@@ -9,24 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tvmffi_cli.capi_names import C_API_NAMES
+
 SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "tvmffi_cli" / "schemas"
 
-C_API = """TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
-TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
-TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
-TVMFFIEnvGetStream TVMFFIEnvModLookupFromImports TVMFFIEnvModRegisterContextSymbol
-TVMFFIEnvModRegisterSystemLibSymbol TVMFFIEnvRegisterCAPI
-TVMFFIEnvSetDLPackManagedTensorAllocator TVMFFIEnvSetStream TVMFFIEnvTensorAlloc
-TVMFFIErrorCreate TVMFFIErrorCreateWithCauseAndExtraContext TVMFFIErrorMoveFromRaised
-TVMFFIErrorSetRaised TVMFFIErrorSetRaisedFromCStr TVMFFIErrorSetRaisedFromCStrParts
-TVMFFIFunctionCall TVMFFIFunctionCreate TVMFFIFunctionGetGlobal TVMFFIFunctionSetGlobal
-TVMFFIFunctionSetGlobalFromMethodInfo TVMFFIGetCustomAllocator TVMFFIGetTypeAttrColumn
-TVMFFIGetTypeInfo TVMFFIGetVersion TVMFFIHandleDeinitOnce TVMFFIHandleInitOnce
-TVMFFIObjectCreateOpaque TVMFFIObjectDecRef TVMFFIObjectIncRef TVMFFISetCustomAllocator
-TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
-TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
-TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
-TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod""".split()
+C_API = sorted(C_API_NAMES)
 
 
 def tvmffi(*args, **kw):

@@ -10,29 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tvmffi_cli.capi_names import C_API_NAMES as _C_API
+
 import fixturebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 C_DIR = Path(__file__).resolve().parent / "c"
 
-C_API_NAMES = """
-TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
-TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
-TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
-TVMFFIEnvGetStream TVMFFIEnvModLookupFromImports TVMFFIEnvModRegisterContextSymbol
-TVMFFIEnvModRegisterSystemLibSymbol TVMFFIEnvRegisterCAPI
-TVMFFIEnvSetDLPackManagedTensorAllocator TVMFFIEnvSetStream TVMFFIEnvTensorAlloc
-TVMFFIErrorCreate TVMFFIErrorCreateWithCauseAndExtraContext TVMFFIErrorMoveFromRaised
-TVMFFIErrorSetRaised TVMFFIErrorSetRaisedFromCStr TVMFFIErrorSetRaisedFromCStrParts
-TVMFFIFunctionCall TVMFFIFunctionCreate TVMFFIFunctionGetGlobal TVMFFIFunctionSetGlobal
-TVMFFIFunctionSetGlobalFromMethodInfo TVMFFIGetCustomAllocator TVMFFIGetTypeAttrColumn
-TVMFFIGetTypeInfo TVMFFIGetVersion TVMFFIHandleDeinitOnce TVMFFIHandleInitOnce
-TVMFFIObjectCreateOpaque TVMFFIObjectDecRef TVMFFIObjectIncRef TVMFFISetCustomAllocator
-TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
-TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
-TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
-TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod
-""".split()
+C_API_NAMES = sorted(_C_API)
 
 RT_NAMES = """
 tvmffi_rt_live_objects tvmffi_rt_live_objects_of_type tvmffi_rt_strong_count

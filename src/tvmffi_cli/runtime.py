@@ -27,6 +27,7 @@ from .abi import (
     TVMFFITypeMetadata,
     TVMFFIVersion,
 )
+from .capi_names import C_API_NAMES
 from .errors import InputError
 
 _P = c_void_p
@@ -88,7 +89,7 @@ C_API = {
     "TVMFFIEnvModRegisterContextSymbol": (c_int, [c_char_p, _P]),
     "TVMFFIEnvModRegisterSystemLibSymbol": (c_int, [c_char_p, _P]),
 }
-assert len(C_API) == 50
+assert set(C_API) == C_API_NAMES
 
 #: Our runtime's own API (runtime/include/tvmffi/rt.h); declared when exported.
 RT_API = {

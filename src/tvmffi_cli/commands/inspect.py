@@ -20,23 +20,7 @@ CUBIN_PREFIX = "__tvm_ffi__cubin_"
 LIBRARY_BIN = "__tvm_ffi__library_bin"
 LIBRARY_CTX = "__tvm_ffi__library_ctx"
 
-# The 50 C functions of the stable ABI (ABI-NOTES): context symbols name them.
-C_API = frozenset("""TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
-TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
-TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
-TVMFFIEnvGetStream TVMFFIEnvModLookupFromImports TVMFFIEnvModRegisterContextSymbol
-TVMFFIEnvModRegisterSystemLibSymbol TVMFFIEnvRegisterCAPI
-TVMFFIEnvSetDLPackManagedTensorAllocator TVMFFIEnvSetStream TVMFFIEnvTensorAlloc
-TVMFFIErrorCreate TVMFFIErrorCreateWithCauseAndExtraContext TVMFFIErrorMoveFromRaised
-TVMFFIErrorSetRaised TVMFFIErrorSetRaisedFromCStr TVMFFIErrorSetRaisedFromCStrParts
-TVMFFIFunctionCall TVMFFIFunctionCreate TVMFFIFunctionGetGlobal TVMFFIFunctionSetGlobal
-TVMFFIFunctionSetGlobalFromMethodInfo TVMFFIGetCustomAllocator TVMFFIGetTypeAttrColumn
-TVMFFIGetTypeInfo TVMFFIGetVersion TVMFFIHandleDeinitOnce TVMFFIHandleInitOnce
-TVMFFIObjectCreateOpaque TVMFFIObjectDecRef TVMFFIObjectIncRef TVMFFISetCustomAllocator
-TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
-TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
-TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
-TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod""".split())
+from ..capi_names import C_API_NAMES as C_API  # noqa: E402  (no ctypes)
 
 RUNTIME_LIBS = ("libtvm_ffi.", "tvm_ffi.dll", "libtvm_ffi.dll")
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it

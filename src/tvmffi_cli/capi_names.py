@@ -1,0 +1,25 @@
+"""The names of the 50 C functions of the stable ABI (what the official
+libtvm_ffi.so exports, per ABI-NOTES). One list for the runtime loader, the
+inspect and conform checks, and the tests; no ctypes here so the inspect
+start-up path stays light."""
+
+C_API_NAMES = frozenset("""
+TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
+TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
+TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
+TVMFFIEnvGetStream TVMFFIEnvModLookupFromImports TVMFFIEnvModRegisterContextSymbol
+TVMFFIEnvModRegisterSystemLibSymbol TVMFFIEnvRegisterCAPI
+TVMFFIEnvSetDLPackManagedTensorAllocator TVMFFIEnvSetStream TVMFFIEnvTensorAlloc
+TVMFFIErrorCreate TVMFFIErrorCreateWithCauseAndExtraContext TVMFFIErrorMoveFromRaised
+TVMFFIErrorSetRaised TVMFFIErrorSetRaisedFromCStr TVMFFIErrorSetRaisedFromCStrParts
+TVMFFIFunctionCall TVMFFIFunctionCreate TVMFFIFunctionGetGlobal TVMFFIFunctionSetGlobal
+TVMFFIFunctionSetGlobalFromMethodInfo TVMFFIGetCustomAllocator TVMFFIGetTypeAttrColumn
+TVMFFIGetTypeInfo TVMFFIGetVersion TVMFFIHandleDeinitOnce TVMFFIHandleInitOnce
+TVMFFIObjectCreateOpaque TVMFFIObjectDecRef TVMFFIObjectIncRef TVMFFISetCustomAllocator
+TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
+TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
+TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
+TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod
+""".split())
+
+assert len(C_API_NAMES) == 50
