@@ -64,3 +64,30 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_mul3(void* handle, const TVMFFIAny* args, int32
   result->v_int64 = p;
   return 0;
 }
+
+/* Metadata and doc getters: what TVM_FFI_DLL_EXPORT_TYPED_FUNC emits for C++
+ * code, written by hand. Each returns a String; metadata holds JSON whose
+ * "type_schema" member is itself a JSON string describing the signature. */
+static int return_string(const char* text, TVMFFIAny* result) {
+  TVMFFIByteArray s = {text, strlen(text)};
+  return TVMFFIStringFromByteArray(&s, result);
+}
+
+#define SCHEMA(ret, params)                                                        \
+  "{\"type_schema\": \"{\\\"type\\\":\\\"ffi.Function\\\",\\\"named_args\\\":{"  \
+  "\\\"return\\\":[" ret "],\\\"params\\\":[" params "]}}\"}"
+#define T(name) "{\\\"type\\\":\\\"" name "\\\"}"
+
+#define GETTER(sym, text)                                                          \
+  TVM_FFI_DLL_EXPORT int sym(void* handle, const TVMFFIAny* args, int32_t num_args, \
+                             TVMFFIAny* result) {                                   \
+    (void)handle;                                                                   \
+    (void)args;                                                                     \
+    (void)num_args;                                                                 \
+    return return_string(text, result);                                             \
+  }
+
+GETTER(__tvm_ffi__metadata_add_one, SCHEMA(T("None"), T("DLTensor*")))
+GETTER(__tvm_ffi__doc_add_one, "Add 1 to every element of a float32 tensor, in place.")
+GETTER(__tvm_ffi__metadata_mul3, SCHEMA(T("int"), T("int") "," T("int") "," T("int")))
+GETTER(__tvm_ffi__doc_mul3, "Multiply three integers.")
