@@ -3,11 +3,15 @@
 A metadata getter returns JSON `{"type_schema": "<json>"}`; the inner schema of
 a function is `{"type": "ffi.Function", "named_args": {"return": [R],
 "params": [P...]}}` (older writers: `"args": [R, P...]`). Each type is
-`{"type": key, "args": [...]}`. Pure Python, no ctypes: used by the parent to
-judge metadata and by the probe worker to synthesize arguments.
+`{"type": key, "args": [...]}`. Parsing is schema.py's; this module adds what
+conform needs: which value kinds a declared type accepts or returns. Pure
+Python, no ctypes: used by the parent and by the probe worker.
 """
 
 import json
+
+from .. import schema
+from ..errors import FormatError
 
 # Value kinds the probe can build, by the type index they carry.
 K_NONE, K_INT, K_BOOL, K_FLOAT = 0, 1, 2, 3
@@ -32,46 +36,32 @@ class Sig:
         self.ret = ret
 
 
-def _norm(t, depth=0):
-    if depth > 32:
-        raise SchemaError("type schema nested too deeply")
-    if not isinstance(t, dict) or not isinstance(t.get("type"), str) or not t["type"]:
-        raise SchemaError(f"a type must be an object with a non-empty string 'type': {t!r:.80}")
-    args = t.get("args", [])
-    if not isinstance(args, list):
-        raise SchemaError(f"'args' of {t['type']} must be a list")
-    key = _ALIASES.get(t["type"], t["type"])
-    return {"type": key, "args": [_norm(a, depth + 1) for a in args]}
+def _as_dict(spec):
+    """The plain-dict form the probes work with, from schema.py's TypeSpec
+    (the one parser of type schemas), with C++ spellings normalised."""
+    key = _ALIASES.get(spec.key, spec.key)
+    return {"type": key, "args": [_as_dict(a) for a in spec.args]}
+
+
+def _sig(spec):
+    if spec.key != "ffi.Function":
+        raise SchemaError(f"type_schema of a function has type {spec.key!r}, "
+                          "expected 'ffi.Function'")
+    if spec.is_function:
+        ret = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}
+        return Sig([_as_dict(p) for p in spec.params], ret)
+    if spec.args:  # older writers: "args": [return, params...]
+        args = [_as_dict(a) for a in spec.args]
+        return Sig(args[1:], args[0])
+    return None  # ffi.Function without arguments: an untyped (packed) function
 
 
 def parse_type_schema(text):
     """Sig of a function type schema (str or already-decoded dict)."""
-    if isinstance(text, str):
-        try:
-            doc = json.loads(text)
-        except ValueError as e:
-            raise SchemaError(f"type_schema is not JSON: {e}") from None
-    else:
-        doc = text
-    t = _norm(doc)
-    if t["type"] != "ffi.Function":
-        raise SchemaError(f"type_schema of a function has type {t['type']!r}, "
-                          "expected 'ffi.Function'")
-    named = doc.get("named_args")
-    if named is not None:
-        if not isinstance(named, dict):
-            raise SchemaError("'named_args' must be an object")
-        ret = named.get("return", [{"type": "Any"}])
-        params = named.get("params", [])
-        if not isinstance(ret, list) or len(ret) > 1 or not isinstance(params, list):
-            raise SchemaError("'named_args' needs a 'return' list of at most one type and a "
-                              "'params' list")
-        ret = _norm(ret[0]) if ret else {"type": "Any", "args": []}
-        return Sig([_norm(p) for p in params], ret)
-    if t["args"]:
-        return Sig(t["args"][1:], t["args"][0])
-    # ffi.Function without arguments: an untyped (packed) function.
-    return None
+    try:
+        return _sig(schema.parse_type(text))
+    except FormatError as e:
+        raise SchemaError(str(e)) from None
 
 
 def parse_metadata(text):
