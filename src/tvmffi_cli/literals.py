@@ -70,7 +70,14 @@ def _parse_dtype_base(base):
     bm = re.fullmatch(r"(int|uint|float|bfloat|complex)([0-9]+)", base)
     if not bm:
         return None
-    return (DTYPE_CODES[bm.group(1)], int(bm.group(2)))
+    # A width of more than 9 digits is out of range anyway (parse_dtype says
+    # so); int() of thousands of digits would raise ValueError instead.
+    return (DTYPE_CODES[bm.group(1)], _small_int(bm.group(2)))
+
+
+def _small_int(digits):
+    """int() of an ASCII digit string, saturated past 9 digits (stays out of every range)."""
+    return int(digits) if len(digits) <= 9 else 10 ** 9
 
 
 def parse_dtype(text):
@@ -87,7 +94,7 @@ def parse_dtype(text):
         if not m or _parse_dtype_base(m.group(1)) is None:
             raise InputError(_BAD_DTYPE.format(text))
         got = _parse_dtype_base(m.group(1))
-        lanes = int(m.group(2))
+        lanes = _small_int(m.group(2))
         if not 1 <= lanes <= 0xFFFF:
             raise InputError(f"bad dtype {text!r}: lanes must be 1..65535")
     code, bits = got
@@ -161,7 +168,14 @@ def parse_int(text):
     t = text.strip()
     if not _INT_RE.fullmatch(t):
         raise InputError(f"bad int {text!r}")
-    v = int(t, 0) if not re.fullmatch(r"[+-]?0[0-9_]+", t) else int(t.replace("_", ""), 10)
+    try:
+        v = int(t, 0) if not re.fullmatch(r"[+-]?0[0-9_]+", t) else int(t.replace("_", ""), 10)
+    except ValueError:
+        # The pattern lets through what int() refuses: "0x_", "1__2", "1_", and
+        # numbers past int()'s 4300-digit limit.
+        if len(t) > 4000:
+            raise InputError(f"int {_short(t)} is out of the int64 range") from None
+        raise InputError(f"bad int {text!r}") from None
     if not INT64_MIN <= v <= INT64_MAX:
         raise InputError(f"int {text} is out of the int64 range")
     return v
@@ -221,6 +235,10 @@ MAX_LITERAL_BYTES = 1 << 40
 
 
 def _abspath(p, cwd=None):
+    if "\0" in p:
+        # No file name holds a NUL (os functions raise ValueError on one); a
+        # JSON string converted to a tensor or bytes path can carry it.
+        raise InputError(f"path {_short(p)} contains a NUL character")
     p = os.path.expanduser(p)
     return os.path.abspath(os.path.join(cwd, p) if cwd and not os.path.isabs(p) else p)
 
@@ -235,6 +253,11 @@ def parse_tensor_literal(text):
     dims = [d.strip() for d in dims_txt.split(",")] if dims_txt.strip() else []
     if any(not d for d in dims):
         raise InputError(f"bad tensor literal {text!r}: empty dimension")
+    # The pattern admits "2 3" (space inside one dimension) and digit runs
+    # past int()'s limit; both are bad dimensions, not a ValueError.
+    if any(not re.fullmatch(r"[0-9]{1,19}", d) for d in dims):
+        raise InputError(f"bad tensor literal {_short(text)}: each dimension is a number "
+                         "below 10**19")
     shape = [int(d) for d in dims]
     if len(shape) > 32:
         raise InputError(f"bad tensor literal {text!r}: more than 32 dimensions")

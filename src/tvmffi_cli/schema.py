@@ -205,7 +205,12 @@ def convert_literal(spec, value, where="value"):
         if isinstance(value, (bytes, bytearray)):
             return bytes(value)
         if isinstance(value, str):
-            return value.encode()
+            try:
+                # surrogateescape gives back the bytes of a non-UTF-8 argv word.
+                return value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                raise InputError(f"{where}: {value!r} holds a lone surrogate, not text "
+                                 "that encodes to bytes") from None
         raise InputError(f"{where}: expected bytes, got {value!r}")
     if k in ("Array", "List", "Shape", "Tuple"):
         if isinstance(value, str):
