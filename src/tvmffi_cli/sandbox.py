@@ -149,6 +149,11 @@ class Worker:
                 self._kill()
         self._cleanup()
 
+    def kill(self):
+        """Kill the child (and its process group) now; the next request starts a new one."""
+        self._kill()
+        self._cleanup()
+
     def _kill(self):
         p = self.proc
         if p is None:

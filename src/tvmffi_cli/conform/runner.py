@@ -8,16 +8,13 @@ the step that died, records it, and resumes that function in a fresh worker
 after the failed step.
 """
 
-import json
 import os
 import queue
-import select
-import signal
 import subprocess
-import sys
 import threading
 import time
 
+from .. import sandbox
 from . import checks_probe, checks_static, registry
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
@@ -34,71 +31,43 @@ class WorkerDied(Exception):
         self.detail = detail
 
 
-def _signame(rc):
-    if rc is None or rc >= 0:
-        return None if rc is None else f"exit status {rc}"
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return f"signal {-rc}"
-
-
 class Worker:
-    """One probe process: a request pipe in, an event pipe out."""
+    """One probe process: sandbox.Worker serving tasks/probe.py's event stream
+    (a request line in, event lines out; the library's own output never
+    reaches the event pipe)."""
 
     def __init__(self, path, timeout):
         self.path = path
         self.timeout = timeout
-        self.proc = None
         self.loaded = None
-        self._buf = b""
+        self._w = sandbox.Worker(serve="probe", stderr=subprocess.DEVNULL)
+
+    def alive(self):
+        return self._w.alive()
 
     def start(self):
-        req_r, self._req_w = os.pipe()
-        self._ev_r, ev_w = os.pipe()
-        cmd = [sys.executable, "-m", "tvmffi_cli.tasks.probe", str(req_r), str(ev_w)]
-        env = dict(os.environ)
-        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-        # A runtime with initial-exec TLS is dlopen'ed late, after the
-        # interpreter took its share of the static TLS surplus; reserve room.
-        tun = env.get("GLIBC_TUNABLES", "")
-        if "optional_static_tls" not in tun:
-            env["GLIBC_TUNABLES"] = ":".join(
-                x for x in (tun, "glibc.rtld.optional_static_tls=16384") if x)
-        # The library's own prints must not reach our stdout (it may carry --json).
-        self.proc = subprocess.Popen(cmd, pass_fds=(req_r, ev_w), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env=env, close_fds=True)
-        os.close(req_r)
-        os.close(ev_w)
-        self._buf = b""
+        self._w.start()
         self.send({"op": "load", "path": self.path, "timeout": self.timeout})
 
     def send(self, obj):
-        data = (json.dumps(obj) + "\n").encode()
         try:
-            os.write(self._req_w, data)
-        except BrokenPipeError:
+            self._w.send(obj)
+        except sandbox.ChildCrashed:
             pass  # the worker died; reading its events reports how
 
     def events(self, idle):
         """Yield events until the worker dies (raises WorkerDied)."""
         while True:
-            while b"\n" in self._buf:
-                line, self._buf = self._buf.split(b"\n", 1)
-                yield json.loads(line)
-            r, _, _ = select.select([self._ev_r], [], [], idle)
-            if not r:
+            try:
+                yield self._w.read_line(timeout=idle)
+            except sandbox.ChildTimeout:
                 # The in-worker watchdog should have fired; a stuck interpreter
-                # (e.g. a callee holding the GIL) is killed from here.
-                self.kill()
-                raise WorkerDied("SIGKILL", hang=True)
-            chunk = os.read(self._ev_r, 1 << 16)
-            if not chunk:
-                rc = self.proc.wait()
-                self._close()
-                raise WorkerDied(_signame(rc))
-            self._buf += chunk
+                # (e.g. a callee holding the GIL) was killed from here.
+                raise WorkerDied("SIGKILL", hang=True) from None
+            except sandbox.ChildCrashed as e:
+                rc = e.returncode
+                name = e.signal or (None if rc is None else f"exit status {rc}")
+                raise WorkerDied(name) from None
 
     def load(self):
         """Wait for the load answer: the event dict (ok or not)."""
@@ -111,30 +80,12 @@ class Worker:
                 raise WorkerDied("SIGKILL", hang=True, step="load")
 
     def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._close()
-
-    def _close(self):
-        for fd in ("_req_w", "_ev_r"):
-            f = getattr(self, fd, None)
-            if f is not None:
-                try:
-                    os.close(f)
-                except OSError:
-                    pass
-                setattr(self, fd, None)
+        self._w.kill()
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
+        if self._w.alive():
             self.send({"op": "exit"})
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._close()
+        self._w.close()
 
 
 class Prober:
@@ -146,7 +97,7 @@ class Prober:
         self.worker = None
 
     def ensure(self):
-        if self.worker is None or self.worker.proc.poll() is not None:
+        if self.worker is None or not self.worker.alive():
             self.worker = Worker(self.path, self.timeout)
             self.worker.start()
             ev = self.worker.load()
