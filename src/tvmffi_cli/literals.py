@@ -70,14 +70,14 @@ def _parse_dtype_base(base):
     bm = re.fullmatch(r"(int|uint|float|bfloat|complex)([0-9]+)", base)
     if not bm:
         return None
-    # A width of more than 9 digits is out of range anyway (parse_dtype says
-    # so); int() of thousands of digits would raise ValueError instead.
+    # A huge width is out of range anyway (parse_dtype says so); int() of
+    # thousands of digits would raise ValueError instead.
     return (DTYPE_CODES[bm.group(1)], _small_int(bm.group(2)))
 
 
 def _small_int(digits):
-    """int() of an ASCII digit string, saturated past 9 digits (stays out of every range)."""
-    return int(digits) if len(digits) <= 9 else 10 ** 9
+    """int() of an ASCII digit string, saturated at 10**18 (above every range checked here)."""
+    return int(digits) if len(digits) <= 18 else 10 ** 18
 
 
 def parse_dtype(text):
@@ -138,8 +138,8 @@ def parse_device(text):
     t = text.strip().lower()
     name, sep, idx = t.partition(":")
     name = _DEVICE_ALIASES.get(name, name)
-    if name.isdigit():
-        dev_type = int(name)
+    if re.fullmatch(r"[0-9]+", name):  # not str.isdigit: it admits "²", which int() refuses
+        dev_type = _small_int(name)
         if not 0 <= dev_type <= 0x7FFFFFFF:
             raise InputError(f"bad device {text!r}: type out of range")
     elif name in DEVICE_TYPES:
@@ -148,7 +148,7 @@ def parse_device(text):
         raise InputError(f"bad device {text!r} (known: {', '.join(DEVICE_TYPES)}; e.g. cuda:1)")
     if not sep:
         return (dev_type, 0)
-    if not re.fullmatch(r"[0-9]+", idx) or int(idx) > 0x7FFFFFFF:
+    if not re.fullmatch(r"[0-9]+", idx) or _small_int(idx) > 0x7FFFFFFF:
         raise InputError(f"bad device {text!r}: the index must be a non-negative integer")
     return (dev_type, int(idx))
 
