@@ -309,24 +309,28 @@ def tiny_pe():
     return head + b"\0" * (0x200 - len(head)) + b"\xc3" * 0x200
 
 
+# An ELF64 header of a CUDA binary (EM_CUDA, ABI version 7, sm_80 in e_flags).
+FAKE_CUBIN = (b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
+              + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, 80, 64, 56, 0, 64, 0, 0))
+
+
 def libbin_blobs():
     """Valid library_bin images: no module, the library alone, GPU modules of
     every layout variant, a custom kind, a deeper import tree."""
     from tvmffi_cli import libbin
 
-    cubin = (b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
-             + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, 80, 64, 56, 0, 64, 0, 0))
-    blobs = [libbin.encode([]), libbin.encode([("_lib", None)])]
+    cubin = FAKE_CUBIN
+    blobs = [libbin.encode([], tree=[]), libbin.encode([("_lib", None)])]
     for b in gpu_blobs(cubin):
         blobs.append(libbin.encode([("_lib", None), (b[0], b[1])]))
     blobs.append(libbin.encode([("_lib", None), ("cuda", gpu_blobs(cubin)[0][1]),
-                                ("acme.custom", b"\x00\x01hello"), ("opencl", b"")],
+                                ("acme.custom", b"\x00\x01hello"), gpu_blobs(cubin)[-1]],
                                tree=[[1, 3], [2], [], []]))
     blobs.append(libbin.encode([("acme", b"x" * 40), ("_lib", None)], tree=[[1], []]))
     return blobs
 
 
-def gpu_blobs(cubin=b"\x7fELF" + b"\0" * 60):
+def gpu_blobs(cubin=FAKE_CUBIN):
     """(kind, blob) GPU modules in each layout the decoder knows."""
     from tvmffi_cli import modformats
 
@@ -922,5 +926,39 @@ def L_FLAGS():
     return literals.ARG_FLAGS
 
 
+class SelfTestTarget(Target):
+    """A target with planted bugs, to test the harness itself (tests/test_fuzz.py):
+    inputs starting with b"!" raise IndexError, b"?" a FormatError wrapping a
+    KeyError (masked), b"M" a FormatError hiding a MemoryError, anything else
+    a plain FormatError or nothing."""
+
+    name = "selftest"
+    doc = "planted bugs (only with TVMFFI_FUZZ_SELFTEST=1)"
+
+    def make_seeds(self):
+        return [b"ok", b"bad"]
+
+    def strategy(self, st):
+        return st.sampled_from([b"!", b"?", b"M", b"bad", b"ok"]).flatmap(
+            lambda head: st.binary(max_size=4).map(lambda tail: head + tail))
+
+    def run(self, data):
+        from tvmffi_cli.errors import FormatError
+
+        if data[:1] == b"!":
+            return [][len(data)]
+        if data[:1] in (b"?", b"M"):
+            try:
+                if data[:1] == b"M":
+                    raise MemoryError()
+                return {}[data]
+            except (KeyError, MemoryError) as e:
+                raise FormatError(f"wrapped {type(e).__name__}")
+        if data.startswith(b"bad"):
+            raise FormatError("bad input")
+
+
 TARGETS = {t.name: t for t in (LibBinTarget(), ModFormatsTarget(), ElfTarget(), PeTarget(),
                                MachOTarget(), SchemaTarget(), LiteralsTarget(), ArgvTarget())}
+if os.environ.get("TVMFFI_FUZZ_SELFTEST") == "1":
+    TARGETS["selftest"] = SelfTestTarget()
