@@ -6,6 +6,7 @@ exception; a missing or unreadable file is an InputError.
 """
 
 import os
+import stat
 import struct
 
 from ..errors import FormatError, InputError
@@ -56,13 +57,25 @@ def open_binary(path):
     """Open and parse `path` (ELF, PE/COFF or Mach-O, thin or fat)."""
     p = os.fspath(path)
     try:
-        f = open(p, "rb")
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait forever
+        # for a writer; only regular files are read below.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise InputError(f"{p}: no such file")
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory")
     except OSError as e:
         raise InputError(f"{p}: cannot open ({e.strerror or e})")
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        raise InputError(f"{p}: cannot read ({e.strerror or e})")
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(f"{p}: is a directory" if stat.S_ISDIR(mode) else
+                         f"{p}: not a regular file")
+    f = os.fdopen(fd, "rb")
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
