@@ -254,3 +254,18 @@ def test_bytes_from_a_non_utf8_argv_word():
 def test_format_error_is_an_input_error():
     # The contract relies on every project error deriving from TvmffiError.
     assert issubclass(FormatError, InputError)
+
+
+def test_elf_section_table_too_close_to_the_end_is_a_plain_format_error():
+    # shnum 0 (extended numbering) makes the reader read section 0; an offset
+    # 20 bytes before the end left no room for it (struct.error under the
+    # safety net before the fix).
+    import struct
+
+    data = bytearray(200)
+    data[:16] = b"\x7fELF\x02\x01\x01" + bytes(9)
+    struct.pack_into("<HHIQQQIHHHHHH", data, 16, 3, 62, 1, 0, 0, 180, 0, 64, 56, 0, 64, 0, 0)
+    with pytest.raises(FormatError, match="past the end of the file") as ei:
+        parse_bytes(bytes(data))
+    assert ei.value.__context__ is None
+    assert fuzz_targets.check(fuzz_targets.TARGETS["elf"], bytes(data)).kind == "error"

@@ -89,7 +89,7 @@ class ElfBinary(Binary):
             return
         if shentsize < want:
             raise FormatError(f"ELF section header size {shentsize} is smaller than {want}")
-        if shoff >= n:
+        if shoff > n - want:  # section 0 is read below even when shnum is 0
             raise FormatError(f"ELF section header table offset {shoff:#x} is past the end of the "
                               f"file ({n} bytes)")
         if shnum == 0:  # extended numbering: the real count is in section 0's sh_size
