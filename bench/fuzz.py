@@ -14,8 +14,9 @@ found, 2 on usage errors. Each finding's smallest input and traceback are
 saved under --artifacts.
 
 Each (target, engine) runs in its own child process with an address-space
-limit, so an allocation by an untrusted size shows up as a MemoryError finding
-instead of a swapping machine, and a per-input timer reports hangs.
+limit (--memory-mb, 1 GiB by default; a child needs under 100 MB), so an
+allocation by an untrusted size shows up as a MemoryError finding instead of a
+swapping machine, and a per-input timer (--timeout) reports hangs.
 """
 
 import argparse
@@ -182,7 +183,7 @@ def run_atheris(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0
     finish()  # the corpus and mutation budget ran out before the count
 
 
-def run(target_name, engine, execs, seconds=None, seed=0, artifacts=None, memory_mb=4096,
+def run(target_name, engine, execs, seconds=None, seed=0, artifacts=None, memory_mb=1024,
         timeout=5.0, python=None):
     """Run one (target, engine) in a child process and return its stats dict."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -226,6 +227,7 @@ def child_main(args):
 
 
 def repro(args):
+    _limit_memory(args.memory_mb)
     target = fuzz_targets.TARGETS[args.target[0]]
     data = Path(args.repro).read_bytes()
     out = fuzz_targets.check(target, data, args.timeout)
@@ -248,7 +250,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", "-j", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--timeout", type=float, default=5.0, help="per-input time limit (s)")
-    ap.add_argument("--memory-mb", type=int, default=4096,
+    ap.add_argument("--memory-mb", type=int, default=1024,
                     help="address-space limit of each child (0: none)")
     ap.add_argument("--artifacts", default=None,
                     help="where finding inputs go (default: a new temporary directory)")

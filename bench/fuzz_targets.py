@@ -929,8 +929,8 @@ def L_FLAGS():
 class SelfTestTarget(Target):
     """A target with planted bugs, to test the harness itself (tests/test_fuzz.py):
     inputs starting with b"!" raise IndexError, b"?" a FormatError wrapping a
-    KeyError (masked), b"M" a FormatError hiding a MemoryError, anything else
-    a plain FormatError or nothing."""
+    KeyError (masked), b"M" a FormatError hiding a MemoryError, b"ALLOC"
+    allocates 2 GiB, anything else a plain FormatError or nothing."""
 
     name = "selftest"
     doc = "planted bugs (only with TVMFFI_FUZZ_SELFTEST=1)"
@@ -947,6 +947,8 @@ class SelfTestTarget(Target):
 
         if data[:1] == b"!":
             return [][len(data)]
+        if data == b"ALLOC":  # an allocation by an untrusted size (not in the strategy)
+            return bytearray(2 << 30)
         if data[:1] in (b"?", b"M"):
             try:
                 if data[:1] == b"M":

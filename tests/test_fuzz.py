@@ -269,3 +269,15 @@ def test_elf_section_table_too_close_to_the_end_is_a_plain_format_error():
         parse_bytes(bytes(data))
     assert ei.value.__context__ is None
     assert fuzz_targets.check(fuzz_targets.TARGETS["elf"], bytes(data)).kind == "error"
+
+
+def test_an_allocation_by_an_untrusted_size_is_a_finding(tmp_path):
+    # The children run under an address-space limit (1 GiB by default), so a
+    # 2 GiB allocation fails as a MemoryError instead of succeeding quietly.
+    p = tmp_path / "alloc.bin"
+    p.write_bytes(b"ALLOC")
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "fuzz.py"), "--repro", str(p),
+                        "--target", "selftest"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TVMFFI_FUZZ_SELFTEST="1"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "finding: MemoryError @ <outside tvmffi_cli>" in r.stdout
