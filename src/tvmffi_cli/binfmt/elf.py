@@ -33,6 +33,11 @@ STT_OBJECT, STT_FUNC, STT_COMMON, STT_TLS, STT_GNU_IFUNC = 1, 2, 5, 6, 10
 DT_NULL, DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 14, 15, 29
 
 _NATIVE_LITTLE = sys.byteorder == "little"
+# Symbol and string tables are decoded up to this size each (about 2.8
+# million 64-bit symbols): a header claiming more, e.g. a whole 2 GiB file,
+# is reported instead of read.
+MAX_TABLE_BYTES = 64 << 20
+_RELEASE_FROM = 1 << 20
 
 
 def _cstr(buf, off):
@@ -129,21 +134,45 @@ class ElfBinary(Binary):
                 e + "IIIIIIIIII", self.data, off)
         return nm, typ, flags, addr, o, size, link, info, ent
 
-    def _bytes_of(self, raw_or_sec):
+    def _span_of(self, raw_or_sec, cap=None):
+        """(file offset, byte count) of a section's bytes, bounded by the file
+        and by `cap` (a claim beyond the cap is noted as a problem)."""
         if isinstance(raw_or_sec, Section):
             off, size = raw_or_sec.offset, raw_or_sec.filesize
         else:
             off, size = raw_or_sec[4], (0 if raw_or_sec[1] == SHT_NOBITS else raw_or_sec[5])
         n = len(self.data)
         if off >= n:
-            return b""
-        return bytes(self.data[off:min(n, off + size)])
+            return off, 0
+        if cap is not None and size > cap:
+            name = raw_or_sec.name if isinstance(raw_or_sec, Section) else "?"
+            self.problems.append(f"section {name} claims {size} bytes; only the first {cap} "
+                                 f"are read")
+            size = cap
+        return off, min(size, n - off)
+
+    def _copy(self, off, size):
+        """bytes of the file; for a mapped file the pages read are released
+        again, so big tables do not stay in the resident set twice."""
+        out = bytes(self.data[off:off + size])
+        if size >= _RELEASE_FROM and hasattr(self.data, "madvise"):
+            import mmap
+
+            start = off - off % mmap.PAGESIZE
+            try:
+                self.data.madvise(mmap.MADV_DONTNEED, start, off + size - start)
+            except (OSError, ValueError, AttributeError):
+                pass
+        return out
+
+    def _bytes_of(self, raw_or_sec, cap=None):
+        return self._copy(*self._span_of(raw_or_sec, cap))
 
     def _linked_strtab(self, sec):
         if 0 < sec.link < len(self.sections):
             st = self.sections[sec.link]
             if st.type == SHT_STRTAB:
-                return self._bytes_of(st)
+                return self._bytes_of(st, MAX_TABLE_BYTES)
         self.problems.append(f"section {sec.name} does not link to a string table")
         return b""
 
@@ -189,24 +218,33 @@ class ElfBinary(Binary):
         self._symsec = sec
         self._strtab = self._linked_strtab(sec)
         esz = 24 if self.bits == 64 else 16
-        raw = self._bytes_of(sec)
-        raw = raw[:len(raw) - len(raw) % esz]
+        start, size = self._span_of(sec, MAX_TABLE_BYTES)
+        size -= size % esz
         swap = self.little != _NATIVE_LITTLE
-        w = array("I")
-        w.frombytes(raw)
-        h = array("H")
-        h.frombytes(raw)
-        if swap:
-            w.byteswap()
-            h.byteswap()
-        if self.bits == 64:
-            q = array("Q")
-            q.frombytes(raw)
+        # Column by column, a chunk of entries at a time: the whole-table
+        # temporaries would cost four times the table.
+        cols = (array("I"), bytearray(), bytearray(), array("H"),
+                array("Q" if self.bits == 64 else "I"), array("Q" if self.bits == 64 else "I"))
+        step = esz * 65536
+        for at in range(0, size, step):
+            chunk = self._copy(start + at, min(step, size - at))
+            w = array("I")
+            w.frombytes(chunk)
+            h = array("H")
+            h.frombytes(chunk)
             if swap:
-                q.byteswap()
-            cols = (w[0::6], raw[4::24], raw[5::24], h[3::12], q[1::3], q[2::3])
-        else:
-            cols = (w[0::4], raw[12::16], raw[13::16], h[7::8], w[1::4], w[2::4])
+                w.byteswap()
+                h.byteswap()
+            if self.bits == 64:
+                q = array("Q")
+                q.frombytes(chunk)
+                if swap:
+                    q.byteswap()
+                parts = (w[0::6], chunk[4::24], chunk[5::24], h[3::12], q[1::3], q[2::3])
+            else:
+                parts = (w[0::4], chunk[12::16], chunk[13::16], h[7::8], w[1::4], w[2::4])
+            for c, p in zip(cols, parts):
+                c.extend(p)
         self._cols = cols
         return cols
 
