@@ -333,6 +333,15 @@ def fast_main(argv):
     except TvmffiError as e:
         sys.stderr.write(f"tvmffi: error: {e}\n")
         return e.exit_code
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug in tvmffi: one line, as the click path does
+        import os
+
+        if os.environ.get("TVMFFI_DEBUG") == "1":
+            raise
+        sys.stderr.write(f"tvmffi: internal error: {type(e).__name__}: {e} (rerun with --debug)\n")
+        return 3
 
 
 def _make_command():

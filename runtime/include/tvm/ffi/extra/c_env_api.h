@@ -37,7 +37,8 @@ TVM_FFI_DLL int TVMFFIEnvCheckSignals(void);
 TVM_FFI_DLL int TVMFFIEnvRegisterCAPI(const char* name, void* symbol);
 
 /* Finds func_name among the imports of the module stored in a library's
- * context symbol (then among global functions); *out is a new reference. */
+ * context symbol (then among global functions). *out is borrowed: the module
+ * caches the function and keeps it alive, so the caller must not release it. */
 TVM_FFI_DLL int TVMFFIEnvModLookupFromImports(TVMFFIObjectHandle library_ctx, const char* func_name,
                                               TVMFFIObjectHandle* out);
 /* A symbol that the loader writes into each library exporting `name`. */
