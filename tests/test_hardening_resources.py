@@ -5,9 +5,9 @@ reported (exit 1, one line), not allocated.
 
 Peak RSS and bytes read come from fixtures/hardening/probe_cli.py, which
 runs the same CLI entry point and writes its own VmHWM and /proc/self/io
-rchar at exit. The real `python -m tvmffi_cli` process is also measured from
-outside (wait4's ru_maxrss), an upper bound: Linux folds the forking test
-process's own peak into it.
+rchar at exit. wait4's ru_maxrss is not used as a verdict: Linux folds the
+forking test process's own peak into it, and a long serial pytest run alone
+is larger than the limit.
 """
 
 import json
@@ -112,10 +112,12 @@ def test_2gib_sparse_library_small_rss_and_not_read_whole(kitchen, tmp_path):
     assert r["maxrss"] < RSS_LIMIT, r["maxrss"]
     assert r["rchar"] < 64 << 20, r["rchar"]  # far from the 2 GiB
     assert r["seconds"] < LIMIT_S
-    # the same through the real `python -m tvmffi_cli` (RSS from wait4)
+    # the same through the real `python -m tvmffi_cli`: same answer. (Its RSS
+    # is not judged from wait4: that figure folds in the test runner's own
+    # peak, which exceeds the limit by itself in a long serial run.)
     r2 = measure(["inspect", "--static", "--json", big], tmp_path)
     _check_one_line(r2, 0)
-    assert r2["maxrss"] < RSS_LIMIT, r2["maxrss"]
+    assert json.loads(r2["stdout"])["functions"] == rep["functions"]
 
 
 @pytest.mark.parametrize("section_type,name", [(11, ".dynsym"), (3, ".dynstr")])
@@ -181,7 +183,7 @@ def test_library_bin_claiming_terabytes_is_reported(tmp_path, field, needle):
         assert patched == 1
     p = tmp_path / "claims.so"
     p.write_bytes(bytes(data))
-    r = measure(["inspect", "--static", "--json", p], tmp_path)
+    r = measure(["inspect", "--static", "--json", p], tmp_path, probe=True)
     assert r["rc"] in (0, 1) and "Traceback" not in r["stderr"], r["stderr"]
     rep = json.loads(r["stdout"])
     assert r["maxrss"] < RSS_LIMIT, r["maxrss"]
