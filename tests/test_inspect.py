@@ -158,7 +158,7 @@ def test_cxx_runtime_imports_are_flagged(build_lib):
     assert rep["unsupported_imports"] == ["_ZN3tvm3ffi11RecursiveEqERKNS0_3AnyES3_"]
     assert rep["runtime_imports"] == ["TVMFFIErrorSetRaisedFromCStr"]
     assert rep["needs_runtime"] is True
-    r = tvmffi("inspect", "--static", lib, env={"NO_COLOR": "1"})
+    r = tvmffi("inspect", "--static", lib, env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert "_ZN3tvm3ffi11RecursiveEqERKNS0_3AnyES3_" in r.stdout
     assert "only the official runtime" in r.stdout
 
@@ -192,7 +192,9 @@ def test_loaded_signatures_and_docs(official_lib, official_runtime):
     assert json.loads(fns["mul3"]["metadata"]["type_schema"])["type"] == "ffi.Function"
     assert fns["mul3"]["type"] == {"type": "ffi.Function", "params": [{"type": "int"}] * 3,
                                    "return": {"type": "int"}}
-    r = tvmffi("inspect", "--runtime", official_runtime, official_lib, env={"NO_COLOR": "1"})
+    # wide enough that no doc cell wraps (the human table follows COLUMNS)
+    r = tvmffi("inspect", "--runtime", official_runtime, official_lib,
+               env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
     assert "scale(float, Optional[float]) -> float" in r.stdout
     assert "Multiply three integers." in r.stdout
