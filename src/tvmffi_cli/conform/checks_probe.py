@@ -228,12 +228,7 @@ def check_error_protocol(f):
         n += 1
         if c.get("rc") not in (0, -1):
             bad.append(f"threads[{i}]: returned {c.get('rc')}")
-    if bad:
-        return Result("error-protocol", f.name, FAIL, "; ".join(bad[:3])
-                      + (f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""))
-    if not n:
-        return Result("error-protocol", f.name, SKIP, "no call completed")
-    return Result("error-protocol", f.name, PASS, f"{n} call(s) followed the protocol")
+    return _verdict("error-protocol", f, bad, n, f"{n} call(s) followed the protocol")
 
 
 def check_result_invariants(f):
@@ -243,12 +238,17 @@ def check_result_invariants(f):
         n += 1
         for p in o.get("result_problems") or ():
             bad.append(f"{step}: {p}")
+    return _verdict("result-invariants", f, bad, n, f"{n} result(s) well-formed")
+
+
+def _verdict(check, f, bad, n, passed):
+    """FAIL naming the first problems, SKIP when no call completed, else PASS."""
     if bad:
-        return Result("result-invariants", f.name, FAIL, "; ".join(bad[:3])
-                      + (f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""))
+        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+        return Result(check, f.name, FAIL, "; ".join(bad[:3]) + more)
     if not n:
-        return Result("result-invariants", f.name, SKIP, "no call completed")
-    return Result("result-invariants", f.name, PASS, f"{n} result(s) well-formed")
+        return Result(check, f.name, SKIP, "no call completed")
+    return Result(check, f.name, PASS, passed)
 
 
 def check_no_leak(f):
