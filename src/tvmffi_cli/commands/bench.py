@@ -8,18 +8,9 @@ import click
 
 from .. import literals
 from ..errors import EXIT_FAILED, InputError
-from .call import RawCommand, base_request, emit_json, run_in_child
+from .call import SHARED_OPTIONS, RawCommand, base_request, emit_json, run_in_child
 
-BENCH_OPTIONS = {
-    "--json": False,
-    "--repeat": True,
-    "--rounds": True,
-    "--timeout": True,
-    "--owned-tensors": False,
-    "--runtime": True,
-    "-v": False,
-    "--verbose": False,
-}
+BENCH_OPTIONS = {**SHARED_OPTIONS, "--repeat": True, "--rounds": True}
 
 OPTION_HELP = [
     ("--repeat N", "Calls per timed round (default: calibrated to about 20 ms a round)."),

@@ -12,17 +12,16 @@ import click
 from .. import literals
 from ..errors import EXIT_FAILED, InputError
 
-CALL_OPTIONS = {
-    # option: takes a value?
+# option: takes a value? (shared with `tvmffi bench`)
+SHARED_OPTIONS = {
     "--json": False,
-    "--out": True,
-    "--force": False,
     "--timeout": True,
     "--owned-tensors": False,
     "--runtime": True,
     "-v": False,
     "--verbose": False,
 }
+CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
