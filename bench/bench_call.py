@@ -84,7 +84,7 @@ def sh(cmd, **kw):
 
 
 def build(tmp):
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     inc, lib = paths.include_dir(), paths.runtime_library()
     so = tmp / "libkernels.so"

@@ -43,7 +43,7 @@ print(json.dumps({"exit": code, "parent_kib": self_kib, "child_kib": child_kib})
 
 
 def build(tmp):
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     so = tmp / "libkernels.so"
     r = subprocess.run(["gcc", "-std=c11", "-O2", "-shared", "-fPIC", f"-I{paths.include_dir()}",

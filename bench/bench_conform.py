@@ -124,7 +124,7 @@ def generate(n):
 
 
 def build(src, out):
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     inc = paths.include_dir()
     libdir = paths.runtime_library().parent

@@ -48,7 +48,7 @@ def official_dirs():
 
 def our_runtime():
     sys.path.insert(0, str(ROOT / "src"))
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     return Path(paths.runtime_library())
 

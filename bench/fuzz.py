@@ -146,15 +146,15 @@ def run_atheris(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0
     out_path = os.environ["TVMFFI_FUZZ_OUT"]
     with atheris.instrument_imports(include=["tvmffi_cli", "pefile"]):
         import pefile  # noqa: F401
-        import tvmffi_cli.binfmt  # noqa: F401
-        import tvmffi_cli.binfmt.elf  # noqa: F401
-        import tvmffi_cli.binfmt.macho  # noqa: F401
-        import tvmffi_cli.binfmt.pe  # noqa: F401
-        import tvmffi_cli.commands.inspect  # noqa: F401
-        import tvmffi_cli.libbin  # noqa: F401
-        import tvmffi_cli.literals  # noqa: F401
-        import tvmffi_cli.modformats  # noqa: F401
-        import tvmffi_cli.schema  # noqa: F401
+        import tvmffi_cli.binary  # noqa: F401
+        import tvmffi_cli.binary.elf  # noqa: F401
+        import tvmffi_cli.binary.macho  # noqa: F401
+        import tvmffi_cli.binary.pe  # noqa: F401
+        import tvmffi_cli.cli.inspect  # noqa: F401
+        import tvmffi_cli.binary.libbin  # noqa: F401
+        import tvmffi_cli.call.literals  # noqa: F401
+        import tvmffi_cli.binary.modformats  # noqa: F401
+        import tvmffi_cli.abi.typeschema  # noqa: F401
 
     stats = Stats(target.name, "atheris", artifacts)
     deadline = time.monotonic() + seconds if seconds else None

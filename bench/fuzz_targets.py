@@ -317,7 +317,7 @@ FAKE_CUBIN = (b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
 def libbin_blobs():
     """Valid library_bin images: no module, the library alone, GPU modules of
     every layout variant, a custom kind, a deeper import tree."""
-    from tvmffi_cli import libbin
+    from tvmffi_cli.binary import libbin
 
     cubin = FAKE_CUBIN
     blobs = [libbin.encode([], tree=[]), libbin.encode([("_lib", None)])]
@@ -332,7 +332,7 @@ def libbin_blobs():
 
 def gpu_blobs(cubin=FAKE_CUBIN):
     """(kind, blob) GPU modules in each layout the decoder knows."""
-    from tvmffi_cli import modformats
+    from tvmffi_cli.binary import modformats
 
     def s(x):
         x = x.encode() if isinstance(x, str) else x
@@ -366,7 +366,7 @@ def _hot_ranges(data):
     """(offset, length) of the regions of a library worth mutating: headers,
     symbol and string tables, dynamic section, the embedded library_bin and
     other __tvm_ffi_ symbols."""
-    from tvmffi_cli.binfmt import parse_bytes
+    from tvmffi_cli.binary import parse_bytes
 
     ranges = [(0, min(len(data), 1024))]
     try:
@@ -499,11 +499,11 @@ class Target:
 
 class LibBinTarget(Target):
     name = "libbin"
-    doc = "library_bin decoder (tvmffi_cli.libbin.decode), GPU kinds included"
+    doc = "library_bin decoder (tvmffi_cli.binary.libbin.decode), GPU kinds included"
 
     def make_seeds(self):
         out = list(libbin_blobs())
-        from tvmffi_cli.binfmt import open_binary
+        from tvmffi_cli.binary import open_binary
 
         for p in elf_seed_files():
             try:
@@ -516,7 +516,7 @@ class LibBinTarget(Target):
         return out
 
     def strategy(self, st):
-        from tvmffi_cli import libbin
+        from tvmffi_cli.binary import libbin
 
         seeds = self.seeds()
         kinds = st.sampled_from(["_lib", "cuda", "rocm", "metal", "vulkan", "opencl", "webgpu",
@@ -536,7 +536,7 @@ class LibBinTarget(Target):
                          st.binary(max_size=256))
 
     def run(self, data):
-        from tvmffi_cli import libbin
+        from tvmffi_cli.binary import libbin
 
         lb = libbin.decode(data)
         _jsonable(lb.to_json())
@@ -544,10 +544,10 @@ class LibBinTarget(Target):
 
 class ModFormatsTarget(Target):
     name = "modformats"
-    doc = "GPU module decoders (tvmffi_cli.modformats): first byte picks the kind"
+    doc = "GPU module decoders (tvmffi_cli.binary.modformats): first byte picks the kind"
 
     def make_seeds(self):
-        from tvmffi_cli.modformats import GPU_KINDS
+        from tvmffi_cli.binary.modformats import GPU_KINDS
 
         return [bytes([GPU_KINDS.index(k)]) + b for k, b in gpu_blobs()]
 
@@ -555,7 +555,7 @@ class ModFormatsTarget(Target):
         return st.one_of(mutated(st, self.seeds()), st.binary(max_size=512))
 
     def run(self, data):
-        from tvmffi_cli import modformats
+        from tvmffi_cli.binary import modformats
 
         if not data:
             return
@@ -594,8 +594,8 @@ class BinaryTarget(Target):
         return st.one_of(mutated(st, seeds, hot), mutated(st, seeds, hot, max_ops=40), headed)
 
     def run(self, data):
-        from tvmffi_cli.binfmt import parse_bytes
-        from tvmffi_cli.commands.inspect import static_report
+        from tvmffi_cli.binary import parse_bytes
+        from tvmffi_cli.cli.inspect import static_report
 
         b = parse_bytes(data, "<fuzz>")
         try:
@@ -695,7 +695,7 @@ def _json_value_strategy(st):
 
 class SchemaTarget(Target):
     name = "schema"
-    doc = "type-schema parser (tvmffi_cli.schema): SCHEMA \\0 VALUE"
+    doc = "type-schema parser (tvmffi_cli.abi.typeschema): SCHEMA \\0 VALUE"
 
     def make_seeds(self):
         out = []
@@ -733,7 +733,7 @@ class SchemaTarget(Target):
         return st.one_of(pair, mutated(st, self.seeds()))
 
     def run(self, data):
-        from tvmffi_cli import schema
+        from tvmffi_cli.abi import typeschema as schema
 
         raw_schema, _sep, raw_value = bytes(data).partition(b"\0")
         text = _text(raw_schema)
@@ -814,7 +814,7 @@ def st_int_form(v):
 
 class LiteralsTarget(Target):
     name = "literals"
-    doc = "tensor/argument literal parsers (tvmffi_cli.literals): one text"
+    doc = "tensor/argument literal parsers (tvmffi_cli.call.literals): one text"
 
     def __init__(self):
         super().__init__()
@@ -833,7 +833,7 @@ class LiteralsTarget(Target):
         return self._cwd
 
     def run(self, data):
-        from tvmffi_cli import literals as L
+        from tvmffi_cli.call import literals as L
         from tvmffi_cli.errors import TvmffiError
 
         text = _text(data)
@@ -891,8 +891,8 @@ class ArgvTarget(LiteralsTarget):
         return st.one_of(argv, mutated(st, self.seeds()))
 
     def run(self, data):
-        from tvmffi_cli import literals as L
-        from tvmffi_cli import schema
+        from tvmffi_cli.call import literals as L
+        from tvmffi_cli.abi import typeschema as schema
         from tvmffi_cli.errors import TvmffiError
 
         tokens = _text(data).split("\0")
@@ -921,7 +921,7 @@ class ArgvTarget(LiteralsTarget):
 
 
 def L_FLAGS():
-    from tvmffi_cli import literals
+    from tvmffi_cli.call import literals
 
     return literals.ARG_FLAGS
 

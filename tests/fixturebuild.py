@@ -44,13 +44,13 @@ def official_runtime():
 
 
 def our_include():
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     return paths.include_dir()
 
 
 def our_runtime():
-    from tvmffi_cli import paths
+    from tvmffi_cli.ffi import paths
 
     return paths.runtime_library()
 

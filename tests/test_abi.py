@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tvmffi_cli import abi
+from tvmffi_cli.abi import structs as abi
 
 
 def _layout(build_lib, headers):
@@ -60,7 +60,7 @@ def test_any_union_views_share_storage():
 @pytest.mark.parametrize("name", ["TVMFFIFunctionCall", "TVMFFIErrorMoveFromRaised",
                                   "TVMFFIEnvTensorAlloc", "TVMFFIGetTypeInfo"])
 def test_c_api_table_names(name):
-    from tvmffi_cli.runtime import C_API
+    from tvmffi_cli.ffi.runtime import C_API
 
     assert name in C_API
     assert len(C_API) == 50

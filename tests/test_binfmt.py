@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tvmffi_cli.binfmt import open_binary, parse_bytes
-from tvmffi_cli.commands.inspect import static_report
+from tvmffi_cli.binary import open_binary, parse_bytes
+from tvmffi_cli.cli.inspect import static_report
 from tvmffi_cli.errors import FormatError
 
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tvmffi_cli.binfmt import open_binary, parse_bytes
-from tvmffi_cli.commands.inspect import static_report
+from tvmffi_cli.binary import open_binary, parse_bytes
+from tvmffi_cli.cli.inspect import static_report
 from tvmffi_cli.errors import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +171,7 @@ def test_macho_fat_picks_host_slice_and_lists_both(macho_x86, macho_arm, cross_d
     assert rep["arch"] == "x86_64" if sys.platform.startswith("linux") and \
         __import__("platform").machine() == "x86_64" else rep["arch"] in ("x86_64", "arm64")
     _common(rep)
-    from tvmffi_cli.binfmt.macho import MachOBinary
+    from tvmffi_cli.binary.macho import MachOBinary
 
     arm = MachOBinary(str(fat), fat.read_bytes(), arch="arm64")
     assert arm.arch == "arm64" and arm.get("__tvm_ffi_neg") is not None

@@ -333,7 +333,7 @@ def test_call_does_not_import_numpy_or_rich_in_the_parent(any_rt):
     import subprocess
     import sys
 
-    code = ("import sys; from tvmffi_cli import cli\n"
+    code = ("import sys; from tvmffi_cli.cli import main as cli\n"
             "try:\n    cli.main(sys.argv[1:])\n"
             "except SystemExit:\n    pass\n"
             "print('LOADED', 'numpy' in sys.modules, 'rich' in sys.modules, file=sys.stderr)")

@@ -77,7 +77,7 @@ class InProcessCall:
     worker per runtime (the same task, replies and renderer as the CLI)."""
 
     def __init__(self, runtime):
-        from tvmffi_cli import sandbox
+        from tvmffi_cli.sandbox import process as sandbox
 
         self.runtime = runtime
         self.worker = sandbox.Worker(runtime=runtime)
@@ -86,15 +86,15 @@ class InProcessCall:
         self.worker.close()
 
     def reply(self, lib, *argv):
-        from tvmffi_cli import literals
-        from tvmffi_cli.commands import call as cmd
+        from tvmffi_cli.call import literals
+        from tvmffi_cli.cli import call as cmd
 
         parsed = literals.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS,
                                      cwd=os.getcwd())
         request = cmd.base_request(parsed, parsed.options)
         request.pop("timeout")
         request["runtime"] = self.runtime
-        return parsed, request, self.worker.call("call", request, timeout=60)
+        return parsed, request, self.worker.call("call.task", request, timeout=60)
 
     def json(self, lib, *argv, expect="ok"):
         from tvmffi_cli.render import call as render

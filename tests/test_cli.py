@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tvmffi_cli.capi_names import C_API_NAMES
+from tvmffi_cli.abi.capi import C_API_NAMES
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "tvmffi_cli" / "schemas"
 

@@ -7,8 +7,9 @@ import math
 import pytest
 
 import tvmffi_cli
-from tvmffi_cli import abi, convert, runtime
-from tvmffi_cli.convert import DataType, Device, OpaquePtr, Shape
+from tvmffi_cli.abi import structs as abi
+from tvmffi_cli.ffi import convert, runtime
+from tvmffi_cli.ffi.convert import DataType, Device, OpaquePtr, Shape
 
 from test_library import pick_runtime
 

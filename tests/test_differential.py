@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import fixturebuild
-from tvmffi_cli import runtime, sandbox
+from tvmffi_cli.ffi import runtime
+from tvmffi_cli.sandbox import process as sandbox
 from tvmffi_cli.errors import InputError
 
 # Runs in a child: argv = runtime, basic.so, kitchen.so. Prints one JSON

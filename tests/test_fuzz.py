@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_cli import libbin, literals, modformats, schema
-from tvmffi_cli.binfmt import parse_bytes
+from tvmffi_cli.binary import libbin, modformats
+from tvmffi_cli.call import literals
+from tvmffi_cli.abi import typeschema as schema
+from tvmffi_cli.binary import parse_bytes
 from tvmffi_cli.errors import FormatError, InputError
 
 ROOT = Path(__file__).resolve().parents[1]

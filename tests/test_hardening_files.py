@@ -80,7 +80,7 @@ def test_out_next_to_inputs_leaves_them_alone(inputs, ours):
 KILLER = r"""
 import os, signal, sys
 import numpy as np
-from tvmffi_cli.tasks import call
+from tvmffi_cli.call import task as call
 
 def half_then_die(f, arr, allow_pickle=False):
     # write the header and half the data, make sure it reached the file, die
@@ -123,7 +123,7 @@ def test_writer_killed_mid_write_leaves_no_partial_file(tmp_path, existing):
 
 
 def test_forced_write_replaces_by_rename(tmp_path):
-    from tvmffi_cli.tasks.call import _save_npy
+    from tvmffi_cli.call.task import _save_npy
 
     target = tmp_path / "result.npy"
     np.save(target, np.zeros(4, dtype=np.float64))
@@ -145,7 +145,7 @@ def _umask():
 
 def test_unforced_write_never_clobbers(tmp_path):
     from tvmffi_cli.errors import InputError
-    from tvmffi_cli.tasks.call import _save_npy
+    from tvmffi_cli.call.task import _save_npy
 
     target = tmp_path / "arg0.npy"
     np.save(target, np.ones(3))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import fixturebuild
-from tvmffi_cli.capi_names import C_API_NAMES
+from tvmffi_cli.abi.capi import C_API_NAMES
 
 HERE = Path(__file__).resolve().parent
 C_HARD = HERE / "c_hard"

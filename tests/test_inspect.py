@@ -265,7 +265,7 @@ def test_human_output_shows_modules(libbin_good):
 
 def test_json_path_imports_no_click_numpy_rich(funcs_lib):
     code = ("import sys, io, contextlib\n"
-            "from tvmffi_cli.commands.inspect import fast_main\n"
+            "from tvmffi_cli.cli.inspect import fast_main\n"
             "buf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf):\n"
             f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
@@ -276,7 +276,7 @@ def test_json_path_imports_no_click_numpy_rich(funcs_lib):
 
 
 def test_fast_path_defers_unusual_arguments():
-    from tvmffi_cli.commands.inspect import fast_main
+    from tvmffi_cli.cli.inspect import fast_main
 
     assert fast_main(["--help"]) is None
     assert fast_main(["a.so", "b.so"]) is None

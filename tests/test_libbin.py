@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tvmffi_cli import libbin, modformats
+from tvmffi_cli.binary import libbin, modformats
 
 
 def u64(*xs):

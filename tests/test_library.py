@@ -11,7 +11,7 @@ import pytest
 
 import fixturebuild
 import tvmffi_cli
-from tvmffi_cli import convert, runtime
+from tvmffi_cli.ffi import convert, runtime
 from tvmffi_cli.errors import InputError
 
 KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]

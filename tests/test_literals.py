@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from tvmffi_cli import literals as L
+from tvmffi_cli.call import literals as L
 from tvmffi_cli.errors import FormatError, InputError
 
 OPTS = {"--json": False, "--out": True, "-v": False}
@@ -366,7 +366,7 @@ def test_schema_typed_errors(text, typ, msg):
 
 
 def test_schema_typespec_objects_from_schema_module():
-    schema = pytest.importorskip("tvmffi_cli.schema", reason="schema module not present")
+    schema = pytest.importorskip("tvmffi_cli.abi.typeschema", reason="schema module not present")
     spec = schema.parse_type(json.dumps(T("ffi.Array", T("ffi.Array", T("int")))))
     assert L.spec_for_type("[[1],[2,3]]", spec) == {"kind": "array", "items": [
         {"kind": "array", "items": [{"kind": "int", "value": 1}]},

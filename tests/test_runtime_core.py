@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_cli.capi_names import C_API_NAMES as _C_API
+from tvmffi_cli.abi.capi import C_API_NAMES as _C_API
 
 import fixturebuild
 

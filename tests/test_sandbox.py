@@ -9,7 +9,8 @@ import time
 import pytest
 
 import fixturebuild
-from tvmffi_cli import runtime, sandbox
+from tvmffi_cli.ffi import runtime
+from tvmffi_cli.sandbox import process as sandbox
 from tvmffi_cli.errors import InputError
 
 KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
@@ -49,7 +50,7 @@ def _call(crashy, func):
 @pytest.mark.parametrize("func,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
 def test_crash_is_contained(crashy, func, sig):
     with pytest.raises(sandbox.ChildCrashed) as ei:
-        sandbox.run_task("selftest", _call(crashy, func), timeout=30, runtime=child_runtime())
+        sandbox.run_task("sandbox.selftest", _call(crashy, func), timeout=30, runtime=child_runtime())
     e = ei.value
     assert e.signal == sig and e.returncode < 0
     assert sig in str(e)
@@ -58,45 +59,45 @@ def test_crash_is_contained(crashy, func, sig):
 def test_hang_is_killed_at_timeout(crashy):
     t0 = time.monotonic()
     with pytest.raises(sandbox.ChildTimeout) as ei:
-        sandbox.run_task("selftest", _call(crashy, "hang"), timeout=1.0, runtime=child_runtime())
+        sandbox.run_task("sandbox.selftest", _call(crashy, "hang"), timeout=1.0, runtime=child_runtime())
     assert ei.value.seconds == 1.0
     assert 1.0 <= time.monotonic() - t0 < 10
 
 
 def test_persistent_worker_restarts_after_crash_and_hang(worker, crashy):
-    first = worker.call("selftest", {"op": "echo"})["pid"]
-    assert worker.call("selftest", {"op": "echo"})["pid"] == first  # same process
+    first = worker.call("sandbox.selftest", {"op": "echo"})["pid"]
+    assert worker.call("sandbox.selftest", {"op": "echo"})["pid"] == first  # same process
     with pytest.raises(sandbox.ChildCrashed):
-        worker.call("selftest", _call(crashy, "segv"), timeout=30)
-    second = worker.call("selftest", {"op": "echo", "x": 1})
+        worker.call("sandbox.selftest", _call(crashy, "segv"), timeout=30)
+    second = worker.call("sandbox.selftest", {"op": "echo", "x": 1})
     assert second["x"] == 1 and second["pid"] != first
     with pytest.raises(sandbox.ChildTimeout):
-        worker.call("selftest", _call(crashy, "hang"), timeout=0.5)
-    third = worker.call("selftest", {"op": "echo"})["pid"]
+        worker.call("sandbox.selftest", _call(crashy, "hang"), timeout=0.5)
+    third = worker.call("sandbox.selftest", {"op": "echo"})["pid"]
     assert third not in (first, second["pid"])
 
 
 def test_persistent_worker_latency(worker):
-    worker.call("selftest", {"op": "echo"})  # started and warm
+    worker.call("sandbox.selftest", {"op": "echo"})  # started and warm
     times = []
     for i in range(30):
         t0 = time.perf_counter()
-        assert worker.call("selftest", {"op": "echo", "i": i})["i"] == i
+        assert worker.call("sandbox.selftest", {"op": "echo", "i": i})["i"] == i
         times.append(time.perf_counter() - t0)
     assert statistics.median(times) < 0.020
 
 
 def test_library_stdout_cannot_corrupt_replies(worker, crashy):
-    assert worker.call("selftest", _call(crashy, "chatty"), timeout=30) == {"result": "7"}
-    assert worker.call("selftest", {"op": "print", "text": '{"ok": true}'}) == {"printed": True}
+    assert worker.call("sandbox.selftest", _call(crashy, "chatty"), timeout=30) == {"result": "7"}
+    assert worker.call("sandbox.selftest", {"op": "print", "text": '{"ok": true}'}) == {"printed": True}
     assert '{"noise": true}' in worker.stderr_text()
 
 
 def test_task_errors_come_back_typed(worker):
     with pytest.raises(InputError, match="^nope$"):
-        worker.call("selftest", {"op": "raise", "kind": "InputError", "message": "nope"})
+        worker.call("sandbox.selftest", {"op": "raise", "kind": "InputError", "message": "nope"})
     with pytest.raises(sandbox.WorkerError) as ei:
-        worker.call("selftest", {"op": "raise", "message": "bug"})
+        worker.call("sandbox.selftest", {"op": "raise", "message": "bug"})
     assert "RuntimeError: bug" in str(ei.value) and "selftest.py" in ei.value.child_traceback
     with pytest.raises(sandbox.WorkerError, match="bad task name"):
         worker.call("../evil", {})
@@ -111,7 +112,7 @@ def test_signal_name():
 def test_introspect_task_shape(build_lib, official_include):
     kitchen = build_lib("cpp/kitchen.cc", headers="official", defines=KITCHEN_DEFINES,
                         flags=["-Wno-unused-parameter"])
-    rep = sandbox.run_task("introspect", {"path": str(kitchen)}, timeout=60,
+    rep = sandbox.run_task("inspect.task", {"path": str(kitchen)}, timeout=60,
                            runtime=child_runtime())
     assert set(rep) == {"functions", "globals", "types", "module", "errors"}
     assert rep["errors"] == []
@@ -138,5 +139,5 @@ def test_introspect_task_shape(build_lib, official_include):
 
 def test_introspect_missing_file_is_input_error(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        sandbox.run_task("introspect", {"path": str(tmp_path / "nope.so")}, timeout=30,
+        sandbox.run_task("inspect.task", {"path": str(tmp_path / "nope.so")}, timeout=30,
                          runtime=child_runtime())

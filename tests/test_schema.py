@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tvmffi_cli import schema
+from tvmffi_cli.abi import typeschema as schema
 from tvmffi_cli.errors import FormatError, InputError
 
 

@@ -6,7 +6,7 @@ __all__ = ["__version__", "load"]
 
 
 def load(path, **kwargs):
-    """Load a TVM-FFI library in this process and return it (see tvmffi_cli.library)."""
-    from .library import load as _load
+    """Load a TVM-FFI library in this process and return it (see tvmffi_cli.ffi.library)."""
+    from .ffi.library import load as _load
 
     return _load(path, **kwargs)

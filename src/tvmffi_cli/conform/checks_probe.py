@@ -76,7 +76,7 @@ def check_metadata_json(f):
     got = _getter_check("metadata-json", "metadata", f)
     if isinstance(got, Result):
         return got
-    from .. import schema
+    from ..abi import typeschema as schema
     from ..errors import FormatError
     from . import sigs
 

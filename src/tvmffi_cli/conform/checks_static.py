@@ -30,7 +30,7 @@ class Inventory:
 
 
 def _is_code(binary, sym):
-    from ..binfmt import CODE, DATA
+    from ..binary import CODE, DATA
 
     if sym.kind == CODE:
         return True
@@ -128,7 +128,7 @@ def check_symbol_kind(binary, inv):
 
 
 def check_library_bin(binary, inv):
-    from .. import libbin
+    from ..binary import libbin
     from ..errors import FormatError
 
     sym = inv.symbols.get(LIBBIN)
@@ -155,7 +155,7 @@ def check_library_bin(binary, inv):
 
 
 def check_context_symbols(binary, inv):
-    from ..runtime import C_API
+    from ..ffi.runtime import C_API
 
     ptr = (binary.bits or 64) // 8
     names = sorted(n for n in inv.symbols if n.startswith(CTX_PREFIX) or n == LIBCTX)
@@ -181,7 +181,7 @@ def check_context_symbols(binary, inv):
 
 
 def check_c_api_imports(binary, inv):
-    from ..runtime import C_API
+    from ..ffi.runtime import C_API
 
     imported = sorted({n for n in binary.imports if n.startswith("TVMFFI")})
     unknown = [n for n in imported if n not in C_API]

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 
-from .. import sandbox
+from ..sandbox import process as sandbox
 from . import checks_probe, checks_static, registry
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
@@ -40,7 +40,7 @@ class Worker:
         self.path = path
         self.timeout = timeout
         self.loaded = None
-        self._w = sandbox.Worker(serve="probe", stderr=subprocess.DEVNULL)
+        self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL)
 
     def alive(self):
         return self._w.alive()
@@ -201,7 +201,7 @@ def _load_result(ev, died):
 def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None):
     """Run the checks; returns a Report. `progress(done, total, name)` is
     called as functions finish."""
-    from ..binfmt import open_binary
+    from ..binary import open_binary
 
     t0 = time.monotonic()
     path = os.path.abspath(os.fspath(path))

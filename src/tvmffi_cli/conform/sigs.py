@@ -10,7 +10,7 @@ Python, no ctypes: used by the parent and by the probe worker.
 
 import json
 
-from .. import schema
+from ..abi import typeschema as schema
 from ..errors import FormatError
 
 # Value kinds the probe can build, by the type index they carry.

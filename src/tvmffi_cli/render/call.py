@@ -1,7 +1,7 @@
 """Output of `tvmffi call` and `tvmffi bench`: JSON documents (see
 schemas/call.schema.json and bench.schema.json) and the human rendering."""
 
-from . import values
+from ..call import describe as values
 
 
 # ---------------------------------------------------------------------------

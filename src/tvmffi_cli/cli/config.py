@@ -17,7 +17,7 @@ def command(what, as_json):
 
     Example: gcc -shared -fPIC add.c $(tvmffi config --cflags) $(tvmffi config --ldflags) $(tvmffi config --libs)
     """
-    from .. import paths
+    from ..ffi import paths
 
     def values():
         lib = paths.runtime_library()

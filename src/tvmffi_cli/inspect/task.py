@@ -17,8 +17,8 @@ import json
 
 
 def run(request):
-    from ..convert import type_info_dict
-    from ..library import load
+    from ..ffi.convert import type_info_dict
+    from ..ffi.library import load
 
     lib = load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime

@@ -12,8 +12,8 @@ import threading
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_int64, c_uint32, c_void_p
 from pathlib import Path
 
-from . import abi
-from .abi import (
+from ..abi import structs as abi
+from ..abi.structs import (
     DLDataType,
     DLManagedTensor,
     DLManagedTensorVersioned,
@@ -27,8 +27,8 @@ from .abi import (
     TVMFFITypeMetadata,
     TVMFFIVersion,
 )
-from .capi_names import C_API_NAMES
-from .errors import InputError
+from ..abi.capi import C_API_NAMES
+from ..errors import InputError
 
 _P = c_void_p
 _PANY = POINTER(TVMFFIAny)

@@ -1,7 +1,7 @@
 """Values of TVM-FFI calls: described in the child, rendered in the parent.
 
 describe(value) runs in the child process next to the library: it turns a
-decoded value (tvmffi_cli.convert types, NumPy arrays) into a *description*,
+decoded value (tvmffi_cli.ffi.convert types, NumPy arrays) into a *description*,
 a JSON-able tagged tree such as {"type": "int", "value": 3} or
 {"type": "Tensor", "dtype": "float32", "shape": [2, 3], "device": "cpu:0",
 "data": [[...]]}. The parent never sees library objects, only descriptions.
@@ -34,7 +34,7 @@ TYPES = ("None", "bool", "int", "float", "str", "bytes", "void*", "DataType", "D
 
 def describe(value, depth=0):
     """A JSON-able description of a decoded value (see module doc)."""
-    from .. import convert as cv
+    from ..ffi import convert as cv
 
     if depth > MAX_DEPTH:
         return {"type": "Object", "type_key": "...", "fields": {}, "truncated": True}
@@ -164,7 +164,7 @@ def _compact_strides(shape):
 
 def describe_array(arr, type_name="DLTensor*", device="cpu:0"):
     """Description of a NumPy array we passed as an argument (after the call)."""
-    from .. import literals
+    from . import literals
 
     code, bits, lanes = _dl_of_numpy(arr.dtype)
     itemsize = arr.itemsize or 1

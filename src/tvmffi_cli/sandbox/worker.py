@@ -1,16 +1,16 @@
-"""The child side of sandbox.py: `python -m tvmffi_cli.worker`.
+"""The child side of sandbox/process.py: `python -m tvmffi_cli.sandbox.worker`.
 
 Requests arrive on stdin, one JSON object per line:
     {"task": "<name>", "request": {...}}
 and each gets one reply line on the reply pipe (the process's original
 stdout):
-    {"ok": true, "result": <what tasks.<name>.run(request) returned>}
+    {"ok": true, "result": <what tvmffi_cli.<name>.run(request) returned>}
     {"ok": false, "error": {"type": "InputError"|..., "message": str,
                             "exit_code": int, "traceback": str|null}}
 Before anything runs, fd 1 is pointed at stderr, so whatever the library
 prints (printf, std::cout, Python print) can never corrupt the replies.
 
-`--serve TASK` hands the two pipes to tasks.<TASK>.serve(fd_in, fd_out)
+`--serve TASK` hands the two pipes to tvmffi_cli.<TASK>.serve(fd_in, fd_out)
 instead, for tasks that speak their own streaming protocol.
 """
 
@@ -21,7 +21,11 @@ import re
 import sys
 import traceback
 
-_TASK_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# A task is a module named by its dotted path under tvmffi_cli ("call.task",
+# "inspect.task", "conform.probe_task", "sandbox.selftest") that defines
+# `run(request: dict) -> dict` (JSON values) and, for a streaming protocol,
+# `serve(fd_in, fd_out)`. Library code runs only in tasks, never in the parent.
+_TASK_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")
 
 
 def _isolate_stdout():
@@ -52,7 +56,10 @@ def _quiet_crashes():
 def load_task(name):
     if not isinstance(name, str) or not _TASK_NAME.match(name):
         raise ValueError(f"bad task name {name!r}")
-    return importlib.import_module(f"tvmffi_cli.tasks.{name}")
+    mod = importlib.import_module(f"tvmffi_cli.{name}")
+    if not (hasattr(mod, "run") or hasattr(mod, "serve")):
+        raise ValueError(f"{name!r} is not a task module")
+    return mod
 
 
 def handle(line):
@@ -62,7 +69,7 @@ def handle(line):
         mod = load_task(msg.get("task"))
         return {"ok": True, "result": mod.run(msg.get("request") or {})}
     except Exception as e:  # every failure becomes a reply; the parent re-raises it
-        from .errors import TvmffiError
+        from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)
         return {"ok": False, "error": {

@@ -9,7 +9,7 @@ within 3x of `python3 -c pass`.
 import os
 import sys
 
-from .errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
+from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
 
 
 def _debug_requested(argv):
@@ -19,7 +19,7 @@ def _debug_requested(argv):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["inspect"]:
-        from .commands.inspect import fast_main
+        from .inspect import fast_main
 
         rc = fast_main(argv[1:])
         if rc is not None:

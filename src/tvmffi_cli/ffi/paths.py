@@ -17,7 +17,7 @@ def _package_dirs():
 
 def runtime_library() -> Path:
     """Absolute path of our runtime (libtvm_ffi.so), or raise InputError."""
-    from .errors import InputError
+    from ..errors import InputError
 
     env = os.environ.get(RUNTIME_ENV)
     if env:
@@ -36,7 +36,7 @@ def runtime_library() -> Path:
 
 
 def include_dir() -> Path:
-    from .errors import InputError
+    from ..errors import InputError
 
     for d in _package_dirs():
         p = d / "include"

@@ -20,7 +20,7 @@ from ctypes import byref, c_void_p
 from pathlib import Path
 
 from . import convert
-from .errors import InputError
+from ..errors import InputError
 from .runtime import byte_array, get_runtime
 
 FUNC_PREFIX = "__tvm_ffi_"
@@ -32,7 +32,7 @@ def exported_function_names(path):
     (special `__tvm_ffi__*` symbols excluded), read from its symbol table."""
     names = None
     try:
-        from . import binfmt  # the inspect engineer's reader, when present
+        from .. import binary as binfmt  # the inspect engineer's reader, when present
 
         open_binary = getattr(binfmt, "open_binary", None)
         if open_binary is not None:
@@ -72,7 +72,7 @@ def _elf_code_exports(path):
                     if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] in ("STT_FUNC",
                                                                                  "STT_GNU_IFUNC")]
     except (ELFError, OSError, ValueError) as e:
-        from .errors import FormatError
+        from ..errors import FormatError
 
         raise FormatError(f"{path}: cannot read symbols: {e}") from None
 

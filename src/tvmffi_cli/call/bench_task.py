@@ -14,7 +14,7 @@ import statistics
 from ctypes import byref
 
 from ..errors import InputError, TvmffiError
-from . import call as call_task
+from . import task as call_task
 
 DEFAULT_ROUNDS = 10
 DEFAULT_TARGET_ROUND_NS = 20_000_000  # 20 ms per round when calibrating
@@ -29,7 +29,8 @@ def run(request):
 
 
 def _run(request):
-    from .. import abi, convert
+    from ..abi import structs as abi
+    from ..ffi import convert
 
     lib, fn, resolved = call_task.open_function(request)
     call_task._keep_loaded.append(lib)  # objects made by the library die first

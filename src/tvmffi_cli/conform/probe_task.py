@@ -32,8 +32,8 @@ import threading
 import time
 from ctypes import byref, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
 
-from ..abi import TVMFFIAny
-from ..conform import sigs
+from ..abi.structs import TVMFFIAny
+from . import sigs
 
 ANY = 16
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -228,7 +228,7 @@ class Prober:
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path):
-        from .. import runtime
+        from ..ffi import runtime
 
         self.rt = runtime.get_runtime()
         self._bind_raw()
@@ -393,7 +393,7 @@ class Prober:
         return self.pod(sigs.K_INT, struct.pack("<q", WRONG_INT))
 
     def dltensor(self):
-        from ..abi import DLTensor
+        from ..abi.structs import DLTensor
 
         data = (ctypes.c_float * TENSOR_LEN)()
         shape = (c_int64 * 1)(TENSOR_LEN)
@@ -409,7 +409,7 @@ class Prober:
         return ctypes.addressof(t)
 
     def tensor(self):
-        from ..abi import DLTensor
+        from ..abi.structs import DLTensor
 
         shape = (c_int64 * 1)(TENSOR_LEN)
         proto = DLTensor()
@@ -806,7 +806,7 @@ def serve(fd_in, fd_out):
 
 def run(request):
     """One request in this process, events collected in a list (for callers
-    that run tasks through tvmffi_cli.worker rather than conform's pool)."""
+    that run tasks through tvmffi_cli.sandbox.worker rather than conform's pool)."""
     events = []
     prober = Prober(events.append)
     info = prober.load(request["path"])

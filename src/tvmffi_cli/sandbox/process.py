@@ -1,8 +1,8 @@
-"""Run library code in a child process (tvmffi_cli.worker) and survive it.
+"""Run library code in a child process (tvmffi_cli.sandbox.worker) and survive it.
 
-    sandbox.run_task("introspect", {"path": "lib.so"}, timeout=30)   # one shot
+    sandbox.run_task("inspect.task", {"path": "lib.so"}, timeout=30)   # one shot
     with sandbox.Worker(runtime=path) as w:                          # persistent
-        w.call("probe", {...}, timeout=5)
+        w.call("sandbox.selftest", {...}, timeout=5)
 
 A child killed by a signal raises ChildCrashed (e.signal == "SIGSEGV"); one
 that does not answer in time is killed and raises ChildTimeout (e.seconds).
@@ -22,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import errors
-from .errors import TvmffiError
+from .. import errors
+from ..errors import TvmffiError
 
 _STDERR_TAIL = 4096
 _STATIC_TLS_RESERVE = 65536
@@ -120,7 +120,7 @@ class Worker:
             err = None
         else:
             err = self.stderr_mode
-        cmd = [self.python, "-m", "tvmffi_cli.worker"]
+        cmd = [self.python, "-m", "tvmffi_cli.sandbox.worker"]
         if self.serve:
             cmd += ["--serve", self.serve]
         self.proc = subprocess.Popen(
@@ -249,7 +249,7 @@ class Worker:
 
     # -- requests --------------------------------------------------------------
     def call(self, task, request, timeout=None):
-        """Run tasks.<task>.run(request) in the child and return its result."""
+        """Run tvmffi_cli.<task>.run(request) in the child and return its result."""
         with self._lock:
             self.send({"task": task, "request": request})
             reply = self.read_line(timeout)

@@ -2,7 +2,7 @@
 
 Static facts come from the file's bytes (binfmt readers, libbin, modformats);
 by default the library is also loaded in a child process (tvmffi_cli.sandbox,
-task "introspect") for metadata, docs, globals and types. `--static` never
+task "inspect.task") for metadata, docs, globals and types. `--static` never
 runs any code of the library.
 
 Exit codes: 0 fully understood; 1 read but something in it is malformed (or
@@ -20,7 +20,7 @@ CUBIN_PREFIX = "__tvm_ffi__cubin_"
 LIBRARY_BIN = "__tvm_ffi__library_bin"
 LIBRARY_CTX = "__tvm_ffi__library_ctx"
 
-from ..capi_names import C_API_NAMES as C_API  # noqa: E402  (no ctypes)
+from ..abi.capi import C_API_NAMES as C_API  # noqa: E402  (no ctypes)
 
 RUNTIME_LIBS = ("libtvm_ffi.", "tvm_ffi.dll", "libtvm_ffi.dll")
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
@@ -124,7 +124,7 @@ def static_report(binary):
     # __tvm_ffi__library_bin: modules and their import tree.
     lbs = by_name.get(LIBRARY_BIN)
     if lbs is not None:
-        from .. import libbin
+        from ..binary import libbin
 
         try:
             data = b.read_symbol_bytes(lbs)
@@ -152,7 +152,7 @@ def static_report(binary):
 def _cubins(b, by_name, rep, candidates):
     if not candidates:
         return
-    from .. import modformats
+    from ..binary import modformats
 
     for s in sorted(candidates, key=lambda s: s.name):
         n = s.name
@@ -196,7 +196,7 @@ def _host_loadable(binary):
 
 def merge_dynamic(rep, result):
     """Fold the child's "introspect" result into the static report."""
-    from .. import schema
+    from ..abi import typeschema as schema
     from ..errors import FormatError
 
     dyn = result.get("functions") or {}
@@ -234,7 +234,7 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
                                f"{binary.kind}); static results only")
         return
     try:
-        from .. import sandbox
+        from ..sandbox import process as sandbox
     except ImportError:
         rep["warnings"].append("loading is not available in this build (no sandbox); "
                                "static results only")
@@ -244,7 +244,7 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         req = {"path": str(path)}
         if runtime is not None:
             req["runtime"] = str(runtime)
-        result = sandbox.run_task("introspect", req, timeout=timeout, runtime=runtime)
+        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime)
     except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
@@ -254,7 +254,7 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
 
 
 def run(path, static=False, timeout=30.0, runtime=None):
-    from ..binfmt import open_binary
+    from ..binary import open_binary
 
     b = open_binary(path)
     try:

@@ -20,7 +20,7 @@ import math
 import os
 import re
 
-from .errors import FormatError, InputError
+from ..errors import FormatError, InputError
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1

@@ -14,7 +14,7 @@ value)` checks and converts a JSON/CLI value against a parsed type.
 
 import json
 
-from .errors import FormatError, InputError
+from ..errors import FormatError, InputError
 
 MAX_DEPTH = 64  # deeper than any real signature; bounds recursion on hostile input
 

@@ -26,8 +26,8 @@ import sys
 import threading
 from ctypes import addressof, byref, c_void_p
 
-from . import abi
-from .abi import (
+from ..abi import structs as abi
+from ..abi.structs import (
     DLDataType,
     DLDevice,
     DLManagedTensorVersioned,

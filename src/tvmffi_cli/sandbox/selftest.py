@@ -15,7 +15,7 @@ def run(request):
     if op == "echo":
         return dict(request, pid=os.getpid())
     if op == "call":
-        from ..library import load
+        from ..ffi.library import load
 
         lib = load(request["path"], runtime=request.get("runtime"))
         return {"result": repr(lib[request["func"]](*request.get("args", [])))}

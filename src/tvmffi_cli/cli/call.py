@@ -9,7 +9,7 @@ import os
 
 import click
 
-from .. import literals
+from ..call import literals
 from ..errors import EXIT_FAILED, InputError
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -98,14 +98,14 @@ def command(ctx, tokens):
             raise InputError(f"--out {opts['--out']}: not a directory")
         if not opts.get("--force"):
             tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
-            from ..tasks.call import planned_outputs
+            from ..call.task import planned_outputs
 
             for p in planned_outputs(out_dir, tensor_idx):
                 if os.path.exists(p):
                     raise InputError(f"{p} exists; pass --force to overwrite")
         request["out"] = out_dir
         request["force"] = bool(opts.get("--force"))
-    reply = run_in_child("call", request, parsed, as_json, verbose)
+    reply = run_in_child("call.task", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
     from ..render import call as render
@@ -165,7 +165,7 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     """Run a task in the sandbox. Returns the reply, or an exit code after
     printing a one-line report of a crash or timeout (-v adds what the worker
     wrote on stderr, e.g. the fault handler's stack)."""
-    from .. import sandbox
+    from ..sandbox import process as sandbox
     from ..render import call as render
 
     timeout = request.pop("timeout")

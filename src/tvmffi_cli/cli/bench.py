@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .. import literals
+from ..call import literals
 from ..errors import EXIT_FAILED, InputError
 from .call import SHARED_OPTIONS, RawCommand, base_request, emit_json, run_in_child
 
@@ -54,7 +54,7 @@ def command(ctx, tokens):
     request = base_request(parsed, opts)
     request["repeat"] = _positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX)
     request["rounds"] = _positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS)
-    reply = run_in_child("bench", request, parsed, as_json, verbose)
+    reply = run_in_child("call.bench_task", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
     from ..render import call as render

@@ -1,13 +1,13 @@
-"""The click application. Commands live in tvmffi_cli.commands.<name> and are
+"""The click application. Commands live in tvmffi_cli.cli.<name> and are
 imported only when run, so one command does not pay for the others."""
 
 import importlib
 
 import click
 
-from . import __version__
+from .. import __version__
 
-# name -> (module under tvmffi_cli.commands, one-line help shown by --help)
+# name -> (module under tvmffi_cli.cli, one-line help shown by --help)
 COMMANDS = {
     "inspect": ("inspect", "Show what a library exports, embeds and imports."),
     "call": ("call", "Call one function of a library with typed arguments."),
@@ -25,7 +25,7 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(name)
         if entry is None:
             return None
-        mod = importlib.import_module(f"tvmffi_cli.commands.{entry[0]}")
+        mod = importlib.import_module(f"tvmffi_cli.cli.{entry[0]}")
         return mod.command
 
     def format_commands(self, ctx, formatter):

@@ -15,7 +15,7 @@ decoding keeps whatever it could read.
 
 import struct
 
-from .errors import FormatError
+from ..errors import FormatError
 
 LIB_KIND = "_lib"
 

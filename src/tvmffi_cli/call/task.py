@@ -1,5 +1,5 @@
 """Child-side task of `tvmffi call`: load the library, build the arguments from
-their specs (tvmffi_cli.literals), call the function once, describe the result
+their specs (tvmffi_cli.call.literals), call the function once, describe the result
 and the arguments after the call, and write --out files.
 
 request: {"path", "func", "args": [spec...], "tensor_mode": "dltensor"|"object",
@@ -46,7 +46,7 @@ _keep_loaded = []
 
 
 def _call(lib, fn, resolved, request):
-    from .. import convert
+    from ..ffi import convert
 
     values, tensors = build_args(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
@@ -59,7 +59,7 @@ def _call(lib, fn, resolved, request):
         # Raised by our conversion before the call: the arguments cannot be passed.
         raise InputError(f"cannot pass the arguments: {e}") from None
     call_ns = time.perf_counter_ns() - t0
-    from ..render.values import describe, describe_array
+    from .describe import describe, describe_array
 
     reply = {"status": "ok", "resolved": resolved, "call_ns": call_ns,
              "result": describe(result), "args": []}
@@ -86,7 +86,7 @@ def error_dict(e):
 def open_function(request):
     """(Library, Function, "export"|"global") for request["func"], or ResolveError
     naming the closest known names."""
-    from .. import library
+    from ..ffi import library
 
     path, name = request["path"], request["func"]
     lib = library.load(path, runtime=request.get("runtime"),
@@ -129,7 +129,7 @@ def not_found_message(lib, name):
 def param_types(lib, name, resolved):
     """The parameter types (schema.TypeSpec list) of a function's metadata type
     schema, or None when the library has no usable schema for it."""
-    from .. import schema
+    from ..abi import typeschema as schema
 
     if resolved != "export":
         return None
@@ -150,7 +150,7 @@ def param_types(lib, name, resolved):
 
 def resolve_specs(lib, request, resolved):
     """Specs with positional ones re-read by the function's type schema."""
-    from .. import literals
+    from . import literals
 
     specs = request.get("args") or []
     positional = [s for s in specs if s.get("positional")]
@@ -185,7 +185,7 @@ def build_args(lib, request, resolved):
 
 
 def _load_tensor(spec):
-    from .. import literals
+    from . import literals
 
     try:
         return literals.load_tensor(spec)
@@ -194,7 +194,7 @@ def _load_tensor(spec):
 
 
 def _tensor_value(lib, arr, owned):
-    from .. import convert
+    from ..ffi import convert
 
     if owned:
         return convert.numpy_to_tensor(lib.runtime, arr)
@@ -203,7 +203,7 @@ def _tensor_value(lib, arr, owned):
 
 def materialize(spec, lib=None):
     """A spec -> the Python value convert.py passes (DataType, Device, Shape...)."""
-    from .. import convert
+    from ..ffi import convert
 
     k = spec.get("kind")
     if k == "none":
@@ -221,7 +221,7 @@ def materialize(spec, lib=None):
         except OSError as e:
             raise InputError(f"--bytes @{spec['path']}: {e.strerror}") from None
     if k == "dtype":
-        from .. import literals
+        from . import literals
 
         return convert.DataType(spec["value"], literals.parse_dtype(spec["value"]))
     if k == "device":
@@ -258,7 +258,7 @@ def write_outputs(out_dir, tensors, result, force):
     """Write every tensor argument as arg<i>.npy and a tensor result as
     result.npy; each file is written to a temporary name and then renamed, so a
     reader never sees half a file and an existing one is kept unless `force`."""
-    from .. import convert
+    from ..ffi import convert
 
     os.makedirs(out_dir, exist_ok=True)
     files = []
