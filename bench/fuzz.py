@@ -150,7 +150,10 @@ def run_atheris(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0
         import tvmffi_cli.binary.elf  # noqa: F401
         import tvmffi_cli.binary.macho  # noqa: F401
         import tvmffi_cli.binary.pe  # noqa: F401
+        import tvmffi_cli.abi.symbols  # noqa: F401
+        import tvmffi_cli.binary.reader  # noqa: F401
         import tvmffi_cli.cli.inspect  # noqa: F401
+        import tvmffi_cli.inspect.engine  # noqa: F401
         import tvmffi_cli.binary.libbin  # noqa: F401
         import tvmffi_cli.call.literals  # noqa: F401
         import tvmffi_cli.binary.modformats  # noqa: F401

@@ -9,7 +9,7 @@ command-line arguments over on Linux (lone surrogates included).
 The contract checked (`check`): a target returns, or raises a
 tvmffi_cli.errors.TvmffiError. Anything else escaping is a finding, and so is
 a TvmffiError that merely wraps a MemoryError or RecursionError (the parsers
-must never allocate or recurse by an untrusted size; the binfmt safety net
+must never allocate or recurse by an untrusted size; the binary-reader safety net
 would otherwise hide that). Other exceptions that a TvmffiError wraps are
 counted as "masked": not a contract break, but a reader bug the safety net
 caught.
@@ -595,7 +595,7 @@ class BinaryTarget(Target):
 
     def run(self, data):
         from tvmffi_cli.binary import parse_bytes
-        from tvmffi_cli.cli.inspect import static_report
+        from tvmffi_cli.inspect.engine import static_report
 
         b = parse_bytes(data, "<fuzz>")
         try:
@@ -625,7 +625,7 @@ class _NoCollect:
 
 class ElfTarget(BinaryTarget):
     name = "elf"
-    doc = "ELF reader (binfmt.elf) + inspect's static report"
+    doc = "ELF reader (binary.elf) + inspect's static report"
     magic = (b"\x7fELF\x02\x01\x01\x00", b"\x7fELF\x01\x01\x01\x00", b"\x7fELF\x02\x02\x01\x00")
 
     def files(self):
@@ -634,7 +634,7 @@ class ElfTarget(BinaryTarget):
 
 class PeTarget(BinaryTarget):
     name = "pe"
-    doc = "PE/COFF reader (binfmt.pe) + inspect's static report"
+    doc = "PE/COFF reader (binary.pe) + inspect's static report"
     magic = (b"MZ", tiny_pe()[:0x40])
 
     def files(self):
@@ -655,7 +655,7 @@ class PeTarget(BinaryTarget):
 
 class MachOTarget(BinaryTarget):
     name = "macho"
-    doc = "Mach-O reader, thin and fat (binfmt.macho) + inspect's static report"
+    doc = "Mach-O reader, thin and fat (binary.macho) + inspect's static report"
     magic = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xca\xfe\xba\xbe",
              b"\xca\xfe\xba\xbf")
 

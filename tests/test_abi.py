@@ -1,4 +1,4 @@
-"""The ctypes mirror (tvmffi_cli/abi.py) matches the C headers: sizes, field
+"""The ctypes mirror (tvmffi_cli/abi/structs.py) matches the C headers: sizes, field
 offsets and type indices, checked against a C program compiled with our
 header and with the official one."""
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tvmffi_cli.binary import open_binary, parse_bytes
-from tvmffi_cli.cli.inspect import static_report
+from tvmffi_cli.inspect.engine import static_report
 from tvmffi_cli.errors import FormatError
 
 

@@ -281,17 +281,17 @@ def test_bool_and_int_arrays(lib):
 
 
 def test_runtime_containers_directly(rt):
-    arr = rt.global_func("ffi.Array")(1, "two", [3])
+    arr = convert.global_func(rt, "ffi.Array")(1, "two", [3])
     assert arr == [1, "two", [3]]
-    assert rt.global_func("ffi.ArraySize")([1, 2, 3]) == 3
-    assert rt.global_func("ffi.ArrayGetItem")([5, 6], 1) == 6
+    assert convert.global_func(rt, "ffi.ArraySize")([1, 2, 3]) == 3
+    assert convert.global_func(rt, "ffi.ArrayGetItem")([5, 6], 1) == 6
     with pytest.raises(IndexError):
-        rt.global_func("ffi.ArrayGetItem")([5, 6], 7)
-    assert rt.global_func("ffi.MapGetItem")({"a": 1}, "a") == 1
-    assert rt.global_func("ffi.MapCount")({"a": 1}, "b") == 0
-    assert rt.global_func("ffi.Shape")(4, 5) == (4, 5)
-    assert rt.global_func("ffi.String")("abcdefghij") == "abcdefghij"
-    assert rt.global_func("ffi.Bytes")(b"\x00\x01") == b"\x00\x01"
+        convert.global_func(rt, "ffi.ArrayGetItem")([5, 6], 7)
+    assert convert.global_func(rt, "ffi.MapGetItem")({"a": 1}, "a") == 1
+    assert convert.global_func(rt, "ffi.MapCount")({"a": 1}, "b") == 0
+    assert convert.global_func(rt, "ffi.Shape")(4, 5) == (4, 5)
+    assert convert.global_func(rt, "ffi.String")("abcdefghij") == "abcdefghij"
+    assert convert.global_func(rt, "ffi.Bytes")(b"\x00\x01") == b"\x00\x01"
 
 
 def test_unsupported_python_value(lib):

@@ -19,7 +19,7 @@ DRIVER = r'''
 import json, math, sys
 import numpy as np
 import tvmffi_cli
-from tvmffi_cli import convert as C
+from tvmffi_cli.ffi import convert as C
 
 rt_path, basic_path, kitchen_path = sys.argv[1:4]
 basic = tvmffi_cli.load(basic_path, runtime=rt_path)

@@ -93,7 +93,7 @@ def test_check_names_the_innermost_project_frame():
 
     out = fuzz_targets.check(Bad(), b"float32")  # bytes, not str: a TypeError inside literals
     assert out.kind == "finding" and out.exc_type == "TypeError"
-    assert out.frame[0] == "tvmffi_cli/literals.py" and out.frame[2] == "_parse_dtype_base"
+    assert out.frame[0] == "tvmffi_cli/call/literals.py" and out.frame[2] == "_parse_dtype_base"
 
 
 def test_check_reports_a_hang_as_a_finding():

@@ -16,17 +16,10 @@ decoding keeps whatever it could read.
 import struct
 
 from ..errors import FormatError
+from . import modformats
+from .reader import LibBinError, Reader
 
 LIB_KIND = "_lib"
-
-
-class LibBinError(Exception):
-    """Decoding cannot go on; carries the byte offset where it stopped."""
-
-    def __init__(self, offset, message):
-        super().__init__(message)
-        self.offset = offset
-        self.message = message
 
 
 class Module:
@@ -63,65 +56,6 @@ class LibraryBin:
     def to_json(self):
         return {"symbol_size": self.symbol_size, "nbytes": self.nbytes, "root": self.root,
                 "modules": [m.to_json() for m in self.modules], "errors": list(self.errors)}
-
-
-class Reader:
-    """Bounded little-endian reader over bytes[pos:end]."""
-
-    def __init__(self, data, pos=0, end=None):
-        self.data = data
-        self.pos = pos
-        self.end = len(data) if end is None else end
-
-    @property
-    def remaining(self):
-        return self.end - self.pos
-
-    def u64(self, what):
-        if self.remaining < 8:
-            raise LibBinError(self.pos, f"{what}: needs 8 bytes at offset {self.pos}, "
-                                        f"{max(0, self.remaining)} left")
-        v = struct.unpack_from("<Q", self.data, self.pos)[0]
-        self.pos += 8
-        return v
-
-    def u32(self, what):
-        if self.remaining < 4:
-            raise LibBinError(self.pos, f"{what}: needs 4 bytes at offset {self.pos}, "
-                                        f"{max(0, self.remaining)} left")
-        v = struct.unpack_from("<I", self.data, self.pos)[0]
-        self.pos += 4
-        return v
-
-    def count(self, what, item_size):
-        """A u64 count of items of `item_size` bytes, checked against what remains
-        (so a count claiming 2**40 entries is reported, never allocated)."""
-        at = self.pos
-        n = self.u64(what)
-        if item_size and n > self.remaining // item_size:
-            raise LibBinError(at, f"{what}: {'size' if item_size == 1 else 'count'} {n} at offset {at} needs {n * item_size} "
-                                  f"bytes, only {self.remaining} left")
-        return n
-
-    def raw(self, what):
-        """<size: u64> <bytes>: returns (offset of content, content bytes)."""
-        n = self.count(what, 1)
-        at = self.pos
-        self.pos += n
-        return at, self.data[at:at + n]
-
-    def str(self, what):
-        at, b = self.raw(what)
-        try:
-            return b.decode("utf-8")
-        except UnicodeDecodeError:
-            raise LibBinError(at, f"{what} at offset {at} is not UTF-8")
-
-    def vec_u64(self, what):
-        n = self.count(what, 8)
-        at = self.pos
-        self.pos += 8 * n
-        return list(struct.unpack_from(f"<{n}Q", self.data, at)) if n else []
 
 
 def decode(data, decode_kinds=True):
@@ -175,8 +109,6 @@ def decode(data, decode_kinds=True):
     if nmod:
         lb.root = 0  # the loader returns module 0 as the root
     if decode_kinds:
-        from . import modformats
-
         for m in lb.modules:
             if m.blob is not None:
                 m.details = modformats.decode(m.kind, m.blob, m.blob_offset, lb.errors, m.index)

@@ -14,7 +14,7 @@ Unknown kinds get their size and a short hex/ASCII preview.
 import re
 import struct
 
-from .libbin import LibBinError, Reader
+from .reader import LibBinError, Reader
 
 GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
 

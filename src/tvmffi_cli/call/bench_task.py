@@ -2,11 +2,11 @@
 runtime's C loop (tvmffi_rt_time_calls) call the function, so the numbers
 measure the function and the ABI call path, not Python.
 
-request: as tasks/call.py, plus "repeat" (calls per round, None = calibrate),
+request: as call/task.py, plus "repeat" (calls per round, None = calibrate),
          "rounds" (timed rounds), "target_round_ns" (calibration goal).
 reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
         "ns_per_call": {"min", "median", "max"}, "round_ns": [...]} or the
-        "raised" / "input_error" replies of tasks/call.py.
+        "raised" / "input_error" replies of call/task.py.
 """
 
 import ctypes

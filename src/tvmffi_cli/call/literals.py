@@ -3,7 +3,7 @@
 The parent process turns the raw argument tail into a list of *argument specs*:
 small JSON-able dicts such as {"kind": "int", "value": 5} or
 {"kind": "tensor", "source": "npy", "path": "/abs/x.npy"}. The child process
-(tasks/call.py) turns specs into real values right before the call, so big
+(call/task.py) turns specs into real values right before the call, so big
 tensors are only ever loaded next to the library that uses them.
 
 Spec kinds: none, int, bool, float ("text" keeps NaN/inf JSON-safe), str,

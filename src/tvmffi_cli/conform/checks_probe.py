@@ -3,7 +3,7 @@
 Input (built by runner.py from the worker's events):
   plan      list of step names the worker planned (None if it never got there)
   note      why typed probes are missing (no metadata, ...), or None
-  obs       step -> observation dict (see tasks/probe.py), or {"skipped": why}
+  obs       step -> observation dict (see conform/probe_task.py), or {"skipped": why}
   crashes   step -> {"signal": "SIGSEGV"|None, "hang": bool, "oob": bool|None}
   getters   {"metadata", "doc"} subset
 Pure functions of those facts: unit-testable without running anything.

@@ -1,7 +1,7 @@
 """Run the selected checks on one library.
 
 Static checks read the file here. Everything that executes library code runs
-in worker processes (tasks/probe.py): each worker loads the library once and
+in worker processes (conform/probe_task.py): each worker loads the library once and
 probes many functions; a worker is replaced only after the library crashed or
 hung it. Workers stream one event per step, so after a crash the parent knows
 the step that died, records it, and resumes that function in a fresh worker
@@ -32,7 +32,7 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    """One probe process: sandbox.Worker serving tasks/probe.py's event stream
+    """One probe process: sandbox.Worker serving conform/probe_task.py's event stream
     (a request line in, event lines out; the library's own output never
     reaches the event pipe)."""
 

@@ -3,7 +3,7 @@
 A metadata getter returns JSON `{"type_schema": "<json>"}`; the inner schema of
 a function is `{"type": "ffi.Function", "named_args": {"return": [R],
 "params": [P...]}}` (older writers: `"args": [R, P...]`). Each type is
-`{"type": key, "args": [...]}`. Parsing is schema.py's; this module adds what
+`{"type": key, "args": [...]}`. Parsing is abi/typeschema.py's; this module adds what
 conform needs: which value kinds a declared type accepts or returns. Pure
 Python, no ctypes: used by the parent and by the probe worker.
 """
@@ -37,7 +37,7 @@ class Sig:
 
 
 def _as_dict(spec):
-    """The plain-dict form the probes work with, from schema.py's TypeSpec
+    """The plain-dict form the probes work with, from abi/typeschema.py's TypeSpec
     (the one parser of type schemas), with C++ spellings normalised."""
     key = _ALIASES.get(spec.key, spec.key)
     return {"type": key, "args": [_as_dict(a) for a in spec.args]}

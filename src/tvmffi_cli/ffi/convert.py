@@ -35,6 +35,26 @@ from ..abi.structs import (
     TVMFFIAny,
     TVMFFIByteArray,
 )
+from .errors import (  # noqa: F401  (re-exported: convert is the values API)
+    ERROR_CLASSES,
+    FFIAssertionError,
+    FFIAttributeError,
+    FFIError,
+    FFIErrorBase,
+    FFIIndexError,
+    FFIKeyError,
+    FFIMemoryError,
+    FFINotImplementedError,
+    FFIOverflowError,
+    FFITimeoutError,
+    FFITypeError,
+    FFIValueError,
+    FFIZeroDivisionError,
+    _kind_of,
+    error_class,
+    error_from_handle,
+)
+from .runtime import byte_array, get_runtime
 
 #: How NumPy arrays are passed: "dltensor" (zero-copy DLTensor*) or "object"
 #: (an owned ffi.Tensor made by TVMFFITensorFromDLPackVersioned, zero-copy too).
@@ -43,91 +63,6 @@ DEFAULT_TENSOR_MODE = "dltensor"
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-
-
-# --- errors -------------------------------------------------------------------
-class FFIErrorBase(Exception):
-    """An error raised by (or returned from) a TVM-FFI function.
-
-    kind: the error kind string ("ValueError", "RuntimeError", custom kinds);
-    message: the library's message; backtrace: as recorded by the runtime.
-    str(e) is the message alone, so `f"{e.kind}: {e}"` renders it."""
-
-    def __init__(self, kind, message, backtrace=""):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.backtrace = backtrace
-
-    def __str__(self):
-        return self.message
-
-    def __reduce__(self):
-        return (error_class(self.kind), (self.kind, self.message, self.backtrace))
-
-
-class FFIError(FFIErrorBase, RuntimeError):
-    """RuntimeError and every kind without a matching Python exception."""
-
-
-def _make(name, base):
-    cls = type(name, (FFIErrorBase, base), {"__doc__": f"Library-raised {base.__name__}."})
-    cls.__module__ = __name__
-    return cls
-
-
-FFIValueError = _make("FFIValueError", ValueError)
-FFITypeError = _make("FFITypeError", TypeError)
-FFIIndexError = _make("FFIIndexError", IndexError)
-FFIKeyError = _make("FFIKeyError", KeyError)
-FFIAttributeError = _make("FFIAttributeError", AttributeError)
-FFINotImplementedError = _make("FFINotImplementedError", NotImplementedError)
-FFIMemoryError = _make("FFIMemoryError", MemoryError)
-FFIOverflowError = _make("FFIOverflowError", OverflowError)
-FFIZeroDivisionError = _make("FFIZeroDivisionError", ZeroDivisionError)
-FFIAssertionError = _make("FFIAssertionError", AssertionError)
-FFITimeoutError = _make("FFITimeoutError", TimeoutError)
-
-ERROR_CLASSES = {
-    "ValueError": FFIValueError,
-    "TypeError": FFITypeError,
-    "IndexError": FFIIndexError,
-    "KeyError": FFIKeyError,
-    "AttributeError": FFIAttributeError,
-    "NotImplementedError": FFINotImplementedError,
-    "MemoryError": FFIMemoryError,
-    "OverflowError": FFIOverflowError,
-    "ZeroDivisionError": FFIZeroDivisionError,
-    "AssertionError": FFIAssertionError,
-    "TimeoutError": FFITimeoutError,
-    "RuntimeError": FFIError,
-}
-
-
-def error_class(kind):
-    return ERROR_CLASSES.get(kind, FFIError)
-
-
-def error_from_handle(rt, handle, _depth=0):
-    """Exception for an ffi.Error object (borrowed: no reference is taken)."""
-    cell = abi.TVMFFIErrorCell.from_address(abi.cell_address(handle))
-    kind = abi.byte_array_str(cell.kind)
-    exc = error_class(kind)(kind, abi.byte_array_str(cell.message),
-                            abi.byte_array_str(cell.backtrace))
-    if cell.cause_chain and _depth < 32:
-        cause_tindex = abi.TVMFFIObject.from_address(cell.cause_chain).type_index
-        if cause_tindex == abi.kTVMFFIError:
-            exc.__cause__ = error_from_handle(rt, cell.cause_chain, _depth + 1)
-    return exc
-
-
-def _kind_of(exc):
-    if isinstance(exc, FFIErrorBase):
-        return exc.kind
-    for cls in type(exc).__mro__:
-        if cls.__module__ == "builtins":
-            return cls.__name__
-    return "RuntimeError"
 
 
 # --- value types --------------------------------------------------------------
@@ -170,8 +105,6 @@ class DataType(str):
 
     def _need_triple(self):
         if self._triple is None:
-            from .runtime import get_runtime
-
             self._triple = _parse_dtype(get_runtime(), str(self))
         return self._triple
 
@@ -305,10 +238,10 @@ class Module(_ObjectRef):
 
     @property
     def kind(self):
-        return self._rt.global_func("ffi.ModuleGetKind")(self)
+        return global_func(self._rt, "ffi.ModuleGetKind")(self)
 
     def get_function(self, name, query_imports=False):
-        f = self._rt.global_func("ffi.ModuleGetFunction")(self, name, bool(query_imports))
+        f = global_func(self._rt, "ffi.ModuleGetFunction")(self, name, bool(query_imports))
         if isinstance(f, Function):
             f.name = name
         return f
@@ -465,8 +398,6 @@ _dtype_parse_cache = {}
 def _parse_dtype(rt, s):
     t = _dtype_parse_cache.get(s)
     if t is None:
-        from .runtime import byte_array
-
         ba, _keep = byte_array(s)
         out = DLDataType()
         rt.check(rt.TVMFFIDataTypeFromString(byref(ba), byref(out)))
@@ -490,7 +421,7 @@ def _dtype_from_dl(rt, dl):
 def _new_object(rt, global_name, items, keep, owned, tensor_mode):
     """Call a constructor global (ffi.Array, ffi.Map, ffi.Shape) and return the
     owned handle of its result."""
-    fn = rt.global_func(global_name)
+    fn = global_func(rt, global_name)
     n = len(items)
     args = (TVMFFIAny * n)() if n else None
     for i, v in enumerate(items):
@@ -545,8 +476,6 @@ def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
     elif isinstance(value, str):
         data = value.encode("utf-8")
         if b"\0" in data:
-            from .runtime import byte_array
-
             ba, buf = byte_array(data)
             rt.check(rt.TVMFFIStringFromByteArray(byref(ba), byref(out)))
             if out.type_index >= abi.kTVMFFIStaticObjectBegin:
@@ -606,8 +535,6 @@ def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
 
 
 def _set_bigint(rt, value, out, owned):
-    from .runtime import byte_array
-
     nbytes = (value.bit_length() + 8) // 8
     nbytes = (nbytes + 7) // 8 * 8  # whole little-endian 64-bit words
     ba, _keep = byte_array(value.to_bytes(nbytes, "little", signed=True))
@@ -617,8 +544,6 @@ def _set_bigint(rt, value, out, owned):
 
 
 def _make_error(rt, exc, owned):
-    from .runtime import byte_array
-
     k, kk = byte_array(exc.kind)
     m, mk = byte_array(exc.message)
     b, bk = byte_array(exc.backtrace or "")
@@ -944,11 +869,11 @@ def _hashable(k):
 
 def _read_map(rt, h, t, iter_name, size_name):
     ref = _Borrowed(h, t)
-    n = rt.global_func(size_name)(ref)
+    n = global_func(rt, size_name)(ref)
     out = {}
     if n <= 0:
         return out
-    it = rt.global_func(iter_name)(ref)
+    it = global_func(rt, iter_name)(ref)
     for _ in range(n):
         out[_hashable(it(0))] = it(1)
         if not it(2):
@@ -1010,3 +935,39 @@ __all__ = [
     "py_to_any", "py_to_owned_any", "any_to_py", "any_view_to_py", "numpy_to_tensor",
     "function_from_callable", "read_fields", "type_info_dict", "ensure_cpu_allocator",
 ]
+
+
+# --- globals ------------------------------------------------------------------
+def global_func(rt, name):
+    """Cached Function wrapper of a global the runtime itself provides."""
+    f = rt._globals.get(name)
+    if f is None:
+        h = rt.get_global_handle(name)
+        if h is None:
+            raise KeyError(f"global function {name!r} is not registered in {rt.path}")
+        f = Function(h, rt)
+        with rt._lock:
+            rt._globals[name] = f
+    return f
+
+
+def get_global(rt, name):
+    """Function wrapper of a global, or None."""
+    h = rt.get_global_handle(name)
+    return None if h is None else Function(h, rt)
+
+
+def list_globals(rt):
+    """Sorted names of all registered global functions."""
+    f = rt.rt.get("tvmffi_rt_list_globals")
+    if f is not None:
+        out = TVMFFIAny()
+        rt.check(f(byref(out)))
+        return sorted(any_to_py(rt, out))
+    functor = global_func(rt, "ffi.FunctionListGlobalNamesFunctor")()
+    n = functor(-1)
+    return sorted(functor(i) for i in range(n))
+
+
+def registered_type_keys(rt):
+    return list(global_func(rt, "ffi.GetRegisteredTypeKeys")())

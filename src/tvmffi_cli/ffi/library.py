@@ -19,8 +19,8 @@ import threading
 from ctypes import byref, c_void_p
 from pathlib import Path
 
-from . import convert
 from ..errors import InputError
+from . import convert
 from .runtime import byte_array, get_runtime
 
 FUNC_PREFIX = "__tvm_ffi_"
@@ -176,7 +176,7 @@ class Library:
     def _special(self, name, global_name, what):
         rt = self.runtime
         if self.module is not None:
-            g = rt.get_global(global_name)
+            g = convert.get_global(rt, global_name)
             if g is not None:
                 v = g(self.module, name, False)
                 return v if isinstance(v, str) else None
@@ -190,7 +190,7 @@ class Library:
 
     # -- globals -------------------------------------------------------------
     def get_global(self, name):
-        f = self.runtime.get_global(name)
+        f = convert.get_global(self.runtime, name)
         if f is not None:
             f.name = name
             f.tensor_mode = self.tensor_mode
@@ -218,7 +218,7 @@ _keep_modules = []
 
 def _type_keys(rt):
     try:
-        return set(rt.registered_type_keys())
+        return set(convert.registered_type_keys(rt))
     except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
         return set()
 
@@ -237,7 +237,7 @@ def load(path, runtime=None, tensor_mode=None):
     p = p.resolve()
     rt = get_runtime(runtime)
     convert.ensure_cpu_allocator(rt)
-    before_globals = set(rt.list_globals())
+    before_globals = set(convert.list_globals(rt))
     before_types = _type_keys(rt)
     module = dl = None
     loader = rt.rt.get("tvmffi_rt_library_load")
@@ -247,7 +247,7 @@ def load(path, runtime=None, tensor_mode=None):
             rt.check(loader(os.fsencode(str(p)), byref(out)))
             module = convert.Module(out.value, rt)
         elif rt.get_global_handle("ffi.ModuleLoadFromFile") is not None:
-            m = rt.global_func("ffi.ModuleLoadFromFile")(str(p))
+            m = convert.global_func(rt, "ffi.ModuleLoadFromFile")(str(p))
             module = m if isinstance(m, convert.Module) else None
     except convert.FFIErrorBase as e:
         raise InputError(f"cannot load {path}: {e.kind}: {e}") from None
@@ -258,7 +258,7 @@ def load(path, runtime=None, tensor_mode=None):
             raise InputError(f"cannot load {path}: {e}") from None
     if module is not None:
         _keep_modules.append(module)
-    after_globals = set(rt.list_globals())
+    after_globals = set(convert.list_globals(rt))
     after_types = _type_keys(rt)
     return Library(p, rt, module, dl, sorted(after_globals - before_globals),
                    sorted(after_types - before_types), tensor_mode)

@@ -1,6 +1,7 @@
 """Where the built runtime library and our C headers live."""
 
 import os
+import sys
 from pathlib import Path
 
 RUNTIME_ENV = "TVMFFI_RUNTIME"
@@ -8,11 +9,11 @@ _LIBNAME = "libtvm_ffi.so"
 
 
 def _package_dirs():
-    import tvmffi_cli
-
     # An editable install (scikit-build-core "redirect" mode) spreads the package
-    # over the source tree and site-packages; look in every part.
-    return [Path(p) for p in getattr(tvmffi_cli, "__path__", [])]
+    # over the source tree and site-packages; look in every part. (The top
+    # package is imported before any of its modules.)
+    top = sys.modules[__name__.split(".")[0]]
+    return [Path(p) for p in getattr(top, "__path__", [])]
 
 
 def runtime_library() -> Path:
@@ -43,7 +44,7 @@ def include_dir() -> Path:
         if (p / "tvm" / "ffi" / "c_api.h").is_file():
             return p.resolve()
     # Running from a source checkout.
-    src = Path(__file__).resolve().parents[2] / "runtime" / "include"
+    src = Path(__file__).resolve().parents[3] / "runtime" / "include"
     if (src / "tvm" / "ffi" / "c_api.h").is_file():
         return src
     raise InputError("the tvmffi C headers are not installed; reinstall with `pip install .`")

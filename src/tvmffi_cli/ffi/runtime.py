@@ -3,7 +3,7 @@
 Every runtime has SONAME libtvm_ffi.so, so a process can host only one of
 them: the first get_runtime() call picks it (ours by default, any path on
 request) and later calls return the same object. Code that needs the other
-runtime must run in a subprocess (see sandbox.py).
+runtime must run in a subprocess (see sandbox/process.py).
 """
 
 import ctypes
@@ -13,6 +13,7 @@ from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_int64, c_uint32, 
 from pathlib import Path
 
 from ..abi import structs as abi
+from ..abi.capi import C_API_NAMES
 from ..abi.structs import (
     DLDataType,
     DLManagedTensor,
@@ -27,8 +28,8 @@ from ..abi.structs import (
     TVMFFITypeMetadata,
     TVMFFIVersion,
 )
-from ..abi.capi import C_API_NAMES
 from ..errors import InputError
+from .errors import FFIError, error_from_handle
 
 _P = c_void_p
 _PANY = POINTER(TVMFFIAny)
@@ -167,8 +168,6 @@ class Runtime:
     def take_error(self):
         """Move the raised error of this thread out and return it as a Python
         exception (not raised). Returns a generic FFIError if none is pending."""
-        from .convert import error_from_handle, FFIError
-
         h = c_void_p()
         self.TVMFFIErrorMoveFromRaised(byref(h))
         if not h.value:
@@ -208,40 +207,6 @@ class Runtime:
         self.check(self.TVMFFIFunctionGetGlobal(byref(ba), byref(out)))
         return out.value
 
-    def global_func(self, name):
-        """Cached Function wrapper of a global the runtime itself provides."""
-        f = self._globals.get(name)
-        if f is None:
-            from .convert import Function
-
-            h = self.get_global_handle(name)
-            if h is None:
-                raise KeyError(f"global function {name!r} is not registered in {self.path}")
-            f = Function(h, self)
-            with self._lock:
-                self._globals[name] = f
-        return f
-
-    def get_global(self, name):
-        """Function wrapper of a global, or None."""
-        from .convert import Function
-
-        h = self.get_global_handle(name)
-        return None if h is None else Function(h, self)
-
-    def list_globals(self):
-        """Sorted names of all registered global functions."""
-        f = self.rt.get("tvmffi_rt_list_globals")
-        if f is not None:
-            from .convert import any_to_py
-
-            out = TVMFFIAny()
-            self.check(f(byref(out)))
-            return sorted(any_to_py(self, out))
-        functor = self.global_func("ffi.FunctionListGlobalNamesFunctor")()
-        n = functor(-1)
-        return sorted(functor(i) for i in range(n))
-
     # -- types --------------------------------------------------------------
     def type_info(self, type_index):
         """TVMFFITypeInfo of an index, or None when the runtime has none."""
@@ -266,9 +231,6 @@ class Runtime:
         if info is None:
             return abi.STATIC_TYPE_NAMES.get(type_index, f"<type {type_index}>")
         return abi.byte_array_str(info.type_key)
-
-    def registered_type_keys(self):
-        return list(self.global_func("ffi.GetRegisteredTypeKeys")())
 
 
 _RUNTIME = None

@@ -3,7 +3,6 @@ schemas/call.schema.json and bench.schema.json) and the human rendering."""
 
 from ..call import describe as values
 
-
 # ---------------------------------------------------------------------------
 # call
 

@@ -77,7 +77,7 @@ def _child_env(runtime, env):
     if runtime is not None:
         e["TVMFFI_RUNTIME"] = str(Path(runtime).resolve())
     # Make the package importable in the child even when it runs from a source tree.
-    src = str(Path(__file__).resolve().parents[1])
+    src = str(Path(__file__).resolve().parents[2])
     e["PYTHONPATH"] = src + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     e.setdefault("PYTHONUNBUFFERED", "1")
     # Libraries (and runtimes) built with initial-exec TLS need static TLS

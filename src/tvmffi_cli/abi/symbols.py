@@ -1,0 +1,29 @@
+"""Symbol names of the ABI, defined once: the families of exported symbols a
+TVM-FFI library carries and the file names of runtime libraries.
+
+    __tvm_ffi_<name>            a function (TVMFFISafeCallType)
+    __tvm_ffi_main              the library's main function (may alias another)
+    __tvm_ffi__<...>            reserved for the special symbols below
+    __tvm_ffi__metadata_<name>  getter of <name>'s metadata JSON
+    __tvm_ffi__doc_<name>       getter of <name>'s doc string
+    __tvm_ffi__cubin_<name>     an embedded CUDA binary, ends at ..._end
+    __tvm_ffi__library_bin      serialized module tree (binary/libbin.py)
+    __tvm_ffi__library_ctx      writable void* the loader points at the module
+    __TVMFFI<api>               writable pointer the loader fills with C API <api>
+"""
+
+FUNC_PREFIX = "__tvm_ffi_"
+SPECIAL_PREFIX = "__tvm_ffi__"
+CTX_PREFIX = "__TVMFFI"
+MAIN = "__tvm_ffi_main"
+METADATA_PREFIX = "__tvm_ffi__metadata_"
+DOC_PREFIX = "__tvm_ffi__doc_"
+CUBIN_PREFIX = "__tvm_ffi__cubin_"
+CUBIN_END_SUFFIX = "_end"
+LIBRARY_BIN = "__tvm_ffi__library_bin"
+LIBRARY_CTX = "__tvm_ffi__library_ctx"
+
+#: Name prefixes of runtime library files (as found in DT_NEEDED / imports).
+RUNTIME_LIBS = ("libtvm_ffi.", "tvm_ffi.dll", "libtvm_ffi.dll")
+#: Prefix of the runtime's C functions imported by libraries.
+C_API_PREFIX = "TVMFFI"

@@ -1,0 +1,269 @@
+"""The inspect engine: what a library exports, embeds and imports (no click).
+
+Static facts come from the file's bytes (binary readers, libbin, modformats);
+by default the library is also loaded in a child process (tvmffi_cli.sandbox,
+task "inspect.task") for metadata, docs, globals and types. `static=True` never
+runs any code of the library.
+
+    run(path, static=False, timeout=30.0, runtime=None) -> report dict
+    static_report(binary) -> report dict of an opened Binary
+Problems found in the file are collected in report["errors"]; a file that
+cannot be read as a library raises InputError/FormatError (from open_binary).
+"""
+
+from ..abi.capi import C_API_NAMES as C_API  # (no ctypes: the fast path imports this)
+from ..abi.symbols import (
+    C_API_PREFIX,
+    CTX_PREFIX,
+    CUBIN_PREFIX,
+    DOC_PREFIX,
+    FUNC_PREFIX,
+    LIBRARY_BIN,
+    LIBRARY_CTX,
+    MAIN,
+    METADATA_PREFIX,
+    RUNTIME_LIBS,
+    SPECIAL_PREFIX,
+)
+
+CUBIN_PREVIEW = 4096  # enough of a payload to identify it
+
+
+def _err(report, where, message, offset=None):
+    e = {"where": where, "message": message}
+    if offset is not None:
+        e["offset"] = offset
+    report["errors"].append(e)
+
+
+def _is_cxx_runtime_import(name):
+    # Itanium-mangled names in namespace tvm::ffi (e.g. _ZN3tvm3ffi...,
+    # _ZNK3tvm3ffi...): the official C++ runtime's exports, which a C runtime
+    # cannot provide.
+    return name.startswith("_Z") and "3tvm3ffi" in name
+
+
+def static_report(binary):
+    """Everything `inspect` learns from the bytes of an opened Binary."""
+    b = binary
+    rep = {
+        "path": b.path, "format": b.format, "arch": b.arch, "bits": b.bits, "kind": b.kind,
+        "soname": b.soname, "needed": list(b.needed), "mode": "static",
+        "functions": [], "modules": [], "library_bin": None, "library_ctx": None,
+        "context_symbols": [], "cubins": [], "globals": [], "types": [],
+        "runtime_imports": [], "unsupported_imports": [], "needs_runtime": False,
+        "errors": [], "warnings": list(b.warnings),
+    }
+    rep.update({k: v for k, v in b.extra.items() if k not in rep})
+
+    syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
+    # One pass over the matches: functions, special symbols, getters, context.
+    by_name, funcs, meta, docs, ctx_syms = {}, [], set(), set(), []
+    nf, nm_, nd = len(FUNC_PREFIX), len(METADATA_PREFIX), len(DOC_PREFIX)
+    for s in syms:
+        n = s.name
+        if n in by_name:
+            continue
+        by_name[n] = s
+        if n.startswith(SPECIAL_PREFIX):
+            if n.startswith(METADATA_PREFIX):
+                meta.add(n[nm_:])
+            elif n.startswith(DOC_PREFIX):
+                docs.add(n[nd:])
+        elif n.startswith(FUNC_PREFIX):
+            funcs.append(s)
+        else:
+            ctx_syms.append(s)
+    funcs.sort(key=lambda s: s.name)
+    names = {s.name[nf:] for s in funcs}
+    main = by_name.get(MAIN)
+    for s in funcs:
+        name = s.name[nf:]
+        f = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
+             "kind": s.kind, "binding": s.binding, "has_metadata": name in meta,
+             "has_doc": name in docs}
+        if s is main:
+            f["aliases"] = sorted(o.name[len(FUNC_PREFIX):] for o in funcs
+                                  if o is not s and o.value == s.value and o.section == s.section)
+        if s.kind != "code":
+            rep["warnings"].append(f"{s.name} is not in a code section ({s.section})")
+        rep["functions"].append(f)
+    for n in sorted((meta | docs) - names):
+        rep["warnings"].append(f"metadata/doc getter for {n} but no {FUNC_PREFIX}{n} function")
+
+    # Imports: which runtime C functions, and C++ runtime symbols we cannot host.
+    imports = b.imports
+    rep["runtime_imports"] = sorted({n for n in imports if n.startswith(C_API_PREFIX)})
+    rep["unsupported_imports"] = sorted({n for n in imports if _is_cxx_runtime_import(n)})
+    rep["needs_runtime"] = bool(rep["runtime_imports"] or rep["unsupported_imports"] or any(
+        n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed))
+
+    # Context symbols: writable pointers the loader fills with C API entries.
+    for s in sorted(ctx_syms, key=lambda s: s.name):
+        api = s.name[2:]
+        c = {"name": s.name, "api": api, "known": api in C_API, "address": s.value,
+             "size": s.size, "section": s.section, "writable": s.writable}
+        rep["context_symbols"].append(c)
+        if not s.writable and b.kind != "object":
+            _err(rep, s.name, f"context symbol {s.name} is in read-only section {s.section}; "
+                              f"the loader cannot store {api} there")
+        if not c["known"]:
+            rep["warnings"].append(f"context symbol {s.name} names no C API function")
+
+    # __tvm_ffi__library_ctx: a writable void* the loader points at the module.
+    ctx = by_name.get(LIBRARY_CTX)
+    if ctx is not None:
+        rep["library_ctx"] = {"address": ctx.value, "size": ctx.size, "section": ctx.section,
+                              "writable": ctx.writable}
+        if not ctx.writable and b.kind != "object":
+            _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is in read-only section {ctx.section}")
+        if ctx.size and ctx.size != b.bits // 8:
+            _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is {ctx.size} bytes, expected a "
+                                   f"{b.bits // 8}-byte pointer")
+
+    # Embedded CUDA binaries between __tvm_ffi__cubin_<name> and ..._end.
+    _cubins(b, by_name, rep, [s for s in by_name.values() if s.name.startswith(CUBIN_PREFIX)])
+
+    # __tvm_ffi__library_bin: modules and their import tree.
+    lbs = by_name.get(LIBRARY_BIN)
+    if lbs is not None:
+        from ..binary import libbin
+
+        try:
+            data = b.read_symbol_bytes(lbs)
+        except Exception as e:  # FormatError: e.g. in .bss
+            _err(rep, LIBRARY_BIN, str(e))
+            data = None
+        if data is not None:
+            lb = libbin.decode(data)
+            rep["library_bin"] = {"address": lbs.value, "symbol_size": lb.symbol_size,
+                                  "nbytes": lb.nbytes, "root": lb.root,
+                                  "section": lbs.section}
+            rep["modules"] = [m.to_json() for m in lb.modules]
+            for e in lb.errors:
+                _err(rep, LIBRARY_BIN, e["message"], e["offset"])
+            kinds = {m.kind for m in lb.modules}
+            if lb.modules and "_lib" not in kinds:
+                rep["warnings"].append("library_bin has no _lib entry: the library's own "
+                                       "functions are not part of its module tree")
+    # Last: readers note some problems only while reading symbols.
+    for p in b.problems:
+        _err(rep, "binary", p)
+    return rep
+
+
+def _cubins(b, by_name, rep, candidates):
+    if not candidates:
+        return
+    from ..binary import modformats
+
+    for s in sorted(candidates, key=lambda s: s.name):
+        n = s.name
+        if n.endswith("_end") and n[:-4] in by_name:
+            continue
+        name = n[len(CUBIN_PREFIX):]
+        end = by_name.get(n + "_end")
+        c = {"name": name, "symbol": n, "address": s.value, "size": None}
+        if end is not None and end.section == s.section and end.value >= s.value:
+            size = end.value - s.value
+        elif end is not None:
+            _err(rep, n, f"{n}_end is not after {n} in the same section")
+            size = s.size or 0
+        else:
+            size = s.size or 0
+            if not size:
+                _err(rep, n, f"{n} has no size and no {n}_end symbol")
+        c["size"] = size
+        try:
+            off = b.file_offset(s)
+            if off is None:
+                raise ValueError
+            sec = s._sec or b.section_for(s.value)
+            avail = min(sec.offset + sec.filesize, len(b.data)) - off
+            if size > avail:
+                _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
+            head = bytes(b.data[off:off + max(0, min(size, avail, CUBIN_PREVIEW))])
+            c.update(modformats.analyze_payload(head))
+        except ValueError:
+            _err(rep, n, f"{n} has no bytes in the file")
+        rep["cubins"].append(c)
+
+
+def _host_loadable(binary):
+    import platform
+
+    host = platform.machine().lower()
+    host = {"amd64": "x86_64", "arm64": "aarch64"}.get(host, host)
+    return binary.format == "elf" and binary.arch == host and binary.kind == "shared"
+
+
+def merge_dynamic(rep, result):
+    """Fold the child's "introspect" result into the static report."""
+    from ..abi import typeschema as schema
+    from ..errors import FormatError
+
+    dyn = result.get("functions") or {}
+    for f in rep["functions"]:
+        d = dyn.get(f["name"])
+        if not d:
+            continue
+        if d.get("doc") is not None:
+            f["doc"] = d["doc"]
+        raw = d.get("metadata_raw")
+        md = d.get("metadata")
+        if md is not None or raw is not None:
+            try:
+                parsed, spec = schema.parse_metadata(raw if raw is not None else md)
+                f["metadata"] = parsed
+                if spec is not None:
+                    f["signature"] = spec.signature(f["name"])
+                    f["type"] = spec.to_json()
+            except FormatError as e:
+                f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
+                _err(rep, f["symbol"], f"metadata of {f['name']}: {e}")
+        if "signature" not in f and d.get("signature"):
+            f["signature"] = d["signature"]
+    rep["globals"] = list(result.get("globals") or [])
+    rep["types"] = list(result.get("types") or [])
+    if result.get("module") is not None:
+        rep["loaded_module"] = result["module"]
+    for e in result.get("errors") or []:
+        _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
+
+
+def dynamic_part(rep, binary, path, timeout, runtime=None):
+    if not _host_loadable(binary):
+        rep["warnings"].append(f"not loadable on this host ({binary.format} {binary.arch} "
+                               f"{binary.kind}); static results only")
+        return
+    try:
+        from ..sandbox import process as sandbox
+    except ImportError:
+        rep["warnings"].append("loading is not available in this build (no sandbox); "
+                               "static results only")
+        return
+    rep["mode"] = "loaded"
+    try:
+        req = {"path": str(path)}
+        if runtime is not None:
+            req["runtime"] = str(runtime)
+        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime)
+    except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
+        kind = type(e).__name__
+        _err(rep, "load", f"loading the library failed ({kind}: {e})")
+        return
+    if isinstance(result, dict):
+        merge_dynamic(rep, result)
+
+
+def run(path, static=False, timeout=30.0, runtime=None):
+    from ..binary import open_binary
+
+    b = open_binary(path)
+    try:
+        rep = static_report(b)
+    finally:
+        b.close()
+    if not static:
+        dynamic_part(rep, b, path, timeout, runtime)
+    return rep
