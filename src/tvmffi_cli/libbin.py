@@ -13,7 +13,11 @@ errors with byte offsets (from the start of the symbol) instead of raised, and
 decoding keeps whatever it could read.
 """
 
+from __future__ import annotations
+
+import builtins
 import struct
+from typing import Any, cast
 
 from .errors import FormatError
 
@@ -23,7 +27,7 @@ LIB_KIND = "_lib"
 class LibBinError(Exception):
     """Decoding cannot go on; carries the byte offset where it stopped."""
 
-    def __init__(self, offset, message):
+    def __init__(self, offset: int, message: str) -> None:
         super().__init__(message)
         self.offset = offset
         self.message = message
@@ -32,7 +36,16 @@ class LibBinError(Exception):
 class Module:
     __slots__ = ("index", "kind", "imports", "blob_offset", "blob_size", "blob", "details")
 
-    def __init__(self, index, kind, blob_offset=None, blob_size=None, blob=None):
+    index: int
+    kind: str
+    imports: list[int]
+    blob_offset: int | None
+    blob_size: int | None
+    blob: bytes | None
+    details: dict[str, Any] | None
+
+    def __init__(self, index: int, kind: str, blob_offset: int | None = None,
+                 blob_size: int | None = None, blob: bytes | None = None) -> None:
         self.index = index
         self.kind = kind
         self.imports = []
@@ -41,8 +54,8 @@ class Module:
         self.blob = blob  # bytes (bounded by the symbol) or None for _lib
         self.details = None  # filled by modformats
 
-    def to_json(self):
-        d = {"index": self.index, "kind": self.kind, "imports": list(self.imports),
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"index": self.index, "kind": self.kind, "imports": list(self.imports),
              "blob_size": self.blob_size, "blob_offset": self.blob_offset}
         if self.details is not None:
             d["details"] = self.details
@@ -50,17 +63,17 @@ class Module:
 
 
 class LibraryBin:
-    def __init__(self):
+    def __init__(self) -> None:
         self.symbol_size = 0
-        self.nbytes = None
-        self.modules = []
-        self.root = None
-        self.errors = []  # [{"offset": int, "message": str}]
+        self.nbytes: int | None = None
+        self.modules: list[Module] = []
+        self.root: int | None = None
+        self.errors: list[dict[str, Any]] = []  # [{"offset": int, "message": str}]
 
-    def error(self, offset, message):
+    def error(self, offset: int, message: str) -> None:
         self.errors.append({"offset": offset, "message": message})
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"symbol_size": self.symbol_size, "nbytes": self.nbytes, "root": self.root,
                 "modules": [m.to_json() for m in self.modules], "errors": list(self.errors)}
 
@@ -68,32 +81,32 @@ class LibraryBin:
 class Reader:
     """Bounded little-endian reader over bytes[pos:end]."""
 
-    def __init__(self, data, pos=0, end=None):
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None) -> None:
         self.data = data
         self.pos = pos
         self.end = len(data) if end is None else end
 
     @property
-    def remaining(self):
+    def remaining(self) -> int:
         return self.end - self.pos
 
-    def u64(self, what):
+    def u64(self, what: str) -> int:
         if self.remaining < 8:
             raise LibBinError(self.pos, f"{what}: needs 8 bytes at offset {self.pos}, "
                                         f"{max(0, self.remaining)} left")
-        v = struct.unpack_from("<Q", self.data, self.pos)[0]
+        v: int = struct.unpack_from("<Q", self.data, self.pos)[0]
         self.pos += 8
         return v
 
-    def u32(self, what):
+    def u32(self, what: str) -> int:
         if self.remaining < 4:
             raise LibBinError(self.pos, f"{what}: needs 4 bytes at offset {self.pos}, "
                                         f"{max(0, self.remaining)} left")
-        v = struct.unpack_from("<I", self.data, self.pos)[0]
+        v: int = struct.unpack_from("<I", self.data, self.pos)[0]
         self.pos += 4
         return v
 
-    def count(self, what, item_size):
+    def count(self, what: str, item_size: int) -> int:
         """A u64 count of items of `item_size` bytes, checked against what remains
         (so a count claiming 2**40 entries is reported, never allocated)."""
         at = self.pos
@@ -103,28 +116,28 @@ class Reader:
                                   f"bytes, only {self.remaining} left")
         return n
 
-    def raw(self, what):
+    def raw(self, what: str) -> tuple[int, bytes]:
         """<size: u64> <bytes>: returns (offset of content, content bytes)."""
         n = self.count(what, 1)
         at = self.pos
         self.pos += n
         return at, self.data[at:at + n]
 
-    def str(self, what):
+    def str(self, what: str) -> str:
         at, b = self.raw(what)
         try:
             return b.decode("utf-8")
         except UnicodeDecodeError:
             raise LibBinError(at, f"{what} at offset {at} is not UTF-8")
 
-    def vec_u64(self, what):
+    def vec_u64(self, what: builtins.str) -> list[int]:
         n = self.count(what, 8)
         at = self.pos
         self.pos += 8 * n
         return list(struct.unpack_from(f"<{n}Q", self.data, at)) if n else []
 
 
-def decode(data, decode_kinds=True):
+def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> LibraryBin:
     """Decode the bytes of the `__tvm_ffi__library_bin` symbol (already bounded
     by the symbol's size). Never raises for bad content; see LibraryBin.errors."""
     lb = LibraryBin()
@@ -179,11 +192,12 @@ def decode(data, decode_kinds=True):
 
         for m in lb.modules:
             if m.blob is not None:
-                m.details = modformats.decode(m.kind, m.blob, m.blob_offset, lb.errors, m.index)
+                m.details = modformats.decode(m.kind, m.blob, cast(int, m.blob_offset), lb.errors, m.index)
     return lb
 
 
-def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
+def _check_tree(lb: LibraryBin, indptr: list[int], indptr_at: int, children: list[int],
+                child_at: int, nmod: int) -> None:
     ok = True
     if indptr[0] != 0:
         lb.error(indptr_at + 8, f"import tree indptr[0] is {indptr[0]}, expected 0")
@@ -211,7 +225,7 @@ def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
         if i in m.imports:
             lb.error(indptr_at + 8 + 8 * i, f"module {i} imports itself")
     # A cycle would make the loader's module objects own each other.
-    state = {}
+    state: dict[int, int] = {}
     for start in range(len(lb.modules)):
         stack = [(start, iter(lb.modules[start].imports))]
         if state.get(start):
@@ -233,7 +247,8 @@ def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
                     stack.append((nxt, iter(lb.modules[nxt].imports)))
 
 
-def encode(modules, tree=None):
+def encode(modules: list[tuple[str, bytes | None]],
+           tree: list[list[int]] | None = None) -> bytes:
     """Build a library_bin image (used by tests and fixtures): `modules` is a
     list of (kind, blob bytes or None for "_lib"), `tree` a list of child-index
     lists (default: module 0 imports all the others)."""
@@ -244,10 +259,10 @@ def encode(modules, tree=None):
         kids.extend(t)
         indptr.append(len(kids))
 
-    def vec(xs):
+    def vec(xs: list[int]) -> bytes:
         return struct.pack(f"<Q{len(xs)}Q", len(xs), *xs)
 
-    def blob(b):
+    def blob(b: bytes) -> bytes:
         return struct.pack("<Q", len(b)) + b
 
     body = vec(indptr) + vec(kids)
