@@ -7,7 +7,7 @@ RUNTIME_ENV = "TVMFFI_RUNTIME"
 _LIBNAME = "libtvm_ffi.so"
 
 
-def _package_dirs():
+def _package_dirs() -> list[Path]:
     import tvmffi_cli
 
     # An editable install (scikit-build-core "redirect" mode) spreads the package
