@@ -12,14 +12,20 @@ Optional, Variant, ...) or a registered object type key.
 value)` checks and converts a JSON/CLI value against a parsed type.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable
+from typing import Any, cast
 
 from ..errors import FormatError, InputError
+
+_Specs = tuple["TypeSpec", ...]  # the params of a function type (never None there)
 
 MAX_DEPTH = 64  # deeper than any real signature; bounds recursion on hostile input
 
 # static type key -> short name shown to people
-SHORT = {
+SHORT: dict[str, str] = {
     "int": "int", "float": "float", "bool": "bool", "None": "None", "Any": "Any",
     "ffi.String": "str", "std::string": "str", "const char*": "str", "ffi.SmallStr": "str",
     "ffi.Bytes": "bytes", "TVMFFIByteArray*": "bytes", "ffi.SmallBytes": "bytes",
@@ -42,7 +48,14 @@ class TypeSpec:
 
     __slots__ = ("key", "name", "args", "params", "ret")
 
-    def __init__(self, key, args=(), params=None, ret=None):
+    key: str
+    name: str
+    args: tuple[TypeSpec, ...]
+    params: tuple[TypeSpec, ...] | None
+    ret: TypeSpec | None
+
+    def __init__(self, key: str, args: Iterable[TypeSpec] = (),
+                 params: Iterable[TypeSpec] | None = None, ret: TypeSpec | None = None) -> None:
         self.key = key
         self.name = SHORT.get(key, key)
         self.args = tuple(args)
@@ -50,46 +63,46 @@ class TypeSpec:
         self.ret = ret
 
     @property
-    def is_function(self):
+    def is_function(self) -> bool:
         return self.params is not None
 
-    def render(self):
+    def render(self) -> str:
         if self.is_function:
-            ps = ", ".join(p.render() for p in self.params)
+            ps = ", ".join(p.render() for p in cast(_Specs, self.params))
             r = self.ret.render() if self.ret is not None else "Any"
             return f"Callable[[{ps}], {r}]"
         if self.args:
             return f"{self.name}[{', '.join(a.render() for a in self.args)}]"
         return self.name
 
-    def signature(self, name):
+    def signature(self, name: str) -> str:
         """`name(p1, p2) -> ret` for a function type."""
         if not self.is_function:
             raise FormatError(f"type schema of {name} is {self.render()}, not a function")
-        ps = ", ".join(p.render() for p in self.params)
+        ps = ", ".join(p.render() for p in cast(_Specs, self.params))
         r = self.ret.render() if self.ret is not None else "Any"
         return f"{name}({ps}) -> {r}"
 
-    def to_json(self):
-        d = {"type": self.key}
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.key}
         if self.args:
             d["args"] = [a.to_json() for a in self.args]
         if self.is_function:
-            d["params"] = [p.to_json() for p in self.params]
+            d["params"] = [p.to_json() for p in cast(_Specs, self.params)]
             d["return"] = self.ret.to_json() if self.ret is not None else None
         return d
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, TypeSpec) and self.to_json() == other.to_json()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(json.dumps(self.to_json(), sort_keys=True))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"TypeSpec({self.render()})"
 
 
-def _node(obj, depth):
+def _node(obj: object, depth: int) -> TypeSpec:
     if depth > MAX_DEPTH:
         raise FormatError(f"type schema nests deeper than {MAX_DEPTH} levels")
     if not isinstance(obj, dict):
@@ -116,7 +129,7 @@ def _node(obj, depth):
                     _node(ret[0], depth + 1) if ret else None)
 
 
-def parse_type(schema):
+def parse_type(schema: object) -> TypeSpec:
     """Parse a type schema given as a JSON string or an already decoded object."""
     if isinstance(schema, (str, bytes)):
         try:
@@ -126,7 +139,7 @@ def parse_type(schema):
     return _node(schema, 0)
 
 
-def parse_metadata(metadata):
+def parse_metadata(metadata: object) -> tuple[dict[str, Any], TypeSpec | None]:
     """Parse a metadata getter's result: a JSON object holding "type_schema"
     (itself JSON in a string, or an object). Returns (metadata dict, TypeSpec
     or None when there is no type_schema)."""
@@ -143,7 +156,7 @@ def parse_metadata(metadata):
     return metadata, parse_type(ts)
 
 
-def signature(name, metadata):
+def signature(name: str, metadata: object) -> str | None:
     """Readable signature of function `name` from its metadata (str or dict), or
     None when the metadata has no type schema."""
     _md, spec = parse_metadata(metadata)
@@ -155,7 +168,7 @@ _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
 
-def convert_literal(spec, value, where="value"):
+def convert_literal(spec: TypeSpec, value: Any, where: str = "value") -> Any:
     """Check and convert a JSON/CLI value (str from the command line, or an
     already decoded JSON value) to what `spec` expects, for the simple and
     container types. Tensors, objects, devices and dtypes are passed through

@@ -5,19 +5,25 @@ raises tvmffi_cli.errors.FormatError for input it cannot use, never another
 exception; a missing or unreadable file is an InputError.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 import struct
+from typing import TYPE_CHECKING
 
 from ..errors import FormatError, InputError
 from .model import CODE, DATA, OTHER, Binary, Section, Symbol
+
+if TYPE_CHECKING:
+    from .model import FileData
 
 __all__ = ["open_binary", "parse_bytes", "Binary", "Section", "Symbol", "CODE", "DATA", "OTHER"]
 
 _MMAP_FROM = 1 << 20  # small files are read whole; large ones are mapped
 
 
-def _reader_for(data):
+def _reader_for(data: FileData) -> type[Binary] | None:
     head = bytes(data[:8])
     if head[:4] == b"\x7fELF":
         from .elf import ElfBinary
@@ -35,7 +41,7 @@ def _reader_for(data):
     return None
 
 
-def parse_bytes(data, path="<bytes>"):
+def parse_bytes(data: FileData, path: str = "<bytes>") -> Binary:
     """Parse an in-memory file image; FormatError when it is not a library we read."""
     if len(data) == 0:
         raise FormatError("empty file")
@@ -53,7 +59,7 @@ def parse_bytes(data, path="<bytes>"):
         raise FormatError(f"malformed {cls.format.upper()} file ({type(e).__name__}: {e})")
 
 
-def open_binary(path):
+def open_binary(path: str | os.PathLike[str]) -> Binary:
     """Open and parse `path` (ELF, PE/COFF or Mach-O, thin or fat)."""
     p = os.fspath(path)
     try:
@@ -84,7 +90,7 @@ def open_binary(path):
             if size >= _MMAP_FROM:
                 import mmap
 
-                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                data: FileData = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             else:
                 data = f.read()
         except OSError as e:

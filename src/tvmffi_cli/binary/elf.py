@@ -9,14 +9,29 @@ conversion per column, the same idea as a numpy structured view without the
 the prefixes asked for.
 """
 
+from __future__ import annotations
+
 import re
 import struct
 import sys
 from array import array
 from itertools import compress
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from ..errors import FormatError
 from .model import CODE, DATA, OTHER, Binary, Section, Symbol
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .model import FileData
+
+    # A section header as _shdr returns it (name, type, flags, addr, offset,
+    # size, link, info, entsize).
+    RawShdr = tuple[int, int, int, int, int, int, int, int, int]
+    # Decoded symbol-table columns: name offsets, info, other, shndx, value, size.
+    Columns = tuple[Sequence[int], Union[bytes, bytearray], Union[bytes, bytearray],
+                    Sequence[int], Sequence[int], Sequence[int]]
 
 MACHINES = {
     0: "none", 2: "sparc", 3: "i386", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x",
@@ -40,7 +55,7 @@ MAX_TABLE_BYTES = 64 << 20
 _RELEASE_FROM = 1 << 20
 
 
-def _cstr(buf, off):
+def _cstr(buf: bytes, off: int) -> str | None:
     """NUL-terminated string at `off` of a bytes object (bounded by its end)."""
     if off >= len(buf):
         return None
@@ -53,15 +68,15 @@ def _cstr(buf, off):
 class ElfBinary(Binary):
     format = "elf"
 
-    def __init__(self, path, data):
+    def __init__(self, path: object, data: FileData) -> None:
         super().__init__(path, data)
-        self._cols = None  # decoded symbol-table columns
+        self._cols: Columns | None = None  # decoded symbol-table columns
         self._strtab = b""
-        self._symsec = None
+        self._symsec: Section | None = None
         self._parse()
 
     # -- headers ----------------------------------------------------------
-    def _parse(self):
+    def _parse(self) -> None:
         d = self.data
         n = len(d)
         if d[:4] != b"\x7fELF":
@@ -108,7 +123,7 @@ class ElfBinary(Binary):
         names = b""
         if 0 < shstrndx < len(raw):
             names = self._bytes_of(raw[shstrndx])
-        secs = []
+        secs: list[Section] = []
         for i, (nm, typ, flags, addr, off, size, link, info, entsize) in enumerate(raw):
             nobits = typ == SHT_NOBITS
             fsize = 0 if nobits else size
@@ -124,7 +139,7 @@ class ElfBinary(Binary):
         self.sections = secs
         self._parse_dynamic()
 
-    def _shdr(self, off, want):
+    def _shdr(self, off: int, want: int) -> RawShdr:
         e = self._e
         if self.bits == 64:
             nm, typ, flags, addr, o, size, link, info, _al, ent = struct.unpack_from(
@@ -134,7 +149,7 @@ class ElfBinary(Binary):
                 e + "IIIIIIIIII", self.data, off)
         return nm, typ, flags, addr, o, size, link, info, ent
 
-    def _span_of(self, raw_or_sec, cap=None):
+    def _span_of(self, raw_or_sec: RawShdr | Section, cap: int | None = None) -> tuple[int, int]:
         """(file offset, byte count) of a section's bytes, bounded by the file
         and by `cap` (a claim beyond the cap is noted as a problem)."""
         if isinstance(raw_or_sec, Section):
@@ -151,7 +166,7 @@ class ElfBinary(Binary):
             size = cap
         return off, min(size, n - off)
 
-    def _copy(self, off, size):
+    def _copy(self, off: int, size: int) -> bytes:
         """bytes of the file; for a mapped file the pages read are released
         again, so big tables do not stay in the resident set twice."""
         out = bytes(self.data[off:off + size])
@@ -165,10 +180,10 @@ class ElfBinary(Binary):
                 pass
         return out
 
-    def _bytes_of(self, raw_or_sec, cap=None):
+    def _bytes_of(self, raw_or_sec: RawShdr | Section, cap: int | None = None) -> bytes:
         return self._copy(*self._span_of(raw_or_sec, cap))
 
-    def _linked_strtab(self, sec):
+    def _linked_strtab(self, sec: Section) -> bytes:
         if 0 < sec.link < len(self.sections):
             st = self.sections[sec.link]
             if st.type == SHT_STRTAB:
@@ -176,7 +191,7 @@ class ElfBinary(Binary):
         self.problems.append(f"section {sec.name} does not link to a string table")
         return b""
 
-    def _parse_dynamic(self):
+    def _parse_dynamic(self) -> None:
         dyn = next((s for s in self.sections if s.type == SHT_DYNAMIC), None)
         if dyn is None:
             return
@@ -184,7 +199,7 @@ class ElfBinary(Binary):
         raw = self._bytes_of(dyn)
         esz = 16 if self.bits == 64 else 8
         fmt = self._e + ("qQ" if self.bits == 64 else "iI")
-        runpath = []
+        runpath: list[str] = []
         for tag, val in struct.iter_unpack(fmt, raw[:len(raw) - len(raw) % esz]):
             if tag == DT_NULL:
                 break
@@ -204,7 +219,7 @@ class ElfBinary(Binary):
             self.extra["runpath"] = runpath
 
     # -- symbols ----------------------------------------------------------
-    def _columns(self):
+    def _columns(self) -> Columns:
         """Decode the dynamic symbol table (or .symtab when there is none) into
         columns: name offsets, info, other, shndx, value, size."""
         if self._cols is not None:
@@ -223,7 +238,7 @@ class ElfBinary(Binary):
         swap = self.little != _NATIVE_LITTLE
         # Column by column, a chunk of entries at a time: the whole-table
         # temporaries would cost four times the table.
-        cols = (array("I"), bytearray(), bytearray(), array("H"),
+        cols: tuple[Any, ...] = (array("I"), bytearray(), bytearray(), array("H"),
                 array("Q" if self.bits == 64 else "I"), array("Q" if self.bits == 64 else "I"))
         step = esz * 65536
         for at in range(0, size, step):
@@ -248,8 +263,8 @@ class ElfBinary(Binary):
         self._cols = cols
         return cols
 
-    def _make(self, i, name=None):
-        names, info, _other, shndx, value, size = self._cols
+    def _make(self, i: int, name: str | None = None) -> Symbol:
+        names, info, _other, shndx, value, size = cast("Columns", self._cols)  # _columns() ran first
         sx = shndx[i]
         typ = info[i] & 0xF
         secs = self.sections
@@ -269,16 +284,16 @@ class ElfBinary(Binary):
                       sec)
 
     @staticmethod
-    def _exported(info, other, shndx):
+    def _exported(info: int, other: int, shndx: int) -> bool:
         return (shndx != SHN_UNDEF and (info >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE)
                 and (other & 3) in (0, 3))
 
-    def _load_symbols(self):
+    def _load_symbols(self) -> list[Symbol]:
         names, info, other, shndx, _v, _s = self._columns()
         ex = self._exported
         return [self._make(i) for i in range(len(names)) if ex(info[i], other[i], shndx[i])]
 
-    def find_symbols(self, prefixes):
+    def find_symbols(self, prefixes: tuple[str, ...]) -> list[Symbol]:
         names, info, other, shndx, _v, _s = self._columns()
         if not names:
             return []
@@ -297,14 +312,14 @@ class ElfBinary(Binary):
         return [make(i, starts[names[i]].decode("utf-8", "replace")) for i in hits
                 if ex(info[i], other[i], shndx[i])]
 
-    def get(self, name):
+    def get(self, name: str) -> Symbol | None:
         found = [s for s in self.find_symbols((name,)) if s.name == name]
         return found[0] if found else None
 
-    def _load_imports(self):
+    def _load_imports(self) -> list[str]:
         names, info, _o, shndx, _v, _s = self._columns()
         strtab = self._strtab
-        out = []
+        out: list[str] = []
         for i in compress(range(len(shndx)), map(SHN_UNDEF.__eq__, shndx)):
             if (info[i] >> 4) in (STB_GLOBAL, STB_WEAK) and names[i]:
                 s = _cstr(strtab, names[i])

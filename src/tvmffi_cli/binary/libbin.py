@@ -13,7 +13,10 @@ errors with byte offsets (from the start of the symbol) instead of raised, and
 decoding keeps whatever it could read.
 """
 
+from __future__ import annotations
+
 import struct
+from typing import Any, cast
 
 from ..errors import FormatError
 from . import modformats
@@ -25,7 +28,16 @@ LIB_KIND = "_lib"
 class Module:
     __slots__ = ("index", "kind", "imports", "blob_offset", "blob_size", "blob", "details")
 
-    def __init__(self, index, kind, blob_offset=None, blob_size=None, blob=None):
+    index: int
+    kind: str
+    imports: list[int]
+    blob_offset: int | None
+    blob_size: int | None
+    blob: bytes | None
+    details: dict[str, Any] | None
+
+    def __init__(self, index: int, kind: str, blob_offset: int | None = None,
+                 blob_size: int | None = None, blob: bytes | None = None) -> None:
         self.index = index
         self.kind = kind
         self.imports = []
@@ -34,8 +46,8 @@ class Module:
         self.blob = blob  # bytes (bounded by the symbol) or None for _lib
         self.details = None  # filled by modformats
 
-    def to_json(self):
-        d = {"index": self.index, "kind": self.kind, "imports": list(self.imports),
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"index": self.index, "kind": self.kind, "imports": list(self.imports),
              "blob_size": self.blob_size, "blob_offset": self.blob_offset}
         if self.details is not None:
             d["details"] = self.details
@@ -43,22 +55,22 @@ class Module:
 
 
 class LibraryBin:
-    def __init__(self):
+    def __init__(self) -> None:
         self.symbol_size = 0
-        self.nbytes = None
-        self.modules = []
-        self.root = None
-        self.errors = []  # [{"offset": int, "message": str}]
+        self.nbytes: int | None = None
+        self.modules: list[Module] = []
+        self.root: int | None = None
+        self.errors: list[dict[str, Any]] = []  # [{"offset": int, "message": str}]
 
-    def error(self, offset, message):
+    def error(self, offset: int, message: str) -> None:
         self.errors.append({"offset": offset, "message": message})
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"symbol_size": self.symbol_size, "nbytes": self.nbytes, "root": self.root,
                 "modules": [m.to_json() for m in self.modules], "errors": list(self.errors)}
 
 
-def decode(data, decode_kinds=True):
+def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> LibraryBin:
     """Decode the bytes of the `__tvm_ffi__library_bin` symbol (already bounded
     by the symbol's size). Never raises for bad content; see LibraryBin.errors."""
     lb = LibraryBin()
@@ -111,11 +123,12 @@ def decode(data, decode_kinds=True):
     if decode_kinds:
         for m in lb.modules:
             if m.blob is not None:
-                m.details = modformats.decode(m.kind, m.blob, m.blob_offset, lb.errors, m.index)
+                m.details = modformats.decode(m.kind, m.blob, cast(int, m.blob_offset), lb.errors, m.index)
     return lb
 
 
-def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
+def _check_tree(lb: LibraryBin, indptr: list[int], indptr_at: int, children: list[int],
+                child_at: int, nmod: int) -> None:
     ok = True
     if indptr[0] != 0:
         lb.error(indptr_at + 8, f"import tree indptr[0] is {indptr[0]}, expected 0")
@@ -143,7 +156,7 @@ def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
         if i in m.imports:
             lb.error(indptr_at + 8 + 8 * i, f"module {i} imports itself")
     # A cycle would make the loader's module objects own each other.
-    state = {}
+    state: dict[int, int] = {}
     for start in range(len(lb.modules)):
         stack = [(start, iter(lb.modules[start].imports))]
         if state.get(start):
@@ -165,7 +178,8 @@ def _check_tree(lb, indptr, indptr_at, children, child_at, nmod):
                     stack.append((nxt, iter(lb.modules[nxt].imports)))
 
 
-def encode(modules, tree=None):
+def encode(modules: list[tuple[str, bytes | None]],
+           tree: list[list[int]] | None = None) -> bytes:
     """Build a library_bin image (used by tests and fixtures): `modules` is a
     list of (kind, blob bytes or None for "_lib"), `tree` a list of child-index
     lists (default: module 0 imports all the others)."""
@@ -176,10 +190,10 @@ def encode(modules, tree=None):
         kids.extend(t)
         indptr.append(len(kids))
 
-    def vec(xs):
+    def vec(xs: list[int]) -> bytes:
         return struct.pack(f"<Q{len(xs)}Q", len(xs), *xs)
 
-    def blob(b):
+    def blob(b: bytes) -> bytes:
         return struct.pack("<Q", len(b)) + b
 
     body = vec(indptr) + vec(kids)

@@ -6,10 +6,16 @@ past a command or the file, and keeps the CLI start-up cheap. Symbol names
 lose the leading underscore that Mach-O adds to every C name.
 """
 
+from __future__ import annotations
+
 import struct
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import FormatError
 from .model import CODE, DATA, OTHER, Binary, Section, Symbol
+
+if TYPE_CHECKING:
+    from .model import FileData
 
 CPU_ABI64 = 0x01000000
 CPUS = {7: "i386", 7 | CPU_ABI64: "x86_64", 12: "arm", 12 | CPU_ABI64: "arm64",
@@ -31,11 +37,11 @@ FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
 MAX_FAT_ARCHS = 64  # real fat files have a handful; more is not a Mach-O
 
 
-def _strip(name):
+def _strip(name: str) -> str:
     return name[1:] if name.startswith("_") else name
 
 
-def _host_arch():
+def _host_arch() -> str:
     import platform
 
     m = platform.machine().lower()
@@ -45,10 +51,10 @@ def _host_arch():
 class MachOBinary(Binary):
     format = "macho"
 
-    def __init__(self, path, data, arch=None):
+    def __init__(self, path: object, data: FileData, arch: str | None = None) -> None:
         super().__init__(path, data)
-        self._syms = None
-        self._undef = None
+        self._syms: list[Symbol] | None = None
+        self._undef: list[str] | None = None
         magic = struct.unpack_from(">I", data, 0)[0] if len(data) >= 4 else 0
         if magic in (FAT_MAGIC, FAT_MAGIC_64):
             base, size = self._pick_slice(magic, arch)
@@ -57,7 +63,7 @@ class MachOBinary(Binary):
         self._base = base
         self._parse(base, size)
 
-    def _pick_slice(self, magic, want):
+    def _pick_slice(self, magic: int, want: str | None) -> tuple[int, int]:
         d = self.data
         if len(d) < 8:
             raise FormatError("truncated fat Mach-O header")
@@ -67,7 +73,7 @@ class MachOBinary(Binary):
             raise FormatError(f"fat Mach-O header claims {nfat} architectures")
         if 8 + nfat * esz > len(d):
             raise FormatError(f"fat Mach-O header claims {nfat} architectures but is truncated")
-        slices = []
+        slices: list[dict[str, Any]] = []
         for i in range(nfat):
             o = 8 + i * esz
             if magic == FAT_MAGIC_64:
@@ -84,7 +90,7 @@ class MachOBinary(Binary):
         chosen = next((s for s in slices if s["arch"] == want), slices[0])
         return chosen["offset"], chosen["size"]
 
-    def _parse(self, base, size):
+    def _parse(self, base: int, size: int) -> None:
         d = self.data
         end = base + size
         if size < 28:
@@ -110,8 +116,8 @@ class MachOBinary(Binary):
                               f"the file")
         if ncmds > sizeofcmds // 8:
             raise FormatError(f"Mach-O header claims {ncmds} load commands in {sizeofcmds} bytes")
-        symtab = None
-        self.rpaths = []
+        symtab: tuple[int, ...] | None = None
+        self.rpaths: list[str] = []
         for i in range(ncmds):
             if pos + 8 > cmds_end:
                 raise FormatError(f"load command {i} at {pos - base:#x} is truncated")
@@ -137,14 +143,14 @@ class MachOBinary(Binary):
             self.extra["rpath"] = self.rpaths
         self._symtab = symtab
 
-    def _lc_str(self, pos, cmdsize):
+    def _lc_str(self, pos: int, cmdsize: int) -> str | None:
         (off,) = struct.unpack_from(self._e + "I", self.data, pos + 8)
         if off < 12 or off >= cmdsize:
             return None
         raw = bytes(self.data[pos + off:pos + cmdsize])
         return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
-    def _segment(self, pos, cmdsize, is64, end):
+    def _segment(self, pos: int, cmdsize: int, is64: bool, end: int) -> None:
         d, e = self.data, self._e
         if is64:
             segfmt, secfmt, hsz, ssz = "16sQQQQiiII", "16s16sQQIIIIIIII", 72, 80
@@ -175,7 +181,7 @@ class MachOBinary(Binary):
                         index=len(self.sections) + 1)  # n_sect counts from 1
             self.sections.append(s)
 
-    def _read_nlist(self):
+    def _read_nlist(self) -> None:
         if self._syms is not None:
             return
         self._syms, self._undef = [], []
@@ -221,11 +227,11 @@ class MachOBinary(Binary):
                                      bool(sec and sec.writable),
                                      "weak" if ndesc & N_WEAK_DEF else "global", sec))
 
-    def _load_symbols(self):
+    def _load_symbols(self) -> list[Symbol]:
         self._read_nlist()
-        return self._syms
+        return cast("list[Symbol]", self._syms)
 
-    def _load_imports(self):
+    def _load_imports(self) -> list[str]:
         self._read_nlist()
-        return self._undef
+        return cast("list[str]", self._undef)
 

@@ -11,10 +11,16 @@ exactly. Everything is bounded by the blob; counts are checked before reading.
 Unknown kinds get their size and a short hex/ASCII preview.
 """
 
+from __future__ import annotations
+
 import re
 import struct
+from typing import Any, Callable, Optional
 
 from .reader import LibBinError, Reader
+
+# A payload reader: (details, payload bytes or None).
+Tail = Callable[[Reader], tuple[dict[str, Any], Optional[bytes]]]
 
 GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
 
@@ -28,7 +34,7 @@ EM_CUDA = 190
 FATBIN_MAGIC = 0xBA55ED50
 
 
-def dtype_str(code, bits, lanes):
+def dtype_str(code: int, bits: int, lanes: int) -> str:
     """DLDataType -> the dtype string the runtime prints (int32, float16x4, bool, handle)."""
     if code == 6 and bits == 8 and lanes == 1:
         return "bool"
@@ -50,12 +56,12 @@ def dtype_str(code, bits, lanes):
     return s
 
 
-def _vec_str(r, what):
+def _vec_str(r: Reader, what: str) -> list[str]:
     n = r.count(what, 8)
     return [r.str(f"{what}[{k}]") for k in range(n)]
 
 
-def _func_info(r, dtype_as_str, extra_tags):
+def _func_info(r: Reader, dtype_as_str: bool, extra_tags: bool) -> dict[str, Any]:
     name = r.str("function name")
     if dtype_as_str:
         args = _vec_str(r, "arg types")
@@ -67,7 +73,7 @@ def _func_info(r, dtype_as_str, extra_tags):
             r.pos += 4
             args.append(dtype_str(code, bits, lanes))
     tags = _vec_str(r, "launch param tags")
-    out = {"name": name, "arg_types": args, "launch_param_tags": tags}
+    out: dict[str, Any] = {"name": name, "arg_types": args, "launch_param_tags": tags}
     if extra_tags:
         n = r.count("arg extra tags", 4)
         out["arg_extra_tags"] = list(struct.unpack_from(f"<{n}i", r.data, r.pos)) if n else []
@@ -75,9 +81,9 @@ def _func_info(r, dtype_as_str, extra_tags):
     return out
 
 
-def _fmap(r, dtype_as_str, extra_tags):
+def _fmap(r: Reader, dtype_as_str: bool, extra_tags: bool) -> list[dict[str, Any]]:
     n = r.count("function map", 16)
-    funcs = []
+    funcs: list[dict[str, Any]] = []
     for _ in range(n):
         key = r.str("function key")
         info = _func_info(r, dtype_as_str, extra_tags)
@@ -87,13 +93,14 @@ def _fmap(r, dtype_as_str, extra_tags):
     return funcs
 
 
-def _tail_bytes(r):
+def _tail_bytes(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     at, b = r.raw("payload")
     return {"payload_size": len(b), "payload_offset": at}, b
 
 
-def _tail_source_map(r):
+def _tail_source_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     n = r.count("source map", 16)
+    names: list[str]
     total, names = 0, []
     for _ in range(n):
         names.append(r.str("source map key"))
@@ -102,8 +109,9 @@ def _tail_source_map(r):
     return {"payload_size": total, "sources": names}, None
 
 
-def _tail_shader_map(r):
+def _tail_shader_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     n = r.count("shader map", 20)
+    names: list[str]
     total, names = 0, []
     for _ in range(n):
         names.append(r.str("shader map key"))
@@ -114,10 +122,10 @@ def _tail_shader_map(r):
     return {"payload_size": total, "shaders": names}, None
 
 
-TAILS = {"bytes": _tail_bytes, "source_map": _tail_source_map, "shader_map": _tail_shader_map}
+TAILS: dict[str, Tail] = {"bytes": _tail_bytes, "source_map": _tail_source_map, "shader_map": _tail_shader_map}
 
 
-def _tails_for(kind):
+def _tails_for(kind: str) -> tuple[str, ...]:
     if kind == "metal":
         return ("source_map", "bytes")
     if kind == "vulkan" or kind == "webgpu":
@@ -125,10 +133,10 @@ def _tails_for(kind):
     return ("bytes",)
 
 
-def decode_gpu(kind, blob):
+def decode_gpu(kind: str, blob: bytes) -> tuple[dict[str, Any], bytes | None]:
     """Try the known layouts; return (details, payload bytes or None) or raise
     LibBinError for the first variant's failure when none fits."""
-    first_err = None
+    first_err: LibBinError | None = None
     for tail in _tails_for(kind):
         for as_str, extra in ((False, True), (False, False), (True, True), (True, False)):
             r = Reader(blob)
@@ -144,7 +152,7 @@ def decode_gpu(kind, blob):
                 if first_err is None:
                     first_err = LibBinError(r.pos, f"{len(blob) - r.pos} bytes left over")
                 continue
-            out = {"format": fmt, "functions": funcs}
+            out: dict[str, Any] = {"format": fmt, "functions": funcs}
             out.update(details)
             if as_str or not extra:
                 out["layout"] = ("dtype strings" if as_str else "dtype structs") + (
@@ -153,12 +161,12 @@ def decode_gpu(kind, blob):
     raise first_err or LibBinError(0, "empty blob")
 
 
-def preview(data):
+def preview(data: bytes | bytearray | memoryview) -> dict[str, str]:
     head = bytes(data[:PREVIEW])
     return {"hex": head.hex(), "ascii": "".join(chr(c) if 32 <= c < 127 else "." for c in head)}
 
 
-def analyze_payload(data):
+def analyze_payload(data: bytes | bytearray | memoryview) -> dict[str, Any]:
     """What a GPU payload is: an ELF cubin (with its sm_XX), a fatbin, PTX or
     other text, or opaque bytes."""
     b = bytes(data[:64])
@@ -167,7 +175,7 @@ def analyze_payload(data):
         e = "<" if le else ">"
         machine = struct.unpack_from(e + "H", b, 18)[0]
         flags = struct.unpack_from(e + "I", b, 48 if b[4] == 2 else 36)[0] if len(b) >= 52 else 0
-        info = {"type": "elf", "e_machine": machine}
+        info: dict[str, Any] = {"type": "elf", "e_machine": machine}
         if machine == EM_CUDA:
             info["type"] = "cubin"
             # ABI version 8+ keeps the SM number in bits 8..15, older in bits 0..7.
@@ -185,7 +193,8 @@ def analyze_payload(data):
     return {"type": "binary"}
 
 
-def decode(kind, blob, base_offset, errors, index):
+def decode(kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]],
+           index: int) -> dict[str, Any]:
     """Details of one module's blob for the JSON/tree output. Problems are
     appended to `errors` with offsets relative to the library_bin symbol."""
     if kind in GPU_KINDS:
@@ -204,11 +213,14 @@ def decode(kind, blob, base_offset, errors, index):
     return {"size": len(blob), "preview": preview(blob)}
 
 
-def encode_gpu(fmt, functions, payload):
+def encode_gpu(fmt: str | bytes,
+               functions: list[tuple[str | bytes, list[tuple[int, int, int]], list[str | bytes],
+                                     list[int]]],
+               payload: str | bytes) -> bytes:
     """Serialise a GPU module the way TVM does (for tests and fixtures).
     functions: list of (name, [(code, bits, lanes)], [tags], [extra tags])."""
 
-    def s(x):
+    def s(x: str | bytes) -> bytes:
         x = x.encode() if isinstance(x, str) else x
         return struct.pack("<Q", len(x)) + x
 

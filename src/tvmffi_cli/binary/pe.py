@@ -4,8 +4,15 @@ PE records no symbol sizes; the model bounds a symbol by the next export in
 the same section (or the section end). Addresses are RVAs.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..errors import FormatError
 from .model import CODE, DATA, Binary, Section, Symbol
+
+if TYPE_CHECKING:
+    from .model import FileData
 
 MACHINES = {0x14C: "i386", 0x8664: "x86_64", 0xAA64: "arm64", 0x1C4: "arm", 0x5064: "riscv64"}
 SCN_EXECUTE, SCN_WRITE, SCN_CODE = 0x20000000, 0x80000000, 0x20
@@ -14,7 +21,7 @@ SCN_EXECUTE, SCN_WRITE, SCN_CODE = 0x20000000, 0x80000000, 0x20
 class PeBinary(Binary):
     format = "pe"
 
-    def __init__(self, path, data):
+    def __init__(self, path: object, data: FileData) -> None:
         super().__init__(path, data)
         import pefile
 
@@ -41,13 +48,13 @@ class PeBinary(Binary):
             self.sections.append(Section(name, s.VirtualAddress, vsize, off, fsize,
                                          executable=bool(ch & (SCN_EXECUTE | SCN_CODE)),
                                          writable=bool(ch & SCN_WRITE), index=i + 1))
-        self._exports = []
+        self._exports: list[Symbol] = []
         exp = getattr(pe, "DIRECTORY_ENTRY_EXPORT", None)
         if exp is not None:
             dllname = getattr(exp, "name", None)
             if dllname:
                 self.soname = dllname.decode("utf-8", "replace")
-            for e in exp.symbols:
+            for e in exp.symbols:  # type: ignore[misc]  # reuses the except-clause name
                 if not e.name or e.forwarder:
                     continue
                 sec = self.section_for(e.address)
@@ -55,8 +62,8 @@ class PeBinary(Binary):
                     e.name.decode("utf-8", "replace"), e.address, None,
                     (CODE if sec.executable else DATA) if sec else DATA,
                     sec.name if sec else None, bool(sec and sec.writable), "global", sec))
-        self._imps = []
-        self.imports_by_dll = {}
+        self._imps: list[str] = []
+        self.imports_by_dll: dict[str, list[str]] = {}
         for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", []) or []:
             dll = entry.dll.decode("utf-8", "replace") if entry.dll else "?"
             self.needed.append(dll)
@@ -69,8 +76,8 @@ class PeBinary(Binary):
             self.extra["imports_by_dll"] = self.imports_by_dll
         pe.close()
 
-    def _load_symbols(self):
+    def _load_symbols(self) -> list[Symbol]:
         return self._exports
 
-    def _load_imports(self):
+    def _load_imports(self) -> list[str]:
         return self._imps

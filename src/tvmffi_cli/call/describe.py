@@ -11,9 +11,22 @@ as lists, Map as an object, bytes as base64, tensors as objects); to_text(desc)
 the human rendering.
 """
 
+from __future__ import annotations
+
 import base64
 import json
 import math
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Union, cast
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    # A description: the JSON-able tagged tree of one value (see module doc).
+    Desc = dict[str, Any]
+    # A float as JSON carries it: the number, or "NaN" / "Infinity" / "-Infinity".
+    JsonFloat = Union[float, str]
 
 # Tensors with at most this many elements carry their values ("data").
 SMALL_TENSOR_ELEMENTS = 64
@@ -32,7 +45,7 @@ TYPES = ("None", "bool", "int", "float", "str", "bytes", "void*", "DataType", "D
 # ---------------------------------------------------------------------------
 # child side
 
-def describe(value, depth=0):
+def describe(value: object, depth: int = 0) -> Desc:
     """A JSON-able description of a decoded value (see module doc)."""
     from ..ffi import convert as cv
 
@@ -57,7 +70,7 @@ def describe(value, depth=0):
         return {"type": "str", "value": value}
     if isinstance(value, (bytes, bytearray)):
         data = bytes(value)
-        d = {"type": "bytes", "size": len(data)}
+        d: Desc = {"type": "bytes", "size": len(data)}
         if len(data) > MAX_STR:
             data = data[:MAX_STR]
             d["truncated"] = True
@@ -74,7 +87,7 @@ def describe(value, depth=0):
             d["size"] = len(value)
         return d
     if isinstance(value, dict):
-        items = []
+        items: list[list[Desc]] = []
         for i, (k, v) in enumerate(value.items()):
             if i >= MAX_ITEMS:
                 break
@@ -117,13 +130,13 @@ def describe(value, depth=0):
     return {"type": "Object", "type_key": type(value).__name__, "fields": {}}
 
 
-def _numpy_if_loaded():
+def _numpy_if_loaded() -> ModuleType | None:
     import sys
 
     return sys.modules.get("numpy")
 
 
-def float_json(v):
+def float_json(v: float) -> JsonFloat:
     """JSON has no NaN or infinities; they travel as the strings JS uses."""
     if math.isnan(v):
         return "NaN"
@@ -132,9 +145,9 @@ def float_json(v):
     return v
 
 
-def describe_tensor(t):
+def describe_tensor(t: Any) -> Desc:
     """Description of a convert.Tensor (owned Tensor or borrowed DLTensor*)."""
-    d = {"type": "Tensor" if t.handle is not None else "DLTensor*"}
+    d: Desc = {"type": "Tensor" if t.handle is not None else "DLTensor*"}
     try:
         d["dtype"] = str(t.dtype)
         d["shape"] = [int(x) for x in t.shape]
@@ -154,7 +167,8 @@ def describe_tensor(t):
     return d
 
 
-def _compact_strides(shape):
+def _compact_strides(shape: list[int]) -> list[int]:
+    out: list[int]
     out, acc = [], 1
     for dim in reversed(shape):
         out.append(acc)
@@ -162,14 +176,15 @@ def _compact_strides(shape):
     return out[::-1]
 
 
-def describe_array(arr, type_name="DLTensor*", device="cpu:0"):
+def describe_array(arr: npt.NDArray[Any], type_name: str = "DLTensor*",
+                   device: str = "cpu:0") -> Desc:
     """Description of a NumPy array we passed as an argument (after the call)."""
     from . import literals
 
     code, bits, lanes = _dl_of_numpy(arr.dtype)
     itemsize = arr.itemsize or 1
     compact = arr.flags.c_contiguous
-    d = {"type": type_name, "dtype": literals.dtype_str(code, bits, lanes),
+    d: Desc = {"type": type_name, "dtype": literals.dtype_str(code, bits, lanes),
          "shape": [int(x) for x in arr.shape],
          "strides": None if compact else [int(s) // itemsize for s in arr.strides],
          "device": device}
@@ -177,7 +192,7 @@ def describe_array(arr, type_name="DLTensor*", device="cpu:0"):
     return d
 
 
-def _dl_of_numpy(dt):
+def _dl_of_numpy(dt: np.dtype[Any]) -> tuple[int, int, int]:
     k = dt.kind
     if k == "b":
         return (6, 8, 1)
@@ -185,7 +200,7 @@ def _dl_of_numpy(dt):
     return (code, dt.itemsize * 8, 1)
 
 
-def _add_values(d, arr):
+def _add_values(d: Desc, arr: npt.NDArray[Any]) -> None:
     import numpy as np
 
     if arr.size <= SMALL_TENSOR_ELEMENTS:
@@ -195,7 +210,7 @@ def _add_values(d, arr):
         d["preview"] = np.array2string(arr, separator=", ")
 
 
-def _json_data(v):
+def _json_data(v: object) -> Any:
     if isinstance(v, list):
         return [_json_data(x) for x in v]
     if isinstance(v, float):
@@ -208,7 +223,7 @@ def _json_data(v):
 # ---------------------------------------------------------------------------
 # parent side: JSON
 
-def to_json(d):
+def to_json(d: Desc) -> Any:
     """The plain JSON value of a description."""
     t = d.get("type")
     if t == "None":
@@ -224,7 +239,7 @@ def to_json(d):
     if t == "Map":
         return {_json_key(k): to_json(v) for k, v in d.get("items", [])}
     if t in ("Tensor", "DLTensor*"):
-        out = {"type": "ffi.Tensor" if t == "Tensor" else "DLTensor*"}
+        out: dict[str, Any] = {"type": "ffi.Tensor" if t == "Tensor" else "DLTensor*"}
         for k in ("dtype", "shape", "strides", "device", "data"):
             if k in d:
                 out[k] = d[k]
@@ -242,17 +257,17 @@ def to_json(d):
     return None
 
 
-def _json_key(k):
+def _json_key(k: Desc) -> str:
     """Map keys become JSON object keys: strings as they are, others as JSON text."""
     if k.get("type") == "str":
-        return k.get("value", "")
+        return cast(str, k.get("value", ""))
     return json.dumps(to_json(k), separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------
 # parent side: text
 
-def tensor_header(d):
+def tensor_header(d: Desc) -> str:
     shape = ", ".join(str(x) for x in d.get("shape", []))
     s = f"{d.get('type')} {d.get('dtype', '?')}[{shape}] on {d.get('device', '?')}"
     if d.get("strides") is not None:
@@ -260,7 +275,7 @@ def tensor_header(d):
     return s
 
 
-def type_label(d):
+def type_label(d: Desc) -> str:
     """A short type label: 'int', 'Tensor float32[2, 3] on cpu:0', 'Object my.Point'."""
     t = d.get("type")
     if t in ("Tensor", "DLTensor*"):
@@ -274,7 +289,7 @@ def type_label(d):
     return t or "?"
 
 
-def to_text(d, indent=0):
+def to_text(d: Desc, indent: int = 0) -> str:
     """Readable one- or multi-line rendering of a description's value."""
     t = d.get("type")
     pad = " " * indent
@@ -339,5 +354,5 @@ def to_text(d, indent=0):
     return "?"
 
 
-def _quote(s):
+def _quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)

@@ -8,7 +8,7 @@ RUNTIME_ENV = "TVMFFI_RUNTIME"
 _LIBNAME = "libtvm_ffi.so"
 
 
-def _package_dirs():
+def _package_dirs() -> list[Path]:
     # An editable install (scikit-build-core "redirect" mode) spreads the package
     # over the source tree and site-packages; look in every part. (The top
     # package is imported before any of its modules.)

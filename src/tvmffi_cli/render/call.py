@@ -1,15 +1,20 @@
 """Output of `tvmffi call` and `tvmffi bench`: JSON documents (see
 schemas/call.schema.json and bench.schema.json) and the human rendering."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from ..call import describe as values
+
 
 # ---------------------------------------------------------------------------
 # call
 
-def call_json(reply, func, lib_path):
+def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
     """The --json document of a successful call."""
     result = reply["result"]
-    doc = {
+    doc: dict[str, Any] = {
         "library": lib_path,
         "function": func,
         "resolved": reply.get("resolved"),
@@ -24,14 +29,15 @@ def call_json(reply, func, lib_path):
     return doc
 
 
-def error_json(kind, message, backtrace=None, **extra):
+def error_json(kind: str, message: str, backtrace: str | None = None,
+               **extra: Any) -> dict[str, Any]:
     """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
-    err = {"kind": kind, "message": message, "backtrace": backtrace}
+    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
     err.update(extra)
     return {"error": err}
 
 
-def call_text(reply):
+def call_text(reply: dict[str, Any]) -> str:
     """Human rendering: the result, then every tensor argument as it is after
     the call (kernels write into their arguments), then the files written."""
     lines = [values.to_text(reply["result"])]
@@ -46,7 +52,7 @@ def call_text(reply):
     return "\n".join(lines)
 
 
-def raised_text(err, verbose=False):
+def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
     """`ValueError: message`, with the backtrace (and cause) under -v."""
     lines = [f"{err.get('kind')}: {err.get('message')}"]
     cause = err.get("cause")
@@ -63,7 +69,7 @@ def raised_text(err, verbose=False):
 # ---------------------------------------------------------------------------
 # bench
 
-def bench_json(reply, func, lib_path):
+def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
     return {
         "library": lib_path,
         "function": func,
@@ -76,7 +82,7 @@ def bench_json(reply, func, lib_path):
     }
 
 
-def _ns(v):
+def _ns(v: float) -> str:
     if v >= 1e6:
         return f"{v / 1e6:.3f} ms"
     if v >= 1e3:
@@ -84,7 +90,7 @@ def _ns(v):
     return f"{v:.2f} ns"
 
 
-def bench_text(reply, func):
+def bench_text(reply: dict[str, Any], func: str) -> str:
     s = reply["ns_per_call"]
     return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
             f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "

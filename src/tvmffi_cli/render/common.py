@@ -6,11 +6,17 @@ FORCE_COLOR or TVMFFI_COLOR=1. Output to a non-terminal is not wrapped to 80
 columns (COLUMNS or 160 wide) so piped tables stay readable.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-def color_wanted(stream=None):
+def color_wanted(stream: IO[str] | None = None) -> bool:
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR"):
         return False
@@ -23,7 +29,8 @@ def color_wanted(stream=None):
         return False
 
 
-def make_console(stderr=False, file=None, width=None):
+def make_console(stderr: bool = False, file: IO[str] | None = None,
+                 width: int | None = None) -> Console:
     """A rich Console on stdout (or stderr) that respects NO_COLOR and non-terminals."""
     from rich.console import Console
 
@@ -40,7 +47,7 @@ def make_console(stderr=False, file=None, width=None):
                    no_color=not color, highlight=False, width=width, soft_wrap=False)
 
 
-def human_size(n):
+def human_size(n: float | None) -> str:
     if n is None:
         return "?"
     for unit in ("B", "KiB", "MiB", "GiB"):

@@ -4,16 +4,25 @@ Passing checks are counted, not listed: a 300-function library stays one
 screen of rows, and every failure, error and skip reason is spelt out.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..conform.results import ERROR, FAIL, PASS, SKIP
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..conform.results import Report, Result
 
 _STYLE = {PASS: "green", FAIL: "red", ERROR: "magenta", SKIP: "dim"}
 
 
-def render(report, console, verbose=False):
+def render(report: Report, console: Console, verbose: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    groups = {}
+    groups: dict[str | None, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.function, []).append(r)
     table = Table(title=f"tvmffi conform {report.path}", title_justify="left", expand=False,

@@ -1,16 +1,24 @@
 """People-facing output of `tvmffi inspect`: a rich tree with tables."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .common import human_size, make_console
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.tree import Tree
 
-def _short_doc(doc, n=70):
+
+def _short_doc(doc: str | None, n: int = 70) -> str:
     if not doc:
         return ""
     line = doc.strip().splitlines()[0] if doc.strip() else ""
     return line if len(line) <= n else line[: n - 1] + "…"
 
 
-def build(rep):
+def build(rep: dict[str, Any]) -> Tree:
     from rich.markup import escape
     from rich.table import Table
     from rich.tree import Tree
@@ -44,7 +52,7 @@ def build(rep):
         for f in funcs:
             sig = f.get("signature") or ""
             if not sig:
-                bits = []
+                bits: list[str] = []
                 if f.get("has_metadata"):
                     bits.append("metadata")
                 if f.get("has_doc"):
@@ -119,5 +127,5 @@ def build(rep):
     return tree
 
 
-def render(rep, console=None):
+def render(rep: dict[str, Any], console: Console | None = None) -> None:
     (console or make_console()).print(build(rep))
