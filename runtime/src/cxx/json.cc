@@ -463,6 +463,7 @@ String Stringify(const Any& value, const Optional<int>& indent) {
     const TVMFFIAny& r = indent.raw();
     n = r.type_index == kTVMFFIInt || r.type_index == kTVMFFIBool ? static_cast<int>(r.v_int64) : 0;
   }
+  if (n <= 0) n = -1;  // indent 0 prints compact, like no indent
   Writer w(n);
   w.Value(value.raw(), 0);
   return String(w.out);
@@ -473,7 +474,7 @@ String Stringify(const Any& value, Optional<int> indent) {
   std::memcpy(bytes, static_cast<const void*>(&indent), sizeof(bytes));
   int v;
   std::memcpy(&v, bytes, sizeof(v));
-  int n = bytes[4] ? v : -1;
+  int n = bytes[4] && v > 0 ? v : -1;
   Writer w(n);
   w.Value(value.raw(), 0);
   return String(w.out);
