@@ -457,16 +457,22 @@ Any Parse(const String& json_str, String* error_msg) {
   }
 }
 
+namespace {
+// indent <= 0 prints compact, like no indent
+String StringifyWith(const TVMFFIAny& value, int indent) {
+  Writer w(indent > 0 ? indent : -1);
+  w.Value(value, 0);
+  return String(w.out);
+}
+}  // namespace
+
 String Stringify(const Any& value, const Optional<int>& indent) {
   int n = -1;
   if (indent.has_value()) {
     const TVMFFIAny& r = indent.raw();
     n = r.type_index == kTVMFFIInt || r.type_index == kTVMFFIBool ? static_cast<int>(r.v_int64) : 0;
   }
-  if (n <= 0) n = -1;  // indent 0 prints compact, like no indent
-  Writer w(n);
-  w.Value(value.raw(), 0);
-  return String(w.out);
+  return StringifyWith(value.raw(), n);
 }
 
 String Stringify(const Any& value, Optional<int> indent) {
@@ -474,12 +480,48 @@ String Stringify(const Any& value, Optional<int> indent) {
   std::memcpy(bytes, static_cast<const void*>(&indent), sizeof(bytes));
   int v;
   std::memcpy(&v, bytes, sizeof(v));
-  int n = bytes[4] && v > 0 ? v : -1;
-  Writer w(n);
-  w.Value(value.raw(), 0);
-  return String(w.out);
+  return StringifyWith(value.raw(), bytes[4] ? v : -1);
 }
 
+namespace {
+
+// Globals ffi.json.Parse / ffi.json.Stringify on top of the C++ functions,
+// registered unless the C core already has them.
+int GlobalParse(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.json.Parse(0: str) -> Any";
+  TVMFFIByteArray text;
+  if (rt_b_check_nargs(sig, nargs, 1) != 0 || rt_b_arg_str(args, 0, sig, &text) != 0) return -1;
+  return rt::guard([&] { *ret = Parse(String(text.data, text.size), nullptr).take(); });
+}
+
+int GlobalStringify(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.json.Stringify(0: Any, 1: Optional<int>) -> str";
+  if (rt_b_check_nargs(sig, nargs, 2) != 0) return -1;
+  int indent = -1;
+  if (args[1].type_index == kTVMFFIInt || args[1].type_index == kTVMFFIBool) {
+    indent = static_cast<int>(args[1].v_int64);
+  } else if (args[1].type_index != kTVMFFINone) {
+    return rt_b_type_error(sig, 1, "Optional<int>", &args[1]);
+  }
+  return rt::guard([&] { *ret = StringifyWith(args[0], indent).take(); });
+}
+
+__attribute__((constructor(300))) void register_json_globals() {
+  struct {
+    const char* name;
+    TVMFFISafeCallType fn;
+  } globals[] = {{"ffi.json.Parse", GlobalParse}, {"ffi.json.Stringify", GlobalStringify}};
+  for (const auto& g : globals) {
+    void* have = rt_get_global(g.name);
+    if (have != nullptr) {
+      TVMFFIObjectDecRef(have);
+      continue;
+    }
+    rt_register_global(g.name, g.fn);
+  }
+}
+
+}  // namespace
 }  // namespace json
 }  // namespace ffi
 }  // namespace tvm
