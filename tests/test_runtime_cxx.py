@@ -127,7 +127,17 @@ def test_module_sub_exact_values(module_sub_results: tuple[dict[str, Any], dict[
                                        "quotes: line 1 column 2 (char 1) | what=Expecting "
                                        "property name enclosed in double quotes: line 1 column 2 "
                                        "(char 1)"}
+    assert ours["catch std '[1 2]'"] == {
+        "ok": "std::exception: Expecting ',' delimiter: line 1 column 4 (char 3)"}
     assert ours["throw"] == {"raised": "IndexError", "message": "from the library"}
+    # globals answered through the vtable
+    assert ours["adder mask"] == {"ok": 2}
+    assert ours["lib mask"] == {"ok": 3}
+    assert ours["adder inspect"] == {"ok": "source as c"}
+    assert ours["lib inspect"] == {"ok": ""}
+    assert ours["adder write formats"] == {"ok": ["txt", "bin"]}
+    assert ours["lib write"] == {"raised": "RuntimeError",
+                                 "message": "Module[library] does not support WriteToFile"}
     assert ours["json '[1,[2,{}],[]]' 2"] == {
         "ok": "[\n  1,\n  [\n    2,\n    {\n    }\n  ],\n  [\n  ]\n]"}
 

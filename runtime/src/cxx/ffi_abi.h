@@ -122,7 +122,11 @@ class Any {
 // A string: small (inline) or a heap String object, in one TVMFFIAny.
 class String {
  public:
-  String() { rt::any_none(&data_); }
+  // the empty string: a small string of length 0
+  String() {
+    rt::any_none(&data_);
+    data_.type_index = kTVMFFISmallStr;
+  }
   String(const char* data, size_t size);
   explicit String(const std::string& s) : String(s.data(), s.size()) {}
   String(const String& o) : data_(o.data_) { rt::retain(data_); }

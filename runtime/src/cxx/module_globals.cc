@@ -121,11 +121,81 @@ int dispatch(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
   return TVMFFIFunctionCall(w.original, const_cast<TVMFFIAny*>(args), nargs, ret);
 }
 
+// ---- globals answered through the vtable, for every module ----
+ModuleObj* module_arg(const TVMFFIAny* args, int32_t i, const char* sig) {
+  void* obj = nullptr;
+  if (rt_b_arg_obj(args, i, sig, kTVMFFIModule, "ffi.Module", &obj) != 0) return nullptr;
+  return ModuleObj::FromHandle(obj);
+}
+
+int g_property_mask(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.ModuleGetPropertyMask(0: ffi.Module) -> int";
+  ModuleObj* m;
+  if (rt_b_check_nargs(sig, nargs, 1) != 0 || (m = module_arg(args, 0, sig)) == nullptr) return -1;
+  return rt::guard([&] {
+    ret->type_index = kTVMFFIInt;
+    ret->zero_padding = 0;
+    ret->v_int64 = m->GetPropertyMask();
+  });
+}
+
+int g_inspect_source(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.ModuleInspectSource(0: ffi.Module, 1: str) -> str";
+  ModuleObj* m;
+  TVMFFIByteArray fmt;
+  if (rt_b_check_nargs(sig, nargs, 2) != 0 || (m = module_arg(args, 0, sig)) == nullptr ||
+      rt_b_arg_str(args, 1, sig, &fmt) != 0) {
+    return -1;
+  }
+  return rt::guard([&] { *ret = m->InspectSource(String(fmt.data, fmt.size)).take(); });
+}
+
+int g_write_formats(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.ModuleGetWriteFormats(0: ffi.Module) -> Array<str>";
+  ModuleObj* m;
+  if (rt_b_check_nargs(sig, nargs, 1) != 0 || (m = module_arg(args, 0, sig)) == nullptr) return -1;
+  return rt::guard([&] {
+    Array<String> a = m->GetWriteFormats();
+    TVMFFIObject* h = a.release();
+    ret->type_index = h ? h->type_index : kTVMFFINone;
+    ret->zero_padding = 0;
+    ret->v_obj = h;
+  });
+}
+
+int g_write_to_file(void*, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  static const char sig[] = "ffi.ModuleWriteToFile(0: ffi.Module, 1: str, 2: str) -> void";
+  ModuleObj* m;
+  TVMFFIByteArray file, fmt;
+  if (rt_b_check_nargs(sig, nargs, 3) != 0 || (m = module_arg(args, 0, sig)) == nullptr ||
+      rt_b_arg_str(args, 1, sig, &file) != 0 || rt_b_arg_str(args, 2, sig, &fmt) != 0) {
+    return -1;
+  }
+  (void)ret;
+  return rt::guard(
+      [&] { m->WriteToFile(String(file.data, file.size), String(fmt.data, fmt.size)); });
+}
+
 // After module.c registered its globals (constructor priority 200).
 __attribute__((constructor(300))) void wrap_module_globals() {
   for (Wrapped& w : wrapped) {
     w.original = rt_get_global(w.name);
     if (w.original != nullptr) rt_register_global_with_handle(w.name, dispatch, &w);
+  }
+  struct {
+    const char* name;
+    TVMFFISafeCallType fn;
+  } added[] = {{"ffi.ModuleGetPropertyMask", g_property_mask},
+               {"ffi.ModuleInspectSource", g_inspect_source},
+               {"ffi.ModuleGetWriteFormats", g_write_formats},
+               {"ffi.ModuleWriteToFile", g_write_to_file}};
+  for (const auto& g : added) {
+    void* have = rt_get_global(g.name);  // the core may have them one day
+    if (have != nullptr) {
+      TVMFFIObjectDecRef(have);
+      continue;
+    }
+    rt_register_global(g.name, g.fn);
   }
 }
 

@@ -28,7 +28,8 @@ namespace {
 
 constexpr const char kDocPrefix[] = "__tvm_ffi__doc_";
 constexpr const char kMetadataPrefix[] = "__tvm_ffi__metadata_";
-constexpr int kPropertyRunnable = 0b010;
+// a library module: binary serializable | runnable, as the reference reports
+constexpr int kPropertyLibrary = 0b011;
 
 Optional<String> own_getter(TVMFFIObject* h, const char* prefix, const String& name) {
   TVMFFIByteArray b = name.bytes();
@@ -50,7 +51,7 @@ class CModuleView final : public ModuleObj {
     return rt_cmod_kind(const_cast<TVMFFIObject*>(&header_));
   }
   int GetPropertyMask() const override {
-    return std::strcmp(kind(), "library") == 0 ? kPropertyRunnable : 0;
+    return std::strcmp(kind(), "library") == 0 ? kPropertyLibrary : 0;
   }
   Optional<Function> GetFunction(const String& name) override {
     TVMFFIByteArray b = name.bytes();
