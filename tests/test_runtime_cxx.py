@@ -296,3 +296,54 @@ def test_module_sub_under_asan_ubsan(module_sub_results: tuple[dict[str, Any], d
     assert san.SAN_REPORT.search(proc.stderr) is None, proc.stderr[-6000:]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout) == module_sub_results[0]
+
+
+# ---- a real library's ModuleObj subclass (TVM's const_loader) -------------------
+
+TVM_DRIVER = r'''
+import sys, tvmffi_cli
+from tvmffi_cli import convert as C
+rt_path, tvm_runtime, plain_path = sys.argv[1:4]
+lib = tvmffi_cli.load(tvm_runtime, runtime=rt_path)
+g = lib.runtime.global_func
+def show(label, fn, *args):
+    try:
+        v = fn(*args)
+        print(label, type(v).__name__ if isinstance(v, (C.Module, C.Function)) else repr(v))
+    except C.FFIErrorBase as e:
+        print(label, "raised", e.kind, e.message)
+print("globals", len(lib.globals_registered))
+m = g("ffi.Module.create.const_loader")({}, {})
+m2 = g("ffi.Module.create.const_loader")({}, {})
+plain = tvmffi_cli.load(plain_path)
+show("kind", g("ffi.ModuleGetKind"), m)
+show("get before imports", g("ffi.ModuleGetFunction"), m, "x", True)
+show("import plain", g("ffi.ModuleImportModule"), m, plain.module)
+show("get missing", g("ffi.ModuleGetFunction"), m, "nope", True)
+show("mask", g("ffi.ModuleGetPropertyMask"), m)
+show("formats", g("ffi.ModuleGetWriteFormats"), m)
+show("implements", g("ffi.ModuleImplementsFunction"), m, "add1", False)
+show("import m2", g("ffi.ModuleImportModule"), m, m2)
+show("cycle", g("ffi.ModuleImportModule"), m2, m)
+show("add1 via imports", lambda: g("ffi.ModuleGetFunction")(m, "add1", True)(5))
+show("lib imports tvm module", g("ffi.ModuleImportModule"), plain.module, m)
+show("lib -> add1", lambda: g("ffi.ModuleGetFunction")(plain.module, "add1", True)(1))
+show("lib -> missing through tvm module", g("ffi.ModuleGetFunction"), plain.module, "zz", True)
+show("clear", g("ffi.ModuleClearImports"), m)
+'''
+
+
+def test_tvm_module_subclass_same_on_both_runtimes(official_runtime: Path) -> None:
+    ours = _ours()
+    root = _extract(_wheel("apache-tvm==0.27.0.post1"), ["tvm/lib/libtvm_runtime.so"])
+    tvm_runtime = root / "tvm/lib/libtvm_runtime.so"
+    plain = fixturebuild.build("cxx/plain_export.c", headers="ours")
+    outs = []
+    for rt in (ours, official_runtime):
+        proc = _child(["-c", TVM_DRIVER, str(rt), str(tvm_runtime), str(plain)], timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    assert outs[0] == outs[1]
+    assert "kind 'const_loader'" in outs[0]
+    assert "add1 via imports 6" in outs[0]
+    assert "cycle raised RuntimeError Cyclic dependency detected during import" in outs[0]
