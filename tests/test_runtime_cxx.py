@@ -263,6 +263,27 @@ def test_real_library_dlopens_on_our_runtime(req: str, members: list[str],
     assert proc.stdout.split("\n")[:len(libs)] == ["OK"] * len(libs), proc.stdout
 
 
+def test_tilelang_compiler_and_library_dlopen_on_our_runtime() -> None:
+    """libtvm_compiler.so and libtilelang.so of tilelang 0.1.15 import
+    StructuralEqual/Hash, ReprPrint, ToJSONGraph, ... and the 0.1.12 by-value
+    json::Stringify; they also need libz3.so.4.15 from z3-solver at
+    $ORIGIN/../../z3/lib."""
+    ours = _ours()
+    root = _extract(_wheel("tilelang==0.1.15"),
+                    ["tilelang/lib/libtvm_runtime.so", "tilelang/lib/libtvm_compiler.so",
+                     "tilelang/lib/libtilelang.so", "tilelang/lib/libstub_cudart.so",
+                     "tilelang/lib/libstub_cuda.so", "tilelang/lib/libstub_hip.so",
+                     "tilelang/lib/libstub_ascendcl.so"])
+    z3 = _wheel("z3-solver==4.15.4.0")
+    with zipfile.ZipFile(z3) as z:
+        if not (root / "z3/lib/libz3.so.4.15").is_file():
+            z.extract("z3/lib/libz3.so.4.15", root)
+    libs = [root / "tilelang/lib/libtvm_compiler.so", root / "tilelang/lib/libtilelang.so"]
+    proc = _child(["-c", DLOPEN_DRIVER, str(ours), *map(str, libs)], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["OK", "OK"], proc.stdout
+
+
 def test_official_test_library_dlopens_on_our_runtime(official_runtime: Path) -> None:
     """libtvm_ffi_testing.so of the official package: no C++ imports, but it
     reads the standard type attribute column __ffi_enum__ while loading."""
