@@ -39,6 +39,10 @@ struct ParseError {
   size_t pos;
 };
 
+// Arrays/objects nested deeper than this are refused instead of exhausting
+// the stack (the reference runtime crashes on ~100000 levels).
+constexpr int kMaxDepth = 2048;
+
 class Parser {
  public:
   Parser(const char* s, size_t n) : s_(s), n_(n) {}
@@ -70,8 +74,11 @@ class Parser {
     rt::any_none(&v);
     if (i >= n_) throw ParseError{"Expecting value", i};
     char c = s_[i];
-    if (c == '{') return Object(pi);
-    if (c == '[') return ArrayValue(pi);
+    if ((c == '{' || c == '[') && depth_ >= kMaxDepth) {
+      throw ParseError{"Maximum nesting depth exceeded", i};
+    }
+    if (c == '{') return Nested(&Parser::Object, pi);
+    if (c == '[') return Nested(&Parser::ArrayValue, pi);
     if (c == '"') {
       std::string str = StringBody(pi);
       return String(str).take();
@@ -91,6 +98,18 @@ class Parser {
     if (Match(i, "Infinity")) return Float(pi, i + 8, HUGE_VAL);
     if (Match(i, "-Infinity")) return Float(pi, i + 9, -HUGE_VAL);
     return Number(pi);
+  }
+
+  TVMFFIAny Nested(TVMFFIAny (Parser::*fn)(size_t*), size_t* pi) {
+    ++depth_;
+    try {
+      TVMFFIAny v = (this->*fn)(pi);
+      --depth_;
+      return v;
+    } catch (...) {
+      --depth_;
+      throw;
+    }
   }
 
   static TVMFFIAny Float(size_t* pi, size_t end, double d) {
@@ -301,6 +320,7 @@ class Parser {
 
   const char* s_;
   size_t n_;
+  int depth_ = 0;
 };
 
 std::string Describe(const char* s, size_t n, const ParseError& e) {
@@ -327,6 +347,7 @@ class Writer {
   std::string out;
 
   void Value(const TVMFFIAny& v, int depth) {
+    if (depth > kMaxDepth) rt::throw_error("ValueError", "Maximum nesting depth exceeded");
     switch (v.type_index) {
       case kTVMFFINone: out += "null"; return;
       case kTVMFFIBool: out += v.v_int64 ? "true" : "false"; return;

@@ -223,7 +223,10 @@ void Module::VisitContextSymbols(const TypedFunction<void(String, void*)>& callb
   std::vector<std::pair<std::string, void*>> syms;
   rt_env_context_symbols_foreach(
       [](const char* name, void* sym, void* ctx) {
-        static_cast<std::vector<std::pair<std::string, void*>>*>(ctx)->emplace_back(name, sym);
+        try {  // no exception may cross the C frames of the registry
+          static_cast<std::vector<std::pair<std::string, void*>>*>(ctx)->emplace_back(name, sym);
+        } catch (...) {
+        }
       },
       &syms);
   for (const auto& s : syms) {
