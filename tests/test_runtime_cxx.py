@@ -72,6 +72,22 @@ def test_exports_every_tvm_ffi_cxx_symbol_of_the_official_runtime(official_runti
     assert all(s.startswith(("TVMFFI", "tvmffi_rt_", "_Z")) for s in ours)
 
 
+def test_cxx_sources_compile_warning_free() -> None:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ is not installed")
+    root = fixturebuild.ROOT / "runtime"
+    sources = sorted((root / "src" / "cxx").glob("*.cc"))
+    assert len(sources) >= 5
+    for cc in sources:
+        proc = subprocess.run(
+            [gxx, "-std=c++17", "-D_GNU_SOURCE", "-DTVM_FFI_EXPORTS", "-fPIC",
+             "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-O2", "-Wall", "-Wextra",
+             "-Werror", f"-I{root / 'include'}", f"-I{root / 'src'}", "-c", str(cc),
+             "-o", os.devnull], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{cc.name}:\n{proc.stderr}"
+
+
 # ---- a ModuleObj subclass, Error and json on both runtimes -------------------
 
 @pytest.fixture(scope="module")
