@@ -61,7 +61,7 @@ def sanitized_runtime_dir():
     h = hashlib.sha256()
     files = sorted((ROOT / "runtime").rglob("*")) + [ROOT / "CMakeLists.txt"]
     for f in files:
-        if f.is_file() and f.suffix in (".c", ".h", ".txt"):
+        if f.is_file() and f.suffix in (".c", ".cc", ".h", ".txt", ".map"):
             h.update(str(f.relative_to(ROOT)).encode())
             h.update(f.read_bytes())
     out = fixturebuild.BUILD / f"rt-sanitize-{h.hexdigest()[:12]}"

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "container_internal.h"
+#include "cxx/bridge.h"
 
 /* ------------------------------------------------------------------ */
 /* module objects                                                     */
@@ -29,8 +30,14 @@ typedef struct {
 
 enum { MOD_LIBRARY = 1, MOD_PLACEHOLDER = 2 };
 
+/* Allocated by rt_cxx_module_alloc (cxx/module_obj.cc) as a C++ ModuleObj:
+ * a vtable pointer precedes the header, and the first two fields are where
+ * ModuleObj keeps imports_ (an Array mirroring `imports`) and its lookup
+ * cache, so C++ code in libraries can use our modules directly. */
 typedef struct {
   TVMFFIObject header;
+  void* imports_arr; /* Array of the imports (ModuleObj::imports_) */
+  void* icache;      /* Map: name -> Function (TVMFFIEnvModLookupFromImports) */
   int32_t mod_kind;  /* MOD_LIBRARY or MOD_PLACEHOLDER */
   int32_t has_bin;   /* __tvm_ffi__library_bin was present */
   char* kind;        /* "library" or the module kind without a loader */
@@ -40,7 +47,6 @@ typedef struct {
   TVMFFIAny* imports; /* owned Module references */
   size_t n_imports, cap_imports;
   void* fcache;      /* Map: name -> Function (own exports) */
-  void* icache;      /* Map: name -> Function (TVMFFIEnvModLookupFromImports) */
   strlist missing;   /* kinds without a loader */
   strlist ctx_syms;  /* context symbols filled */
   strlist errors;    /* problems met while loading */
@@ -100,14 +106,15 @@ static void module_deleter(void* self, int flags) {
     m->n_imports = 0;
     rt_decref(m->fcache);
     rt_decref(m->icache);
-    m->fcache = m->icache = NULL;
+    rt_decref(m->imports_arr);
+    m->fcache = m->icache = m->imports_arr = NULL;
     free(m->kind);
     free(m->path);
     strlist_free(&m->missing);
     strlist_free(&m->ctx_syms);
     strlist_free(&m->errors);
   }
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_cxx_module_free(self);
 }
 
 /* A module object of ours (not one a loader made some other way). */
@@ -119,13 +126,14 @@ static rt_module* our_module(void* obj) {
 }
 
 static rt_module* module_new(int mod_kind, const char* kind) {
-  rt_module* m = (rt_module*)rt_object_alloc(sizeof(rt_module), kTVMFFIModule, module_deleter);
+  rt_module* m = (rt_module*)rt_cxx_module_alloc(sizeof(rt_module), module_deleter);
   if (m == NULL) return NULL;
   m->mod_kind = mod_kind;
   m->kind = dup_n(kind, strlen(kind));
   m->fcache = rt_map_new();
   m->icache = rt_map_new();
-  if (m->kind == NULL || m->fcache == NULL || m->icache == NULL) {
+  m->imports_arr = rt_array_new(0);
+  if (m->kind == NULL || m->fcache == NULL || m->icache == NULL || m->imports_arr == NULL) {
     rt_decref(m);
     rt_raise("MemoryError", "out of memory creating a Module");
     return NULL;
@@ -133,14 +141,26 @@ static rt_module* module_new(int mod_kind, const char* kind) {
   return m;
 }
 
-/* 1 if `target` is reachable from `from` through imports (from included). */
+/* 1 if `target` is reachable from `from` through imports (from included).
+ * Walks ModuleObj::imports_, which every module (ours or C++) has. */
 static int reaches(void* from, void* target, int depth) {
   if (from == target) return 1;
-  rt_module* m = our_module(from);
-  if (m == NULL || depth > 10000) return 0;
-  for (size_t i = 0; i < m->n_imports; ++i) {
-    if (reaches(m->imports[i].v_obj, target, depth + 1)) return 1;
+  void* arr = from ? ((rt_module*)from)->imports_arr : NULL;
+  if (arr == NULL || depth > 10000) return 0;
+  int64_t n;
+  const TVMFFIAny* items = rt_seq_items(arr, &n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (items[i].type_index == kTVMFFIModule && reaches(items[i].v_obj, target, depth + 1)) return 1;
   }
+  return 0;
+}
+
+/* Rebuilds imports_arr from `imports` (under the lock). */
+static int sync_imports(rt_module* m) {
+  TVMFFIAny arr;
+  if (rt_array_from_anys(m->imports, (int64_t)m->n_imports, &arr) != 0) return -1;
+  rt_decref(m->imports_arr);
+  m->imports_arr = arr.v_obj;
   return 0;
 }
 
@@ -163,6 +183,11 @@ static int module_import(rt_module* m, void* child) {
   }
   rt_incref(child);
   rt_any_set_obj(&m->imports[m->n_imports++], child);
+  if (sync_imports(m) != 0) {
+    rt_any_release(&m->imports[--m->n_imports]);
+    unlock();
+    return -1;
+  }
   /* a new import can change what name lookups resolve to */
   void* fresh = rt_map_new();
   if (fresh != NULL) {
@@ -235,7 +260,7 @@ static int module_find_function(void* mod, const char* name, size_t n, int query
                                 void** out) {
   *out = NULL;
   rt_module* m = our_module(mod);
-  if (m == NULL) return 0;
+  if (m == NULL) return rt_cxx_module_find(mod, name, n, query_imports, out);
   if (module_own_function(m, name, n, out) != 0) return -1;
   if (*out != NULL || !query_imports) return 0;
   lock();
@@ -795,9 +820,9 @@ static int g_clear_imports(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFI
   rt_module* m;
   if (rt_b_check_nargs(sig, nargs, 1) || arg_module(args, 0, sig, &m)) return -1;
   lock();
-  for (size_t i = 0; i < m->n_imports; ++i) rt_any_release(&m->imports[i]);
-  m->n_imports = 0;
+  int rc = rt_cmod_clear_imports(m);
   unlock();
+  if (rc != 0) return -1;
   rt_any_set_none(ret);
   return 0;
 }
@@ -816,8 +841,12 @@ static int getter_lookup(rt_module* m, const char* prefix, const char* name, siz
   if (q && depth < 64) {
     for (size_t i = 0; i < m->n_imports; ++i) {
       rt_module* c = our_module(m->imports[i].v_obj);
-      if (c == NULL) continue;
       rt_any_set_none(ret);
+      if (c == NULL) {
+        if (rt_cxx_module_getter(m->imports[i].v_obj, prefix, name, n, ret) != 0) return -1;
+        if (ret->type_index != kTVMFFINone) return 0;
+        continue;
+      }
       if (getter_lookup(c, prefix, name, n, q, ret, depth + 1) != 0) return -1;
       if (ret->type_index != kTVMFFINone) return 0;
     }
@@ -864,4 +893,35 @@ RT_INIT(module_init) {
   rt_register_global("ffi.ModuleClearImports", g_clear_imports);
   rt_register_global("ffi.ModuleGetFunctionMetadata", g_metadata);
   rt_register_global("ffi.ModuleGetFunctionDoc", g_doc);
+}
+
+/* ------------------------------------------------------------------ */
+/* for the C++ surface (cxx/module_obj.cc): our modules seen as ModuleObj */
+/* ------------------------------------------------------------------ */
+
+int rt_cmod_is_ours(void* obj) { return our_module(obj) != NULL; }
+
+const char* rt_cmod_kind(void* obj) { return ((rt_module*)obj)->kind; }
+
+int rt_cmod_own_function(void* obj, const char* name, size_t n, void** out) {
+  return module_own_function((rt_module*)obj, name, n, out);
+}
+
+int rt_cmod_own_getter(void* obj, const char* prefix, const char* name, size_t n, TVMFFIAny* ret) {
+  lock();
+  int rc = getter_lookup((rt_module*)obj, prefix, name, n, 0, ret, 0);
+  unlock();
+  return rc;
+}
+
+int rt_cmod_import(void* obj, void* child) { return module_import((rt_module*)obj, child); }
+
+int rt_cmod_clear_imports(void* obj) {
+  rt_module* m = (rt_module*)obj;
+  lock();
+  for (size_t i = 0; i < m->n_imports; ++i) rt_any_release(&m->imports[i]);
+  m->n_imports = 0;
+  int rc = sync_imports(m);
+  unlock();
+  return rc;
 }

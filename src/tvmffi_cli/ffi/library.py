@@ -253,7 +253,9 @@ def load(path, runtime=None, tensor_mode=None):
         raise InputError(f"cannot load {path}: {e.kind}: {e}") from None
     if module is None and loader is None:
         try:
-            dl = ctypes.CDLL(str(p), mode=os.RTLD_LOCAL)
+            # bind lazily like the reference loader: a library may import
+            # symbols this runtime lacks and never call them
+            dl = ctypes.CDLL(str(p), mode=os.RTLD_LAZY | os.RTLD_LOCAL)
         except OSError as e:
             raise InputError(f"cannot load {path}: {e}") from None
     if module is not None:

@@ -1,0 +1,75 @@
+// C++ functions of the official runtime that rest on its reflection-driven
+// machinery (structural equality and hashing, dataclass printing, copying
+// and comparison, JSON graph serialization, access paths). They are
+// exported so that libraries importing them load (TVM and TileLang import
+// several); calling one raises a RuntimeError that names it.
+#include <string>
+
+#include "ffi_abi.h"
+
+namespace tvm {
+namespace ffi {
+namespace {
+
+[[noreturn]] void unavailable(const char* what) {
+  rt::throw_error("RuntimeError", std::string(what) +
+                                      " is not implemented by the tvmffi runtime (it needs the "
+                                      "reflection machinery of the official libtvm_ffi.so)");
+}
+
+}  // namespace
+
+class TVMFFI_CXX_API StructuralEqual {
+ public:
+  static bool Equal(const Any& lhs, const Any& rhs, bool map_free_vars, bool skip_tensor_content);
+  static Optional<Any> GetFirstMismatch(const Any& lhs, const Any& rhs, bool map_free_vars,
+                                        bool skip_tensor_content);
+};
+
+class TVMFFI_CXX_API StructuralHash {
+ public:
+  static uint64_t Hash(const Any& value, bool map_free_vars, bool skip_tensor_content);
+};
+
+class TVMFFI_CXX_API VisitErrorContext {
+ public:
+  static Array<Any> FindAccessPaths(const ObjectRef& root, const VisitErrorContext& visit_context,
+                                    bool allow_prefix_match);
+};
+
+TVMFFI_CXX_API Any DeepCopy(const Any& value);
+TVMFFI_CXX_API String ReprPrint(const Any& value);
+TVMFFI_CXX_API int64_t RecursiveHash(const Any& value);
+TVMFFI_CXX_API bool RecursiveEq(const Any& lhs, const Any& rhs);
+TVMFFI_CXX_API bool RecursiveLt(const Any& lhs, const Any& rhs);
+TVMFFI_CXX_API bool RecursiveLe(const Any& lhs, const Any& rhs);
+TVMFFI_CXX_API bool RecursiveGt(const Any& lhs, const Any& rhs);
+TVMFFI_CXX_API bool RecursiveGe(const Any& lhs, const Any& rhs);
+TVMFFI_CXX_API Any ToJSONGraph(const Any& value, const Any& metadata);
+TVMFFI_CXX_API Any FromJSONGraph(const Any& value);
+
+bool StructuralEqual::Equal(const Any&, const Any&, bool, bool) {
+  unavailable("tvm::ffi::StructuralEqual::Equal");
+}
+Optional<Any> StructuralEqual::GetFirstMismatch(const Any&, const Any&, bool, bool) {
+  unavailable("tvm::ffi::StructuralEqual::GetFirstMismatch");
+}
+uint64_t StructuralHash::Hash(const Any&, bool, bool) {
+  unavailable("tvm::ffi::StructuralHash::Hash");
+}
+Array<Any> VisitErrorContext::FindAccessPaths(const ObjectRef&, const VisitErrorContext&, bool) {
+  unavailable("tvm::ffi::VisitErrorContext::FindAccessPaths");
+}
+Any DeepCopy(const Any&) { unavailable("tvm::ffi::DeepCopy"); }
+String ReprPrint(const Any&) { unavailable("tvm::ffi::ReprPrint"); }
+int64_t RecursiveHash(const Any&) { unavailable("tvm::ffi::RecursiveHash"); }
+bool RecursiveEq(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveEq"); }
+bool RecursiveLt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLt"); }
+bool RecursiveLe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLe"); }
+bool RecursiveGt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGt"); }
+bool RecursiveGe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGe"); }
+Any ToJSONGraph(const Any&, const Any&) { unavailable("tvm::ffi::ToJSONGraph"); }
+Any FromJSONGraph(const Any&) { unavailable("tvm::ffi::FromJSONGraph"); }
+
+}  // namespace ffi
+}  // namespace tvm
