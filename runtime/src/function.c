@@ -372,7 +372,37 @@ static int rt_ffi_remove_global(void* h, const TVMFFIAny* args, int32_t n, TVMFF
   return 0;
 }
 
+/* ffi.GetGlobalFuncMetadata(name: str) -> str: the metadata JSON given with
+ * TVMFFIFunctionSetGlobalFromMethodInfo ("" when none); RuntimeError when no
+ * global of that name is registered. */
+static int rt_ffi_get_global_metadata(void* h, const TVMFFIAny* args, int32_t n,
+                                      TVMFFIAny* ret) {
+  (void)h;
+  TVMFFIByteArray name;
+  if (n != 1 || !rt_any_get_bytes(&args[0], 0, &name))
+    return rt_raise("TypeError", "ffi.GetGlobalFuncMetadata expects one str argument");
+  pthread_mutex_lock(&rt_glock);
+  rt_gentry* e = rt_gtab ? rt_gfind(rt_gtab, rt_hash_name(name.data, name.size), name.data,
+                                    name.size)
+                         : NULL;
+  if (!e || !e->func) {
+    pthread_mutex_unlock(&rt_glock);
+    return rt_raise("RuntimeError", "Global Function is not found: %.*s", (int)name.size,
+                    name.data);
+  }
+  char* md = e->metadata;
+  size_t len = md ? strlen(md) : 0;
+  char* copy = (char*)malloc(len + 1);
+  if (copy && len) memcpy(copy, md, len);
+  pthread_mutex_unlock(&rt_glock);
+  if (!copy) return rt_raise("MemoryError", "out of memory");
+  int rc = rt_string_to_any(copy, len, ret);
+  free(copy);
+  return rc;
+}
+
 RT_INIT(rt_function_globals_init) {
   rt_register_global("ffi.FunctionListGlobalNamesFunctor", rt_ffi_list_global_names_functor);
   rt_register_global("ffi.FunctionRemoveGlobal", rt_ffi_remove_global);
+  rt_register_global("ffi.GetGlobalFuncMetadata", rt_ffi_get_global_metadata);
 }

@@ -225,6 +225,8 @@ def merge_dynamic(rep, result):
             f["signature"] = d["signature"]
     rep["globals"] = list(result.get("globals") or [])
     rep["types"] = list(result.get("types") or [])
+    if result.get("global_info"):
+        rep["global_info"] = result["global_info"]
     if result.get("module") is not None:
         rep["loaded_module"] = result["module"]
     for e in result.get("errors") or []:

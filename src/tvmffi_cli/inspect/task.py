@@ -6,6 +6,8 @@ reply:
   {"functions": {name: {"metadata": obj|None, "metadata_raw": str|None,
                         "doc": str|None, "signature": None}},
    "globals": [names registered while loading, sorted],
+   "global_info": {name: {"metadata": str|None}} (when the runtime has
+                  ffi.GetGlobalFuncMetadata),
    "types": [{"type_key", "type_index", "parent_type_key",
               "fields": [{"name", "static_type_index", "flags", "doc"}],
               "methods": [{"name", "doc", "is_static"}]}],
@@ -55,7 +57,25 @@ def run(request):
         module = None
         errors.append(f"module description failed: {_describe(e)}")
     return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
+            "global_info": _global_info(rt, lib.globals_registered, errors),
             "module": module, "errors": errors}
+
+
+def _global_info(rt, names, errors):
+    """Metadata JSON of each registered global, from the runtime's
+    ffi.GetGlobalFuncMetadata (absent in runtimes that do not keep it)."""
+    getter = rt.get_global("ffi.GetGlobalFuncMetadata")
+    if getter is None:
+        return {}
+    out = {}
+    for name in sorted(names):
+        try:
+            raw = getter(name)
+        except Exception as e:
+            errors.append(f"global {name}: metadata lookup failed: {_describe(e)}")
+            continue
+        out[name] = {"metadata": raw if isinstance(raw, str) and raw else None}
+    return out
 
 
 def _describe(e):

@@ -1,0 +1,273 @@
+"""A library's API as frozen dataclasses, built from an `inspect` report.
+
+`stubs` and `diff` both look at the same things: the `__tvm_ffi_<name>`
+exports, the global functions and object types the library registers while
+loading, its embedded modules and kernels and the runtime functions it
+imports. This module turns the inspect report (a JSON-able dict, static or
+loaded) into that model once, with every type schema parsed by the schema
+parser into a `TypeRef` tree, so neither command re-reads symbols or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import schema as _schema
+from .abi import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
+from .errors import FormatError
+
+# The schema parser, seen through typed names (it returns a TypeSpec whose
+# to_json() is the plain {"type", "args", "params", "return"} tree).
+_parse_metadata: Callable[[object], tuple[Any, Any]] = _schema.parse_metadata
+_SHORT: Mapping[str, str] = _schema.SHORT
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """One node of a parsed type schema: `key` is the schema's type key
+    (int, ffi.Array, kitchen.Point, ...); functions have `params`/`ret`."""
+
+    key: str
+    args: tuple[TypeRef, ...] = ()
+    params: tuple[TypeRef, ...] | None = None
+    ret: TypeRef | None = None
+
+    @property
+    def short(self) -> str:
+        """The short name people read (str for ffi.String, Array for ffi.Array)."""
+        return _SHORT.get(self.key, self.key)
+
+    def render(self) -> str:
+        if self.params is not None:
+            ps = ", ".join(p.render() for p in self.params)
+            r = self.ret.render() if self.ret is not None else "Any"
+            return f"Callable[[{ps}], {r}]"
+        if self.args:
+            return f"{self.short}[{', '.join(a.render() for a in self.args)}]"
+        return self.short
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.key}
+        if self.args:
+            d["args"] = [a.to_json() for a in self.args]
+        if self.params is not None:
+            d["params"] = [p.to_json() for p in self.params]
+            d["return"] = self.ret.to_json() if self.ret is not None else None
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> TypeRef:
+        """From the parser's to_json() form (already validated)."""
+        args = tuple(TypeRef.from_json(a) for a in d.get("args") or ())
+        if "params" in d:
+            ret = d.get("return")
+            return TypeRef(str(d["type"]), args,
+                           tuple(TypeRef.from_json(p) for p in d["params"] or ()),
+                           TypeRef.from_json(ret) if isinstance(ret, Mapping) else None)
+        return TypeRef(str(d["type"]), args)
+
+
+def parse_metadata_type(raw: object) -> TypeRef | None:
+    """The `type_schema` of a metadata JSON string/object as a TypeRef, or
+    None when there is none. FormatError when the metadata is malformed."""
+    if raw is None or raw == "":
+        return None
+    _md, spec = _parse_metadata(raw)
+    if spec is None:
+        return None
+    tree = spec.to_json()
+    return TypeRef.from_json(tree) if isinstance(tree, dict) else None
+
+
+def _metadata_doc(raw: object) -> str | None:
+    try:
+        md = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    except ValueError:
+        return None
+    doc = md.get("doc") if isinstance(md, dict) else None
+    return doc if isinstance(doc, str) and doc else None
+
+
+def _arg_names(raw: object) -> tuple[str, ...]:
+    """Parameter names when the metadata carries them ("arg_names")."""
+    try:
+        md = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    except ValueError:
+        return ()
+    names = md.get("arg_names") if isinstance(md, dict) else None
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    return ()
+
+
+@dataclass(frozen=True)
+class Func:
+    """An export (`__tvm_ffi_<name>`) or a registered global function.
+    `type` is its function type (params/ret) when its metadata has one."""
+
+    name: str
+    type: TypeRef | None = None
+    doc: str | None = None
+    arg_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: TypeRef | None
+    writable: bool
+    doc: str | None
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    type: TypeRef | None
+    is_static: bool
+    doc: str | None
+
+
+@dataclass(frozen=True)
+class ObjectType:
+    key: str
+    parent: str | None
+    fields: tuple[Field, ...]
+    methods: tuple[Method, ...]
+    doc: str | None = None
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel of an embedded GPU module (name and argument dtypes)."""
+
+    name: str
+    arg_types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EmbeddedModule:
+    """A module of `__tvm_ffi__library_bin`; `ident` is stable across builds:
+    the kind and its occurrence among modules of that kind (cuda#0)."""
+
+    ident: str
+    index: int
+    kind: str
+    kernels: tuple[Kernel, ...]
+    payload_type: str | None
+
+
+@dataclass(frozen=True)
+class Api:
+    path: str
+    mode: str  # "static" | "loaded"
+    exports: tuple[Func, ...]
+    globals: tuple[Func, ...]
+    types: tuple[ObjectType, ...]
+    modules: tuple[EmbeddedModule, ...]
+    cubins: tuple[str, ...]  # names of __tvm_ffi__cubin_<name> blobs
+    runtime_imports: tuple[str, ...]
+    unsupported_imports: tuple[str, ...]
+    problems: tuple[str, ...]  # type schemas that could not be parsed
+
+
+def _type_or_problem(raw: object, where: str, problems: list[str]) -> TypeRef | None:
+    try:
+        return parse_metadata_type(raw)
+    except FormatError as e:
+        problems.append(f"{where}: {e}")
+        return None
+
+
+def _field_type(f: Mapping[str, Any], where: str, problems: list[str]) -> TypeRef | None:
+    t = _type_or_problem(f.get("metadata"), where, problems)
+    if t is not None:
+        return t
+    idx = f.get("static_type_index")
+    if isinstance(idx, int) and idx in STATIC_TYPE_NAMES and idx != -1:
+        return TypeRef(STATIC_TYPE_NAMES[idx])
+    return None  # Any, or a dynamic (registered) type without a schema
+
+
+def _types(rep: Mapping[str, Any], problems: list[str]) -> tuple[ObjectType, ...]:
+    out = []
+    for t in rep.get("types") or ():
+        key = str(t.get("type_key"))
+        fields = tuple(
+            Field(str(f.get("name")), _field_type(f, f"{key}.{f.get('name')}", problems),
+                  bool(int(f.get("flags") or 0) & kTVMFFIFieldFlagBitMaskWritable),
+                  f.get("doc") or None)
+            for f in t.get("fields") or ())
+        methods = tuple(
+            Method(str(m.get("name")),
+                   _type_or_problem(m.get("metadata"), f"{key}.{m.get('name')}", problems),
+                   bool(m.get("is_static")), m.get("doc") or None)
+            for m in t.get("methods") or ())
+        out.append(ObjectType(key, t.get("parent_type_key"), fields, methods,
+                              t.get("doc") or None))
+    return tuple(sorted(out, key=lambda o: o.key))
+
+
+def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
+    seen: dict[str, int] = {}
+    out = []
+    for m in rep.get("modules") or ():
+        kind = str(m.get("kind"))
+        if kind == "_lib":
+            continue
+        n = seen.get(kind, 0)
+        seen[kind] = n + 1
+        details = m.get("details") or {}
+        kernels = tuple(Kernel(str(f.get("name")), tuple(str(a) for a in f.get("arg_types") or ()))
+                        for f in details.get("functions") or ())
+        payload = details.get("payload") or {}
+        out.append(EmbeddedModule(f"{kind}#{n}", int(m.get("index", 0)), kind, kernels,
+                                  payload.get("type")))
+    return tuple(out)
+
+
+def from_report(rep: Mapping[str, Any]) -> Api:
+    """The API model of an inspect report (static or loaded)."""
+    problems: list[str] = []
+    exports = []
+    for f in rep.get("functions") or ():
+        t = TypeRef.from_json(f["type"]) if isinstance(f.get("type"), Mapping) else None
+        md = f.get("metadata")
+        exports.append(Func(str(f["name"]), t, f.get("doc") or None, _arg_names(md)))
+    ginfo: Mapping[str, Any] = rep.get("global_info") or {}
+    globals_ = []
+    for g in rep.get("globals") or ():
+        info = ginfo.get(g) or {}
+        raw = info.get("metadata")
+        globals_.append(Func(str(g), _type_or_problem(raw, f"global {g}", problems),
+                             info.get("doc") or _metadata_doc(raw), _arg_names(raw)))
+    return Api(
+        path=str(rep.get("path")), mode=str(rep.get("mode")),
+        exports=tuple(sorted(exports, key=lambda f: f.name)),
+        globals=tuple(sorted(globals_, key=lambda f: f.name)),
+        types=_types(rep, problems), modules=_modules(rep),
+        cubins=tuple(sorted(str(c["name"]) for c in rep.get("cubins") or ())),
+        runtime_imports=tuple(rep.get("runtime_imports") or ()),
+        unsupported_imports=tuple(rep.get("unsupported_imports") or ()),
+        problems=tuple(problems))
+
+
+def inspect_library(path: str, static: bool = False, timeout: float = 30.0,
+                    runtime: str | None = None) -> dict[str, Any]:
+    """The inspect report of `path` (the one place stubs/diff ask for it)."""
+    from .commands.inspect import run
+
+    rep: dict[str, Any] = run(path, static=static, timeout=timeout, runtime=runtime)
+    return rep
+
+
+def load_api(path: str, static: bool = False, timeout: float = 30.0,
+             runtime: str | None = None) -> tuple[Api, dict[str, Any]]:
+    rep = inspect_library(path, static=static, timeout=timeout, runtime=runtime)
+    return from_report(rep), rep
+
+
+__all__ = ["Api", "EmbeddedModule", "Field", "Func", "Kernel", "Method", "ObjectType", "TypeRef",
+           "from_report", "inspect_library", "load_api", "parse_metadata_type", "Sequence"]
