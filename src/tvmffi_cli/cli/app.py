@@ -14,6 +14,9 @@ COMMANDS = {
     "bench": ("bench", "Time one function of a library (timing loop in C)."),
     "conform": ("conform", "Check a library against the TVM-FFI ABI rules."),
     "config": ("config", "Print paths and flags to build against our runtime."),
+    "stubs": ("stubs", "Write a typed .pyi stub of a library."),
+    "diff": ("diff", "Is a new build compatible with an old one?"),
+    "extract": ("extract", "Write embedded modules and GPU binaries to files."),
 }
 
 

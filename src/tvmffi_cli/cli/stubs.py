@@ -1,0 +1,55 @@
+"""`tvmffi stubs LIB`: a typed .pyi of the library (engine: tvmffi_cli.stubs)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("stubs")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the stub to this file (default: standard output).")
+@click.option("--static", is_flag=True,
+              help="Read the file only (exports, untyped); never load the library.")
+@click.option("--check", "check_file", type=click.Path(), default=None,
+              help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds allowed for loading the library in a child process.")
+@click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="libtvm_ffi.so to load the library with.")
+def command(path: str, output: str | None, static: bool, check_file: str | None,
+            timeout: float, runtime: str | None) -> int:
+    """Write a .pyi stub of a library's exports, globals and object types.
+
+    Types come from the type schemas in the library's metadata (loaded in a
+    child process unless --static). Exit 0 on success (or --check: equal),
+    1 when --check finds a difference or loading failed, 2 on bad input.
+    """
+    from ..stubs import check, generate, write
+
+    r = generate(path, static=static, timeout=timeout, runtime=runtime)
+    if check_file is not None:
+        c = check(r, check_file)
+        if c.up_to_date:
+            click.echo(f"{check_file} is up to date", err=True)
+            return 0
+        if c.diff:
+            sys.stdout.write(c.diff)
+        click.echo(f"tvmffi: {check_file} is out of date ({c.reason}); regenerate it with "
+                   f"tvmffi stubs {path} -o {check_file}", err=True)
+        return 1
+    if output is None:
+        sys.stdout.write(r.text)
+    else:
+        try:
+            write(r, output)
+        except OSError as e:
+            from ..errors import InputError
+
+            raise InputError(f"{output}: cannot write ({e.strerror or e})") from None
+        from ..render.tools import render_stub_summary
+
+        render_stub_summary(r, output)
+    return 0

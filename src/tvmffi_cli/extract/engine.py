@@ -1,0 +1,226 @@
+"""`tvmffi extract LIB -o DIR`: write a library's embedded modules and GPU
+binaries to files, without running any of its code.
+
+What is written (names are built from the library's own strings, sanitized):
+
+* every module blob of `__tvm_ffi__library_bin`, as serialized:
+  `module<index>-<kind>.bin`;
+* the payload of every GPU module (cuda, rocm, opencl, ...), its kernels
+  listed in the manifest: `module<index>-<kind>.<cubin|fatbin|ptx|...>`;
+* every `__tvm_ffi__cubin_<name>` blob: `cubin-<name>.<cubin|fatbin|ptx|...>`;
+* `manifest.json`: one entry per file (see schemas/extract.schema.json).
+
+Safety: names keep only [A-Za-z0-9._-] (no separators, no leading dot, so
+never `..`), are at most MAX_NAME characters, and are unique; nothing that
+exists in DIR is replaced unless `force`; each file is written to a temporary
+name and renamed into place. Every byte comes from the file and is bounded
+by the symbol that holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+MAX_NAME = 96
+MANIFEST = "manifest.json"
+LIBRARY_BIN = "__tvm_ffi__library_bin"
+CUBIN_PREFIX = "__tvm_ffi__cubin_"
+EXT = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx", "elf": "elf", "text": "txt",
+       "binary": "bin"}
+SOURCE_EXT = {"opencl": "cl", "metal": "metal"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    file: str  # name inside DIR
+    kind: str  # "module" (a serialized module blob) | "payload" (its GPU binary) | "cubin"
+    module_kind: str | None  # cuda, opencl, ... (None for cubin symbols)
+    module_index: int | None
+    format: str  # cubin, fatbin, ptx, text, binary, module
+    size: int
+    architecture: str | None  # sm_86, ... when the payload says
+    symbol: str  # the symbol the bytes come from
+    offset: int  # byte offset within that symbol
+    sha256: str
+    kernels: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "kind": self.kind, "module_kind": self.module_kind,
+                "module_index": self.module_index, "format": self.format, "size": self.size,
+                "architecture": self.architecture, "symbol": self.symbol,
+                "offset": self.offset, "sha256": self.sha256, "kernels": list(self.kernels)}
+
+
+@dataclass(frozen=True)
+class ExtractResult:
+    library: str
+    directory: str
+    entries: tuple[Entry, ...]
+    errors: tuple[str, ...]  # malformations found while reading (files still written)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"library": self.library, "directory": self.directory,
+                "manifest": MANIFEST, "files": [e.to_json() for e in self.entries],
+                "errors": list(self.errors)}
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+
+def safe_name(name: str, taken: set[str]) -> str:
+    """A file name made of [A-Za-z0-9._-], not starting with a dot, at most
+    MAX_NAME characters, not in `taken` (which it is added to)."""
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "_"
+    s = re.sub(r"\.{2,}", ".", s)
+    if len(s) > MAX_NAME:
+        h = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        stem, dot, ext = s.rpartition(".")
+        ext = ext if dot and len(ext) <= 8 else ""
+        s = s[:MAX_NAME - 10 - len(ext)] + "-" + h + ("." + ext if ext else "")
+    if s.lower() == MANIFEST:
+        s = "_" + s
+    base, n = s, 2
+    while s.lower() in taken:
+        stem, dot, ext = base.rpartition(".")
+        s = f"{stem}-{n}.{ext}" if dot and stem else f"{base}-{n}"
+        n += 1
+    taken.add(s.lower())
+    return s
+
+
+@dataclass(frozen=True)
+class _Item:
+    name: str
+    data: bytes
+    kind: str
+    module_kind: str | None
+    module_index: int | None
+    format: str
+    architecture: str | None
+    symbol: str
+    offset: int
+    kernels: tuple[str, ...]
+
+
+def _payload_info(data: bytes) -> tuple[str, str | None]:
+    from ..modformats import analyze_payload
+
+    info = analyze_payload(data[:4096])
+    return str(info.get("type", "binary")), info.get("arch")
+
+
+def collect(path: str) -> tuple[list[_Item], list[str]]:
+    """Read what there is to extract (static only: the file's bytes)."""
+    from .. import libbin, modformats
+    from ..binfmt import open_binary
+    from ..commands.inspect import static_report
+
+    items: list[_Item] = []
+    errors: list[str] = []
+    b = open_binary(path)
+    try:
+        rep = static_report(b)
+        errors += [f"{e['where']}: {e['message']}" for e in rep["errors"]]
+        sym = b.get(LIBRARY_BIN)
+        if sym is not None and rep.get("library_bin") is not None:
+            try:
+                data = b.read_symbol_bytes(sym)
+            except Exception as e:  # FormatError: no bytes in the file (.bss)
+                data = b""
+                errors.append(f"{LIBRARY_BIN}: {e}")
+            lb = libbin.decode(data, decode_kinds=False)
+            for m in lb.modules:
+                if m.blob is None:
+                    continue
+                blob = bytes(m.blob)
+                kernels: tuple[str, ...] = ()
+                payload: bytes | None = None
+                payload_at = 0
+                if m.kind in modformats.GPU_KINDS:
+                    try:
+                        details, payload = modformats.decode_gpu(m.kind, blob)
+                        kernels = tuple(str(f["name"]) for f in details.get("functions") or ())
+                        if payload is not None:
+                            payload_at = m.blob_offset + details["payload_offset"]
+                    except libbin.LibBinError as e:
+                        errors.append(f"module {m.index} ({m.kind}): cannot decode: {e.message}")
+                stem = f"module{m.index}-{m.kind}"
+                items.append(_Item(f"{stem}.bin", blob, "module", m.kind, m.index, "module",
+                                   None, LIBRARY_BIN, m.blob_offset, kernels))
+                if payload is not None:
+                    fmt, arch = _payload_info(payload)
+                    ext = SOURCE_EXT.get(m.kind, EXT.get(fmt, "bin")) if fmt == "text" \
+                        else EXT.get(fmt, "bin")
+                    items.append(_Item(f"{stem}.{ext}", payload, "payload", m.kind, m.index, fmt,
+                                       arch, LIBRARY_BIN, payload_at, kernels))
+        for c in rep["cubins"]:
+            s = b.get(c["symbol"])
+            off = b.file_offset(s) if s is not None else None
+            if s is None or off is None:
+                continue
+            sec = s._sec or b.section_for(s.value)
+            avail = min(sec.offset + sec.filesize, len(b.data)) - off if sec else 0
+            n = max(0, min(int(c["size"] or 0), avail))
+            data = bytes(b.data[off:off + n])
+            fmt, arch = _payload_info(data)
+            items.append(_Item(f"cubin-{c['name']}.{EXT.get(fmt, 'bin')}", data, "cubin", None,
+                               None, fmt, arch, str(c["symbol"]), 0, ()))
+    finally:
+        b.close()
+    return items, errors
+
+
+def _write_atomic(directory: str, name: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tvmffi-extract-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, os.path.join(directory, name))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def run(path: str, directory: str, force: bool = False) -> ExtractResult:
+    """Extract everything embedded in `path` into `directory` (created when
+    missing). InputError (exit 2) when DIR is unusable or would be
+    overwritten without `force`."""
+    items, errors = collect(path)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputError(f"{directory}: exists and is not a directory")
+    taken: set[str] = set()
+    named = [(safe_name(it.name, taken), it) for it in items]
+    if not force:
+        clash = [n for n, _ in named if os.path.lexists(os.path.join(directory, n))]
+        if os.path.lexists(os.path.join(directory, MANIFEST)):
+            clash.insert(0, MANIFEST)
+        if clash:
+            more = f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""
+            raise InputError(f"{os.path.join(directory, clash[0])} exists{more}; "
+                             f"use --force to overwrite")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{directory}: cannot create ({e.strerror or e})") from None
+    entries = []
+    for n, it in named:
+        _write_atomic(directory, n, it.data)
+        entries.append(Entry(n, it.kind, it.module_kind, it.module_index, it.format,
+                             len(it.data), it.architecture, it.symbol, it.offset,
+                             hashlib.sha256(it.data).hexdigest(), it.kernels))
+    result = ExtractResult(os.path.basename(path), directory, tuple(entries), tuple(errors))
+    text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
+    _write_atomic(directory, MANIFEST, text.encode("utf-8"))
+    return result

@@ -1,0 +1,73 @@
+"""People's output of `tvmffi stubs`, `diff` and `extract` (rich)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..diff.engine import DiffResult
+    from ..extract.engine import ExtractResult
+    from ..stubs.engine import StubResult
+
+
+def _console(stderr: bool = False) -> Any:
+    from .common import make_console
+
+    return make_console(stderr=stderr)
+
+
+def _esc(s: object) -> str:
+    from rich.markup import escape
+
+    return str(escape(str(s)))
+
+
+def render_diff(r: DiffResult) -> None:
+    from rich.table import Table
+
+    con = _console()
+    if not r.changes:
+        con.print(f"No changes: {_esc(r.new_path)} has the API of {_esc(r.old_path)} "
+                  f"({r.mode}).")
+    else:
+        t = Table(title=f"{_esc(r.old_path)} -> {_esc(r.new_path)} ({r.mode})",
+                  title_justify="left")
+        for col in ("", "change", "what", "old", "new"):
+            t.add_column(col, overflow="fold")
+        for c in r.changes:
+            t.add_row("ok" if c.compatible else "[red]BREAKS[/]", c.kind, _esc(c.subject),
+                      _esc(c.old if c.old is not None else "-"),
+                      _esc(c.new if c.new is not None else "-"))
+        con.print(t)
+        bad = sum(not c.compatible for c in r.changes)
+        con.print(f"{len(r.changes)} change(s), {bad} incompatible: "
+                  + ("[green]compatible[/]" if r.compatible else "[red]incompatible[/]"))
+    for w in r.warnings:
+        con.print(f"[yellow]warning:[/] {_esc(w)}")
+
+
+def render_extract(r: ExtractResult) -> None:
+    from rich.table import Table
+
+    from .common import human_size
+
+    con = _console()
+    if not r.entries:
+        con.print(f"Nothing embedded in {_esc(r.library)}; wrote an empty manifest.json.")
+    else:
+        t = Table(title=f"{_esc(r.library)} -> {_esc(r.directory)}", title_justify="left")
+        for col in ("file", "kind", "format", "size", "arch", "source", "kernels"):
+            t.add_column(col, overflow="fold")
+        for e in r.entries:
+            t.add_row(_esc(e.file), e.kind, e.format, human_size(e.size),
+                      e.architecture or "-", _esc(f"{e.symbol}+{e.offset}"),
+                      _esc(", ".join(e.kernels) or "-"))
+        con.print(t)
+    for e in r.errors:
+        con.print(f"[red]error:[/] {_esc(e)}")
+
+
+def render_stub_summary(r: StubResult, path: str, stderr: bool = True) -> None:
+    con = _console(stderr=stderr)
+    con.print(f"wrote {_esc(path)}: {r.exports} export(s), {r.globals} global(s), "
+              f"{r.types} type(s); {r.typed} typed, {len(r.untyped)} untyped ({r.mode})")
