@@ -179,11 +179,19 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
     return items, errors
 
 
-def _write_atomic(directory: str, name: str, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomic(directory: str, name: str, data: bytes, mode: int) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-extract-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if hasattr(os, "fchmod"):  # mkstemp makes 0600; give what open() would
+                os.fchmod(fh.fileno(), mode)
         os.replace(tmp, os.path.join(directory, name))
     except BaseException:
         try:
@@ -215,12 +223,13 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
     except OSError as e:
         raise InputError(f"{directory}: cannot create ({e.strerror or e})") from None
     entries = []
+    mode = 0o666 & ~_umask()
     for n, it in named:
-        _write_atomic(directory, n, it.data)
+        _write_atomic(directory, n, it.data, mode)
         entries.append(Entry(n, it.kind, it.module_kind, it.module_index, it.format,
                              len(it.data), it.architecture, it.symbol, it.offset,
                              hashlib.sha256(it.data).hexdigest(), it.kernels))
     result = ExtractResult(os.path.basename(path), directory, tuple(entries), tuple(errors))
     text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
-    _write_atomic(directory, MANIFEST, text.encode("utf-8"))
+    _write_atomic(directory, MANIFEST, text.encode("utf-8"), mode)
     return result

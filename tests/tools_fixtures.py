@@ -1,0 +1,146 @@
+"""Fixture libraries of the stubs/diff/extract tests (no tests here): C
+sources holding a `__tvm_ffi__library_bin` image, written and compiled at
+test time. Images are built with the project's encode helpers (libbin.encode,
+modformats.encode_gpu)."""
+
+import functools
+import os
+import struct
+from pathlib import Path
+
+import fixturebuild
+
+from tvmffi_cli import libbin, modformats
+
+SRC = fixturebuild.BUILD / "tools-src"  # stable path: the build cache keys on it
+F32, I32, F16 = (2, 32, 1), (0, 32, 1), (2, 16, 1)
+
+
+def fake_cubin(sm):
+    """An ELF64 header of a CUDA binary (EM_CUDA = 190, ABI version 7, SM in
+    the low byte of e_flags) followed by a marker."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
+    hdr = ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, sm, 64, 56, 0, 64, 0, 0)
+    return hdr + b"CUBIN-BODY-" + bytes(range(32))
+
+
+PTX = (b"//\n// Generated for a test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n\n"
+       b".visible .entry default_function_kernel(\n\t.param .u64 A,\n\t.param .u64 B\n)\n{\n\tret;\n}\n")
+FATBIN = struct.pack("<IHH", 0xBA55ED50, 1, 16) + bytes(24)
+OPENCL_SRC = b"__kernel void copy(__global float* a, __global float* b) { a[0] = b[0]; }\n"
+
+
+def c_array(name, data, extra=""):
+    body = ", ".join(str(b) for b in data) or "0"
+    return (f"EXPORT const unsigned char {name}[{max(1, len(data))}]{extra} = {{{body}}};\n")
+
+
+def c_source(library_bin=None, cubins=(), functions=("main",)):
+    out = ["#include <stdint.h>",
+           '#define EXPORT __attribute__((visibility("default"), used))',
+           "typedef struct { int32_t type_index; uint32_t pad; int64_t v; } AnyLike;",
+           "EXPORT void* __tvm_ffi__library_ctx = 0;"]
+    if library_bin is not None:
+        out.append(c_array("__tvm_ffi__library_bin", library_bin))
+    for name, data in cubins:
+        out.append(c_array(f"__tvm_ffi__cubin_{name}", data))
+    for f in functions:
+        out.append(f"EXPORT int __tvm_ffi_{f}(void* s, const AnyLike* a, int32_t n, AnyLike* r) "
+                   "{ (void)s; (void)a; (void)n; r->type_index = 0; return 0; }")
+    return "\n".join(out) + "\n"
+
+
+def build_c(name, text):
+    SRC.mkdir(parents=True, exist_ok=True)
+    p = SRC / f"{name}.c"
+    if not p.is_file() or p.read_text() != text:
+        tmp = p.with_name(p.name + f".tmp{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    return fixturebuild.build(p, name=name, headers="none")
+
+
+def cuda_module(kernels, payload, fmt="cubin"):
+    """kernels: [(name, [dtype tuples])]."""
+    return modformats.encode_gpu(fmt, [(k, args, ["blockIdx.x", "threadIdx.x"], [0] * len(args))
+                                       for k, args in kernels], payload)
+
+
+@functools.lru_cache(maxsize=None)
+def three_module_tree():
+    """_lib -> cuda (cubin sm_86, two kernels) -> opencl (source)."""
+    cuda = cuda_module([("add_kernel", [F32, F32, F32, I32]), ("scale_kernel", [F16, F32])],
+                       fake_cubin(86))
+    opencl = modformats.encode_gpu("cl", [("copy", [F32, F32], ["get_group_id(0)"], [0, 0])],
+                                   OPENCL_SRC)
+    lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)], [[1], [2], []])
+    return build_c("three_modules", c_source(lb, functions=("main", "launch")))
+
+
+@functools.lru_cache(maxsize=None)
+def tvm_cuda_output():
+    """Like `tvm.compile(..., target="cuda")` + export_library: host functions
+    as __tvm_ffi_<name>, the device code as a cuda module holding PTX, and a
+    fatbin embedded as __tvm_ffi__cubin_<name>."""
+    cuda = cuda_module([("default_function_kernel", [F32, F32, I32])], PTX, fmt="ptx")
+    lb = libbin.encode([("_lib", None), ("cuda", cuda)])
+    return build_c("tvm_cuda", c_source(lb, cubins=[("fused_add", FATBIN)],
+                                        functions=("main", "default_function")))
+
+
+@functools.lru_cache(maxsize=None)
+def hostile_names():
+    """Module kinds that try to escape the output directory or be long."""
+    blob = b"x" * 16
+    lb = libbin.encode([("_lib", None), ("../../escape", blob), ("a/b\\c", blob),
+                        ("k" * 300, blob), (".hidden", blob), ("manifest.json", blob)])
+    return build_c("hostile_names", c_source(lb))
+
+
+@functools.lru_cache(maxsize=None)
+def kernels_lib(version):
+    """Two builds of a TVM-style library for `diff --static`: v2 drops a
+    kernel, changes another's argument types, removes the opencl module and
+    adds an export and a kernel; v3 only adds to v1."""
+    if version == 1:
+        cuda = cuda_module([("add", [F32, F32]), ("mul", [I32, I32])], fake_cubin(80))
+        opencl = modformats.encode_gpu("cl", [("copy", [F32, F32], [], [0, 0])], OPENCL_SRC)
+        lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)])
+        funcs = ("main", "add")
+    elif version == 3:  # v1 plus a kernel and an export: additions only
+        cuda = cuda_module([("add", [F32, F32]), ("mul", [I32, I32]), ("div", [F32, F32])],
+                           fake_cubin(80))
+        opencl = modformats.encode_gpu("cl", [("copy", [F32, F32], [], [0, 0])], OPENCL_SRC)
+        lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)])
+        funcs = ("main", "add", "div")
+    else:
+        cuda = cuda_module([("add", [F32, I32]), ("sub", [F32, F32])], fake_cubin(80))
+        lb = libbin.encode([("_lib", None), ("cuda", cuda)])
+        funcs = ("main", "add", "sub")
+    return build_c(f"kernels_v{version}", c_source(lb, functions=funcs))
+
+
+@functools.lru_cache(maxsize=None)
+def aborts_when_loaded():
+    """A cuda module and a load-time constructor that aborts: any tool that
+    loads it dies."""
+    cuda = cuda_module([("k", [F32])], fake_cubin(90))
+    lb = libbin.encode([("_lib", None), ("cuda", cuda)])
+    text = c_source(lb) + ("#include <stdlib.h>\n"
+                           "__attribute__((constructor)) static void boom(void) { abort(); }\n")
+    return build_c("aborts_when_loaded", text)
+
+
+@functools.lru_cache(maxsize=None)
+def truncated_library_bin():
+    """The cuda module's blob size runs past the end of the symbol."""
+    cuda = cuda_module([("k", [F32])], fake_cubin(75))
+    lb = libbin.encode([("_lib", None), ("opencl", OPENCL_SRC), ("cuda", cuda)])
+    return build_c("truncated_library_bin", c_source(lb[:-40]))
+
+
+@functools.lru_cache(maxsize=None)
+def plain():
+    """Exports only: nothing embedded; names that are not Python identifiers
+    or clash with the stub's own names."""
+    return build_c("plain_names", c_source(functions=("class", "Tensor", "lambda", "ok", "Any")))
