@@ -63,7 +63,7 @@ def sanitize(name: str, taken: Iterable[str] = ()) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
     if s[0].isdigit():
         s = "_" + s
-    if keyword.iskeyword(s) or keyword.issoftkeyword(s) or s in RESERVED:
+    if keyword.iskeyword(s) or s in RESERVED:
         s += "_"
     base, n, used = s, 2, set(taken)
     while s in used:

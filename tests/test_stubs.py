@@ -1,0 +1,213 @@
+"""`tvmffi stubs`: typed .pyi stubs of a C++ library with metadata
+(fixtures/cpp/kitchen.cc and fixtures/tools/api.cc, built in the test run),
+checked with mypy --strict (and pyright when installed)."""
+
+import functools
+import importlib.util
+import shutil
+import subprocess
+import sys
+
+import fixturebuild
+import pytest
+import tools_fixtures as tf
+from test_call_helpers import kitchen, tvmffi
+
+from tvmffi_cli import stubs
+
+
+@functools.lru_cache(maxsize=None)
+def api_v1():
+    return fixturebuild.build("tools/api.cc", name="api-v1-O1", headers="official",
+                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"], flags=["-O1"])
+
+
+@functools.lru_cache(maxsize=None)
+def kitchen_stub():
+    r = tvmffi("stubs", kitchen())
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def _mypy(path):
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (pip install mypy)")
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                        "--cache-dir", str(path.parent / ".mypy_cache"), str(path)],
+                       capture_output=True, text=True, cwd=path.parent, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Success: no issues found in 1 source file" in r.stdout
+
+
+def _pyright(path):
+    exe = shutil.which("pyright")
+    if exe is None:
+        pytest.skip("pyright is not installed (pip install pyright)")
+    r = subprocess.run([exe, str(path)], capture_output=True, text=True, cwd=path.parent,
+                       timeout=300)
+    if r.returncode != 0 and "0 errors" not in r.stdout and "error" not in r.stdout:
+        pytest.skip(f"pyright could not run here: {(r.stdout + r.stderr).strip()[:200]}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 errors" in r.stdout
+
+
+def test_kitchen_exports_are_typed_and_documented():
+    text = kitchen_stub()
+    lines = text.splitlines()
+    assert 'def add(arg0: int, arg1: int, /) -> int:' in lines
+    i = lines.index('def add(arg0: int, arg1: int, /) -> int:')
+    assert lines[i + 1:i + 5] == ['    """Add two integers.', "", "    Returns a + b.", '    """']
+    for sig in ("def scale(arg0: float, arg1: float | None, /) -> float:",
+                "def counts(arg0: Sequence[str], /) -> Mapping[str, int]: ...",
+                "def map_get(arg0: Mapping[str, int], arg1: str, /) -> int: ...",
+                "def opt_name(arg0: str | None, /) -> str: ...",
+                "def reverse(arg0: bytes, /) -> bytes: ...",
+                "def tensor_sum(arg0: Tensor, /) -> float: ...",
+                "def double_in_place(arg0: Tensor, /) -> None: ...",
+                "def iota(arg0: int, /) -> Tensor: ...",
+                "def is_even(arg0: int, /) -> bool: ...",
+                "def noop() -> None: ...",
+                "def make_point(arg0: int, arg1: float, arg2: str, /) -> kitchen.Point: ...",
+                "def point_norm(arg0: kitchen.Point, /) -> float: ...",
+                "def make_adder(arg0: int, /) -> Function: ...",
+                "def widen(arg0: DataType, /) -> DataType: ...",
+                "def next_device(arg0: Device, /) -> Device: ...",
+                "def echo_any(arg0: Any, /) -> Any: ..."):
+        assert sig in lines, sig
+    assert '    """Sum of an array of integers."""' in lines
+
+
+def test_kitchen_globals_and_object_type():
+    text = kitchen_stub()
+    expected = '''class kitchen:
+    """Namespace 'kitchen' of registered names."""
+
+    class Point(Object):
+        """Object type kitchen.Point."""
+        @property
+        def x(self) -> int:
+            """horizontal position"""
+            ...
+        @property
+        def y(self) -> float: ...
+        @property
+        def label(self) -> str: ...
+    @staticmethod
+    def add(arg0: int, arg1: int, /) -> int: ...
+    @staticmethod
+    def greet(arg0: str, /) -> str: ...
+    @staticmethod
+    def make_point(arg0: int, arg1: float, arg2: str, /) -> kitchen.Point: ...
+'''
+    assert expected in text
+
+
+def test_kitchen_stub_passes_mypy_strict(tmp_path):
+    p = tmp_path / "kitchen.pyi"
+    p.write_text(kitchen_stub())
+    _mypy(p)
+
+
+def test_kitchen_stub_passes_pyright(tmp_path):
+    p = tmp_path / "kitchen.pyi"
+    p.write_text(kitchen_stub())
+    _pyright(p)
+
+
+def test_deterministic_and_written_atomically(tmp_path):
+    out = tmp_path / "k.pyi"
+    r = tvmffi("stubs", kitchen(), "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and "wrote" in r.stderr and "33 typed, 0 untyped" in r.stderr
+    assert out.read_text() == kitchen_stub()
+    assert [p.name for p in tmp_path.iterdir()] == ["k.pyi"]  # no temporary left behind
+
+
+def test_check_both_ways(tmp_path):
+    out = tmp_path / "api.pyi"
+    assert tvmffi("stubs", api_v1(), "-o", out).returncode == 0
+    r = tvmffi("stubs", api_v1(), "--check", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "up to date" in r.stderr
+    out.write_text(out.read_text().replace("def add(arg0: int, arg1: int, /) -> int:",
+                                          "def add(arg0: int, arg1: int, /) -> float:"))
+    r = tvmffi("stubs", api_v1(), "--check", out)
+    assert r.returncode == 1
+    assert "out of date (differs)" in r.stderr
+    assert r.stdout.startswith(f"--- {out}\n+++ expected\n")
+    assert "-def add(arg0: int, arg1: int, /) -> float:" in r.stdout
+    assert "+def add(arg0: int, arg1: int, /) -> int:" in r.stdout
+    r = tvmffi("stubs", api_v1(), "--check", tmp_path / "missing.pyi")
+    assert r.returncode == 1 and "(missing)" in r.stderr
+
+
+def test_api_stub_types_fields_and_docs(tmp_path):
+    text = tvmffi("stubs", api_v1()).stdout
+    lines = text.splitlines()
+    for sig in ("def total(arg0: Sequence[int], arg1: Mapping[str, int], /) -> int: ...",
+                "def find(arg0: str, /) -> str | None: ...",
+                "def make_point(arg0: int, /) -> api.Point: ...",
+                "def echo(arg0: Tensor, /) -> Tensor:",
+                '    """Return the tensor \\"as is\\"."""',
+                "    def old_global() -> None: ...",
+                "        def tag(self) -> str: ..."):
+        assert sig in lines, sig
+    p = tmp_path / "api.pyi"
+    p.write_text(text)
+    _mypy(p)
+
+
+def test_static_stub_is_untyped_and_clean(tmp_path):
+    r = tvmffi("stubs", kitchen(), "--static")
+    assert r.returncode == 0, r.stderr
+    assert "def add(*args: Any) -> Any: ..." in r.stdout.splitlines()
+    assert "class kitchen:" not in r.stdout  # globals and types need loading
+    p = tmp_path / "k.pyi"
+    p.write_text(r.stdout)
+    _mypy(p)
+
+
+def test_names_that_are_not_identifiers(tmp_path):
+    r = tvmffi("stubs", tf.plain(), "--static")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for want in ("# 'class' in the library", "def class_(*args: Any) -> Any: ...",
+                 "# 'Tensor' in the library", "def Tensor_(*args: Any) -> Any: ...",
+                 "def lambda_(*args: Any) -> Any: ...", "def Any_(*args: Any) -> Any: ...",
+                 "def ok(*args: Any) -> Any: ..."):
+        assert want in lines, want
+    p = tmp_path / "plain.pyi"
+    p.write_text(r.stdout)
+    _mypy(p)
+
+
+@pytest.mark.parametrize("case", ["not-a-library", "missing", "check-dir"])
+def test_bad_input_exit_2(tmp_path, case):
+    lib, extra = tmp_path / "x.so", []
+    if case == "not-a-library":
+        lib.write_text("hello")
+    elif case == "check-dir":
+        lib, extra = tf.plain(), ["--static", "--check", str(tmp_path)]
+    r = tvmffi("stubs", lib, *extra)
+    assert r.returncode == 2
+    assert r.stderr.startswith("tvmffi: error:") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_sanitize():
+    assert stubs.sanitize("kitchen-add") == "kitchen_add"
+    assert stubs.sanitize("1st") == "_1st"
+    assert stubs.sanitize("def") == "def_"
+    assert stubs.sanitize("match") == "match"  # soft keywords are identifiers
+    assert stubs.sanitize("Object") == "Object_"
+    assert stubs.sanitize("x", ["x", "x_2"]) == "x_3"
+    assert stubs.sanitize("") == "_"
+
+
+def test_docstrings_cannot_break_out():
+    from tvmffi_cli.apimodel import Api, Func
+
+    evil = 'end"""\nimport os\x00\x1b[31m\\'
+    api = Api("x", "loaded", (Func("f", None, evil),), (), (), (), (), (), (), ())
+    text = stubs.render(api, "x.so").text
+    compile(text, "x.pyi", "exec")  # still valid Python
+    assert '"""end\\"\\"\\"' in text and "\x00" not in text and "\x1b" not in text
