@@ -14,7 +14,7 @@ from tvmffi_cli import diff
 from tvmffi_cli.apimodel import Api, Func, TypeRef
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def api_build(version, opt="-O1"):
     defines = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"] + (["API_V2"] if version == 2 else [])
     return fixturebuild.build("tools/api.cc", name=f"api-v{version}{opt}", headers="official",

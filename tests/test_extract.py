@@ -94,7 +94,7 @@ def test_never_overwrites_without_force(tmp_path):
     assert "Traceback" not in r.stderr
     assert sorted(os.listdir(out)) == ["module1-cuda.ptx"]  # nothing written at all
     assert (out / "module1-cuda.ptx").read_bytes() == b"mine"
-    r, doc = _extract(tf.tvm_cuda_output(), out, "--force")
+    r, _doc = _extract(tf.tvm_cuda_output(), out, "--force")
     assert r.returncode == 0, r.stderr
     assert (out / "module1-cuda.ptx").read_bytes() == tf.PTX
     # A second run into the same directory meets the manifest and refuses too.

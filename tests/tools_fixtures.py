@@ -6,7 +6,6 @@ modformats.encode_gpu)."""
 import functools
 import os
 import struct
-from pathlib import Path
 
 import fixturebuild
 
@@ -66,7 +65,7 @@ def cuda_module(kernels, payload, fmt="cubin"):
                                        for k, args in kernels], payload)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def three_module_tree():
     """_lib -> cuda (cubin sm_86, two kernels) -> opencl (source)."""
     cuda = cuda_module([("add_kernel", [F32, F32, F32, I32]), ("scale_kernel", [F16, F32])],
@@ -77,7 +76,7 @@ def three_module_tree():
     return build_c("three_modules", c_source(lb, functions=("main", "launch")))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tvm_cuda_output():
     """Like `tvm.compile(..., target="cuda")` + export_library: host functions
     as __tvm_ffi_<name>, the device code as a cuda module holding PTX, and a
@@ -88,7 +87,7 @@ def tvm_cuda_output():
                                         functions=("main", "default_function")))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hostile_names():
     """Module kinds that try to escape the output directory or be long."""
     blob = b"x" * 16
@@ -97,7 +96,7 @@ def hostile_names():
     return build_c("hostile_names", c_source(lb))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels_lib(version):
     """Two builds of a TVM-style library for `diff --static`: v2 drops a
     kernel, changes another's argument types, removes the opencl module and
@@ -120,7 +119,7 @@ def kernels_lib(version):
     return build_c(f"kernels_v{version}", c_source(lb, functions=funcs))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def aborts_when_loaded():
     """A cuda module and a load-time constructor that aborts: any tool that
     loads it dies."""
@@ -131,7 +130,7 @@ def aborts_when_loaded():
     return build_c("aborts_when_loaded", text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def truncated_library_bin():
     """The cuda module's blob size runs past the end of the symbol."""
     cuda = cuda_module([("k", [F32])], fake_cubin(75))
@@ -139,7 +138,7 @@ def truncated_library_bin():
     return build_c("truncated_library_bin", c_source(lb[:-40]))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plain():
     """Exports only: nothing embedded; names that are not Python identifiers
     or clash with the stub's own names."""

@@ -11,7 +11,7 @@ parser into a `TypeRef` tree, so neither command re-reads symbols or JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,10 +257,10 @@ def from_report(rep: Mapping[str, Any]) -> Api:
 def inspect_library(path: str, static: bool = False, timeout: float = 30.0,
                     runtime: str | None = None) -> dict[str, Any]:
     """The inspect report of `path` (the one place stubs/diff ask for it)."""
-    from .commands.inspect import run
+    from .commands.inspect import run as _run
 
-    rep: dict[str, Any] = run(path, static=static, timeout=timeout, runtime=runtime)
-    return rep
+    run: Callable[..., dict[str, Any]] = _run
+    return run(path, static=static, timeout=timeout, runtime=runtime)
 
 
 def load_api(path: str, static: bool = False, timeout: float = 30.0,
@@ -269,5 +269,17 @@ def load_api(path: str, static: bool = False, timeout: float = 30.0,
     return from_report(rep), rep
 
 
-__all__ = ["Api", "EmbeddedModule", "Field", "Func", "Kernel", "Method", "ObjectType", "TypeRef",
-           "from_report", "inspect_library", "load_api", "parse_metadata_type", "Sequence"]
+__all__ = [
+    "Api",
+    "EmbeddedModule",
+    "Field",
+    "Func",
+    "Kernel",
+    "Method",
+    "ObjectType",
+    "TypeRef",
+    "from_report",
+    "inspect_library",
+    "load_api",
+    "parse_metadata_type",
+]

@@ -24,10 +24,11 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from ..errors import FormatError, InputError
 
 MAX_NAME = 96
 MANIFEST = "manifest.json"
@@ -112,18 +113,25 @@ class _Item:
 
 
 def _payload_info(data: bytes) -> tuple[str, str | None]:
-    from ..modformats import analyze_payload
+    from ..modformats import analyze_payload as _analyze
 
-    info = analyze_payload(data[:4096])
+    analyze: Callable[[bytes], dict[str, Any]] = _analyze
+    info = analyze(data[:4096])
     return str(info.get("type", "binary")), info.get("arch")
 
 
 def collect(path: str) -> tuple[list[_Item], list[str]]:
     """Read what there is to extract (static only: the file's bytes)."""
     from .. import libbin, modformats
-    from ..binfmt import open_binary
-    from ..commands.inspect import static_report
+    from ..binfmt import open_binary as _open
+    from ..commands.inspect import static_report as _report
 
+    # The readers are not annotated yet; seen here through typed names.
+    open_binary: Callable[[str], Any] = _open
+    static_report: Callable[[Any], dict[str, Any]] = _report
+    decode: Callable[..., Any] = libbin.decode
+    decode_gpu: Callable[[str, bytes], tuple[dict[str, Any], bytes | None]] = \
+        modformats.decode_gpu
     items: list[_Item] = []
     errors: list[str] = []
     b = open_binary(path)
@@ -134,10 +142,10 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
         if sym is not None and rep.get("library_bin") is not None:
             try:
                 data = b.read_symbol_bytes(sym)
-            except Exception as e:  # FormatError: no bytes in the file (.bss)
+            except FormatError as e:  # no bytes in the file (.bss)
                 data = b""
                 errors.append(f"{LIBRARY_BIN}: {e}")
-            lb = libbin.decode(data, decode_kinds=False)
+            lb = decode(data, decode_kinds=False)
             for m in lb.modules:
                 if m.blob is None:
                     continue
@@ -147,7 +155,7 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
                 payload_at = 0
                 if m.kind in modformats.GPU_KINDS:
                     try:
-                        details, payload = modformats.decode_gpu(m.kind, blob)
+                        details, payload = decode_gpu(m.kind, blob)
                         kernels = tuple(str(f["name"]) for f in details.get("functions") or ())
                         if payload is not None:
                             payload_at = m.blob_offset + details["payload_offset"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 def _console(stderr: bool = False) -> Any:
     from .common import make_console
 
-    return make_console(stderr=stderr)
+    make: Callable[..., Any] = make_console
+    return make(stderr=stderr)
 
 
 def _esc(s: object) -> str:
@@ -49,8 +51,9 @@ def render_diff(r: DiffResult) -> None:
 def render_extract(r: ExtractResult) -> None:
     from rich.table import Table
 
-    from .common import human_size
+    from .common import human_size as _hs
 
+    human_size: Callable[[int], str] = _hs
     con = _console()
     if not r.entries:
         con.print(f"Nothing embedded in {_esc(r.library)}; wrote an empty manifest.json.")
@@ -63,8 +66,8 @@ def render_extract(r: ExtractResult) -> None:
                       e.architecture or "-", _esc(f"{e.symbol}+{e.offset}"),
                       _esc(", ".join(e.kernels) or "-"))
         con.print(t)
-    for e in r.errors:
-        con.print(f"[red]error:[/] {_esc(e)}")
+    for msg in r.errors:
+        con.print(f"[red]error:[/] {_esc(msg)}")
 
 
 def render_stub_summary(r: StubResult, path: str, stderr: bool = True) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
