@@ -11,7 +11,7 @@ import tools_fixtures as tf
 from test_call_helpers import schema, tvmffi, validate
 
 from tvmffi_cli import diff
-from tvmffi_cli.apimodel import Api, Func, TypeRef
+from tvmffi_cli.inspect.api import Api, Func, TypeRef
 
 
 @functools.cache

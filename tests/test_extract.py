@@ -12,7 +12,7 @@ import tools_fixtures as tf
 from test_call_helpers import tvmffi, validate
 
 from tvmffi_cli import extract
-from tvmffi_cli.binfmt import open_binary
+from tvmffi_cli.binary import open_binary
 
 NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,95}$")
 

@@ -205,7 +205,7 @@ def test_sanitize():
 
 
 def test_docstrings_cannot_break_out():
-    from tvmffi_cli.apimodel import Api, Func
+    from tvmffi_cli.inspect.api import Api, Func
 
     evil = 'end"""\nimport os\x00\x1b[31m\\'
     api = Api("x", "loaded", (Func("f", None, evil),), (), (), (), (), (), (), ())

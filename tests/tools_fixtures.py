@@ -9,7 +9,7 @@ import struct
 
 import fixturebuild
 
-from tvmffi_cli import libbin, modformats
+from tvmffi_cli.binary import libbin, modformats
 
 SRC = fixturebuild.BUILD / "tools-src"  # stable path: the build cache keys on it
 F32, I32, F16 = (2, 32, 1), (0, 32, 1), (2, 16, 1)

@@ -2,7 +2,7 @@
 
 Both libraries are described by the inspect engine (static facts from the
 file; types, globals and metadata from the loaded view unless `static`) and
-turned into the API model (apimodel.Api). Every difference is a `Change`
+turned into the API model (inspect.api.Api). Every difference is a `Change`
 with a stable `kind` id (KINDS below) and a verdict: compatible (a caller of
 OLD keeps working with NEW) or not. Removing or retyping anything a caller
 can use is incompatible; additions are compatible.
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..apimodel import Api, EmbeddedModule, Func, ObjectType, TypeRef
-from ..capi_names import C_API_NAMES
+from ..abi.capi import C_API_NAMES
+from ..inspect.api import Api, EmbeddedModule, Func, ObjectType, TypeRef
 
 # kind id -> (compatible, what it means). The ids are part of the JSON output.
 KINDS: dict[str, tuple[bool, str]] = {
@@ -268,7 +268,7 @@ def run(old_path: str, new_path: str, static: bool = False, timeout: float = 30.
     """Describe both libraries (the inspect engine) and compare them. Problems
     reading either file raise InputError/FormatError (exit 2); a library that
     fails to load leaves its side static (and says so)."""
-    from ..apimodel import load_api
+    from ..inspect.api import load_api
 
     old, rep_old = load_api(old_path, static=static, timeout=timeout, runtime=runtime)
     new, rep_new = load_api(new_path, static=static, timeout=timeout, runtime=runtime)

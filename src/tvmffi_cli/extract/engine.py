@@ -28,12 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..abi.symbols import LIBRARY_BIN
 from ..errors import FormatError, InputError
 
 MAX_NAME = 96
 MANIFEST = "manifest.json"
-LIBRARY_BIN = "__tvm_ffi__library_bin"
-CUBIN_PREFIX = "__tvm_ffi__cubin_"
 EXT = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx", "elf": "elf", "text": "txt",
        "binary": "bin"}
 SOURCE_EXT = {"opencl": "cl", "metal": "metal"}
@@ -113,7 +112,7 @@ class _Item:
 
 
 def _payload_info(data: bytes) -> tuple[str, str | None]:
-    from ..modformats import analyze_payload as _analyze
+    from ..binary.modformats import analyze_payload as _analyze
 
     analyze: Callable[[bytes], dict[str, Any]] = _analyze
     info = analyze(data[:4096])
@@ -122,9 +121,9 @@ def _payload_info(data: bytes) -> tuple[str, str | None]:
 
 def collect(path: str) -> tuple[list[_Item], list[str]]:
     """Read what there is to extract (static only: the file's bytes)."""
-    from .. import libbin, modformats
-    from ..binfmt import open_binary as _open
-    from ..commands.inspect import static_report as _report
+    from ..binary import libbin, modformats
+    from ..binary import open_binary as _open
+    from ..inspect.engine import static_report as _report
 
     # The readers are not annotated yet; seen here through typed names.
     open_binary: Callable[[str], Any] = _open

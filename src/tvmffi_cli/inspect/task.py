@@ -57,14 +57,14 @@ def run(request):
         module = None
         errors.append(f"module description failed: {_describe(e)}")
     return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
-            "global_info": _global_info(rt, lib.globals_registered, errors),
+            "global_info": _global_info(lib, lib.globals_registered, errors),
             "module": module, "errors": errors}
 
 
-def _global_info(rt, names, errors):
+def _global_info(lib, names, errors):
     """Metadata JSON of each registered global, from the runtime's
     ffi.GetGlobalFuncMetadata (absent in runtimes that do not keep it)."""
-    getter = rt.get_global("ffi.GetGlobalFuncMetadata")
+    getter = lib.get_global("ffi.GetGlobalFuncMetadata")
     if getter is None:
         return {}
     out = {}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from ..apimodel import Api, Field, Func, Method, ObjectType, TypeRef
+from ..inspect.api import Api, Field, Func, Method, ObjectType, TypeRef
 
 PREAMBLE_CLASSES = ("Object", "Tensor", "Shape", "DataType", "Device", "Function", "Module")
 RESERVED = frozenset(PREAMBLE_CLASSES) | {"Any", "Callable", "Mapping", "Sequence", "overload",
@@ -368,7 +368,7 @@ def generate(path: str, static: bool = False, timeout: float = 30.0,
              runtime: str | None = None) -> StubResult:
     """Stub of the library at `path`; `static` reads the file only (exports,
     untyped), otherwise the library is loaded in a child process for types."""
-    from ..apimodel import load_api
+    from ..inspect.api import load_api
 
     api, _rep = load_api(path, static=static, timeout=timeout, runtime=runtime)
     return render(api, PurePath(path).name)

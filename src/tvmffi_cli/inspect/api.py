@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import schema as _schema
-from .abi import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
-from .errors import FormatError
+from ..abi import typeschema as _schema
+from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
+from ..errors import FormatError
 
 # The schema parser, seen through typed names (it returns a TypeSpec whose
 # to_json() is the plain {"type", "args", "params", "return"} tree).
@@ -257,7 +257,7 @@ def from_report(rep: Mapping[str, Any]) -> Api:
 def inspect_library(path: str, static: bool = False, timeout: float = 30.0,
                     runtime: str | None = None) -> dict[str, Any]:
     """The inspect report of `path` (the one place stubs/diff ask for it)."""
-    from .commands.inspect import run as _run
+    from .engine import run as _run
 
     run: Callable[..., dict[str, Any]] = _run
     return run(path, static=static, timeout=timeout, runtime=runtime)
