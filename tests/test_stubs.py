@@ -4,6 +4,7 @@ checked with mypy --strict (and pyright when installed)."""
 
 import functools
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import sys
 import fixturebuild
 import pytest
 import tools_fixtures as tf
-from test_call_helpers import kitchen, tvmffi
+from test_call_helpers import kitchen, tvmffi, validate
 
 from tvmffi_cli import stubs
 
@@ -212,3 +213,38 @@ def test_docstrings_cannot_break_out():
     text = stubs.render(api, "x.so").text
     compile(text, "x.pyi", "exec")  # still valid Python
     assert '"""end\\"\\"\\"' in text and "\x00" not in text and "\x1b" not in text
+
+
+def test_our_runtime_keeps_global_metadata():
+    # ffi.GetGlobalFuncMetadata: the metadata a library gave with
+    # TVMFFIFunctionSetGlobalFromMethodInfo, which types the stub's globals.
+    import tvmffi_cli
+
+    lib = tvmffi_cli.load(kitchen())
+    get = lib.get_global("ffi.GetGlobalFuncMetadata")
+    assert get is not None
+    md = json.loads(get("kitchen.add"))
+    assert json.loads(md["type_schema"]) == {
+        "type": "ffi.Function",
+        "named_args": {"return": [{"type": "int"}], "params": [{"type": "int"}, {"type": "int"}]}}
+    assert get("ffi.FunctionRemoveGlobal") == ""  # registered without metadata
+    with pytest.raises(Exception, match="Global Function is not found: kitchen.nope"):
+        get("kitchen.nope")
+
+
+def test_same_stub_with_the_official_runtime():
+    official = fixturebuild.official_runtime()
+    if official is None:
+        pytest.skip("apache-tvm-ffi is not installed (pip install '.[test]')")
+    r = tvmffi("stubs", kitchen(), "--runtime", official)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == kitchen_stub()
+
+
+def test_inspect_json_carries_global_metadata():
+    r = tvmffi("inspect", kitchen(), "--json")
+    doc = validate(json.loads(r.stdout), "inspect")
+    assert sorted(doc["global_info"]) == ["kitchen.add", "kitchen.greet", "kitchen.make_point"]
+    point = doc["types"][0]
+    assert [json.loads(f["metadata"])["type_schema"] for f in point["fields"]] == [
+        '{"type":"int"}', '{"type":"float"}', '{"type":"ffi.String"}']
