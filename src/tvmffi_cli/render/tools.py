@@ -34,7 +34,9 @@ def render_diff(r: DiffResult) -> None:
     else:
         t = Table(title=f"{_esc(r.old_path)} -> {_esc(r.new_path)} ({r.mode})",
                   title_justify="left")
-        for col in ("", "change", "what", "old", "new"):
+        t.add_column("", no_wrap=True)
+        t.add_column("change", no_wrap=True)
+        for col in ("what", "old", "new"):
             t.add_column(col, overflow="fold")
         for c in r.changes:
             t.add_row("ok" if c.compatible else "[red]BREAKS[/]", c.kind, _esc(c.subject),
