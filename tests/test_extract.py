@@ -108,7 +108,7 @@ def test_hostile_module_names_stay_inside(tmp_path):
     assert r.returncode == 0, r.stderr
     validate(doc, "extract")
     names = [f["file"] for f in doc["files"]]
-    assert len(names) == 5 and len(set(names)) == 5
+    assert len(names) == 6 and len(set(names)) == 6
     for n in names:
         assert NAME.match(n) and ".." not in n and "/" not in n and "\\" not in n
     # Nothing escaped: the tree holds only the output directory's files.
@@ -117,6 +117,20 @@ def test_hostile_module_names_stay_inside(tmp_path):
     assert json.loads((out / "manifest.json").read_text()) == doc  # not replaced by a module
     kinds = {f["module_kind"] for f in doc["files"]}
     assert "../../escape" in kinds and "k" * 300 in kinds  # the real kinds stay in the manifest
+
+
+def test_human_output_shows_control_characters_escaped(tmp_path):
+    r = tvmffi("extract", tf.hostile_names(), "-o", tmp_path / "o", env={"COLUMNS": "300"})
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout
+    assert "module6-esc__2J_bold_kind.bin" in r.stdout
+
+
+def test_library_text_is_escaped_for_people():
+    from tvmffi_cli.render.tools import _esc
+
+    # Control characters become visible escapes; rich markup is not interpreted.
+    assert _esc("k\x1b[2J[bold]x\n") == "k\\x1b[2J\\[bold]x\\n"
 
 
 def test_never_loads_the_library(tmp_path):

@@ -208,11 +208,14 @@ def test_sanitize():
 def test_docstrings_cannot_break_out():
     from tvmffi_cli.inspect.api import Api, Func
 
-    evil = 'end"""\nimport os\x00\x1b[31m\\'
+    evil = 'end"""\nimport os\x00\x1b[31m\x85\u2028\\'
     api = Api("x", "loaded", (Func("f", None, evil),), (), (), (), (), (), (), ())
     text = stubs.render(api, "x.so").text
     compile(text, "x.pyi", "exec")  # still valid Python
-    assert '"""end\\"\\"\\"' in text and "\x00" not in text and "\x1b" not in text
+    assert '"""end\\"\\"\\"' in text
+    for bad in ("\x00", "\x1b", "\x85", "\u2028"):
+        assert bad not in text
+    assert len(text.splitlines()) == len(text.split("\n")) - 1  # no other line breaks
 
 
 def test_our_runtime_keeps_global_metadata():

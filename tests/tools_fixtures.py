@@ -92,7 +92,8 @@ def hostile_names():
     """Module kinds that try to escape the output directory or be long."""
     blob = b"x" * 16
     lb = libbin.encode([("_lib", None), ("../../escape", blob), ("a/b\\c", blob),
-                        ("k" * 300, blob), (".hidden", blob), ("manifest.json", blob)])
+                        ("k" * 300, blob), (".hidden", blob), ("manifest.json", blob),
+                        ("esc\x1b[2J[bold]kind", blob)])
     return build_c("hostile_names", c_source(lb))
 
 

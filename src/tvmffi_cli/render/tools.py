@@ -19,9 +19,12 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _esc(s: object) -> str:
+    """Text from a library, safe for a terminal: control characters shown as
+    escapes, rich markup escaped."""
     from rich.markup import escape
 
-    return str(escape(str(s)))
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(s))
+    return str(escape(text))
 
 
 def render_diff(r: DiffResult) -> None:

@@ -75,7 +75,7 @@ def sanitize(name: str, taken: Iterable[str] = ()) -> str:
 def _doc_lines(doc: str | None, indent: str) -> list[str]:
     if not doc:
         return []
-    text = "".join(c if c in "\n\t" or (ord(c) >= 32 and ord(c) != 127) else "\ufffd"
+    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd"
                    for c in doc[:MAX_DOC]).strip()
     if not text:
         return []
