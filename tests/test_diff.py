@@ -156,3 +156,16 @@ def test_schema_lists_every_kind_with_its_verdict():
     assert set(listed) == set(diff.KINDS)
     for k, (ok, _m) in diff.KINDS.items():
         assert listed[k].startswith("compatible" if ok else "incompatible")
+
+
+def test_a_library_that_cannot_load_is_compared_statically():
+    # Loading aborts, so neither side can have globals or types: compare the
+    # files, say so, and do not report the loaded side's extras as changes.
+    r, doc = _diff_json(tf.aborts_when_loaded(), tf.aborts_when_loaded())
+    assert r.returncode == 0 and doc["changes"] == [] and doc["mode"] == "static"
+    assert any("loading the library failed" in w for w in doc["warnings"])
+    r, doc = _diff_json(api_build(1), tf.aborts_when_loaded())
+    assert doc["mode"] == "static"
+    assert not [c for c in doc["changes"] if c["kind"].startswith(("global.", "type."))]
+    assert ("export.removed", "export add") in {(c["kind"], c["subject"]) for c in doc["changes"]}
+    assert any("read statically only" in w for w in doc["warnings"])

@@ -251,3 +251,13 @@ def test_inspect_json_carries_global_metadata():
     point = doc["types"][0]
     assert [json.loads(f["metadata"])["type_schema"] for f in point["fields"]] == [
         '{"type":"int"}', '{"type":"float"}', '{"type":"ffi.String"}']
+
+
+def test_load_failure_exit_1_and_static_still_works():
+    lib = tf.aborts_when_loaded()  # its constructor aborts in the child
+    r = tvmffi("stubs", lib)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith("tvmffi: error:") and r.stderr.count("\n") == 1, r.stderr
+    assert "loading the library failed" in r.stderr and "--static" in r.stderr
+    r = tvmffi("stubs", lib, "--static")
+    assert r.returncode == 0 and "def main(*args: Any) -> Any: ..." in r.stdout

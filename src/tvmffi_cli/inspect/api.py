@@ -228,8 +228,21 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
     return tuple(out)
 
 
+LOAD_FAILED = "loading the library failed"  # the inspect engine's words (engine.dynamic_part)
+
+
+def load_failure(rep: Mapping[str, Any]) -> str | None:
+    """The message when the report asked for the loaded view but loading failed."""
+    for e in rep.get("errors") or ():
+        if isinstance(e, Mapping) and e.get("where") == "load" \
+                and str(e.get("message", "")).startswith(LOAD_FAILED):
+            return str(e["message"])
+    return None
+
+
 def from_report(rep: Mapping[str, Any]) -> Api:
-    """The API model of an inspect report (static or loaded)."""
+    """The API model of an inspect report (static or loaded). A report whose
+    loading failed counts as static: it knows no globals or types."""
     problems: list[str] = []
     exports = []
     for f in rep.get("functions") or ():
@@ -244,7 +257,8 @@ def from_report(rep: Mapping[str, Any]) -> Api:
         globals_.append(Func(str(g), _type_or_problem(raw, f"global {g}", problems),
                              info.get("doc") or _metadata_doc(raw), _arg_names(raw)))
     return Api(
-        path=str(rep.get("path")), mode=str(rep.get("mode")),
+        path=str(rep.get("path")),
+        mode="static" if load_failure(rep) else str(rep.get("mode")),
         exports=tuple(sorted(exports, key=lambda f: f.name)),
         globals=tuple(sorted(globals_, key=lambda f: f.name)),
         types=_types(rep, problems), modules=_modules(rep),
@@ -281,5 +295,6 @@ __all__ = [
     "from_report",
     "inspect_library",
     "load_api",
+    "load_failure",
     "parse_metadata_type",
 ]

@@ -367,10 +367,15 @@ def render(api: Api, source_name: str) -> StubResult:
 def generate(path: str, static: bool = False, timeout: float = 30.0,
              runtime: str | None = None) -> StubResult:
     """Stub of the library at `path`; `static` reads the file only (exports,
-    untyped), otherwise the library is loaded in a child process for types."""
-    from ..inspect.api import load_api
+    untyped), otherwise the library is loaded in a child process for types
+    (CheckFailed, exit 1, when that fails)."""
+    from ..errors import CheckFailed
+    from ..inspect.api import load_api, load_failure
 
-    api, _rep = load_api(path, static=static, timeout=timeout, runtime=runtime)
+    api, rep = load_api(path, static=static, timeout=timeout, runtime=runtime)
+    failed = load_failure(rep)
+    if failed is not None:
+        raise CheckFailed(f"{path}: {failed}; --static writes an untyped stub from the file")
     return render(api, PurePath(path).name)
 
 
