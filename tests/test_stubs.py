@@ -152,7 +152,14 @@ def test_api_stub_types_fields_and_docs(tmp_path):
                 "def echo(arg0: Tensor, /) -> Tensor:",
                 '    """Return the tensor \\"as is\\"."""',
                 "    def old_global() -> None: ...",
-                "        def tag(self) -> str: ..."):
+                "        def tag(self) -> str: ...",
+                "        @weight.setter",
+                "        def weight(self, value: int, /) -> None: ...",
+                "        def __init__(self, arg0: int, arg1: int, /) -> None: ...",
+                "        def dot(self, arg0: int, /) -> int:",
+                '            """x times k"""',
+                "        @staticmethod",
+                "        def origin() -> int: ..."):
         assert sig in lines, sig
     p = tmp_path / "api.pyi"
     p.write_text(text)

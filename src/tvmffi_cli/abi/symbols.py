@@ -27,3 +27,7 @@ LIBRARY_CTX = "__tvm_ffi__library_ctx"
 RUNTIME_LIBS = ("libtvm_ffi.", "tvm_ffi.dll", "libtvm_ffi.dll")
 #: Prefix of the runtime's C functions imported by libraries.
 C_API_PREFIX = "TVMFFI"
+
+# Reflection: the static method an object type registers as its constructor
+# (refl::init<...> in the C++ headers); it returns the new object.
+INIT_METHOD = "__ffi_init__"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from ..abi.symbols import INIT_METHOD
 from ..inspect.api import Api, Field, Func, Method, ObjectType, TypeRef
 
 PREAMBLE_CLASSES = ("Object", "Tensor", "Shape", "DataType", "Device", "Function", "Module")
@@ -193,6 +194,8 @@ class _Writer:
         return note + decorators + body + setter
 
     def method_lines(self, m: Method, indent: str, taken: list[str], qual: str) -> list[str]:
+        if m.name == INIT_METHOD and m.is_static:
+            return self.init_lines(m, indent, taken, qual)
         n = sanitize(m.name, taken)
         taken.append(n)
         note = [f"{indent}# method {m.name!r}"] if n != m.name else []
@@ -208,6 +211,20 @@ class _Writer:
         head = f"{indent}def {n}({args}) -> {ret}:"
         doc = _doc_lines(m.doc, indent + "    ")
         return note + deco + ([head] + doc + [f"{indent}    ..."] if doc else [head + " ..."])
+
+    def init_lines(self, m: Method, indent: str, taken: list[str], qual: str) -> list[str]:
+        """The constructor (a static `__ffi_init__` returning the object) as `__init__`."""
+        taken.append("__init__")
+        sig = self.signature(m)
+        if sig is None:
+            self.untyped.append(qual)
+            args = "self, *args: Any"
+        else:
+            self.typed += 1
+            args = "self, " + sig[0] if sig[0] else "self"
+        head = f"{indent}def __init__({args}) -> None:"
+        doc = _doc_lines(m.doc, indent + "    ")
+        return [head] + doc + [f"{indent}    ..."] if doc else [head + " ..."]
 
     def class_lines(self, o: ObjectType, pyname: str, indent: str) -> list[str]:
         parent = self.type_paths.get(o.parent or "", "Object")
