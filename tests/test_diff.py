@@ -39,6 +39,8 @@ EXPECTED_V1_V2 = {
     ("type.field_removed", "type api.Point field tag", "str", None, False),
     ("type.field_type_changed", "type api.Point field y", "float", "int", False),
     ("type.field_added", "type api.Point field z", None, "int", True),
+    ("type.method_type_changed", "type api.Point method dot", "dot(api.Point, int) -> int",
+     "dot(api.Point, float) -> float", False),
 }
 
 
@@ -49,7 +51,7 @@ def test_remove_change_add_exit_1():
     got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"])
            for c in doc["changes"]}
     assert got == EXPECTED_V1_V2
-    assert doc["summary"] == {"changes": 10, "incompatible": 7}
+    assert doc["summary"] == {"changes": 11, "incompatible": 8}
     assert doc["warnings"] == []
 
 
@@ -60,7 +62,7 @@ def test_human_output_names_each_change():
         line = next((ln for ln in r.stdout.splitlines() if subject in ln), None)
         assert line is not None and kind in line, subject
         assert ("BREAKS" in line) == (kind in diff.KINDS and not diff.KINDS[kind][0])
-    assert "10 change(s), 7 incompatible: incompatible" in r.stdout
+    assert "11 change(s), 8 incompatible: incompatible" in r.stdout
 
 
 def test_reverse_direction_is_incompatible_too():
