@@ -102,6 +102,16 @@ def test_never_overwrites_without_force(tmp_path):
     assert r.returncode == 2 and "manifest.json exists" in r.stderr
 
 
+def test_force_never_replaces_a_directory(tmp_path):
+    out = tmp_path / "o"
+    (out / "module1-cuda.ptx").mkdir(parents=True)
+    r = tvmffi("extract", tf.tvm_cuda_output(), "-o", out, "--force")
+    assert r.returncode == 2
+    assert r.stderr.startswith("tvmffi: error:") and "is a directory" in r.stderr, r.stderr
+    assert [p.name for p in out.iterdir()] == ["module1-cuda.ptx"]  # nothing written
+    assert (out / "module1-cuda.ptx").is_dir()
+
+
 def test_hostile_module_names_stay_inside(tmp_path):
     out = tmp_path / "deep" / "o"
     r, doc = _extract(tf.hostile_names(), out)

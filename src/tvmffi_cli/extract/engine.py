@@ -193,6 +193,14 @@ def _umask() -> int:
 
 
 def _write_atomic(directory: str, name: str, data: bytes, mode: int) -> None:
+    try:
+        _write_file(directory, name, data, mode)
+    except OSError as e:
+        raise InputError(f"{os.path.join(directory, name)}: cannot write "
+                         f"({e.strerror or e})") from None
+
+
+def _write_file(directory: str, name: str, data: bytes, mode: int) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-extract-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -217,6 +225,10 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
         raise InputError(f"{directory}: exists and is not a directory")
     taken: set[str] = set()
     named = [(safe_name(it.name, taken), it) for it in items]
+    dirs = [n for n, _ in named if os.path.isdir(os.path.join(directory, n))]
+    if dirs:
+        raise InputError(f"{os.path.join(directory, dirs[0])} is a directory; "
+                         f"not replaced even with --force")
     if not force:
         clash = [n for n, _ in named if os.path.lexists(os.path.join(directory, n))]
         if os.path.lexists(os.path.join(directory, MANIFEST)):
