@@ -268,3 +268,20 @@ def test_load_failure_exit_1_and_static_still_works():
     assert "loading the library failed" in r.stderr and "--static" in r.stderr
     r = tvmffi("stubs", lib, "--static")
     assert r.returncode == 0 and "def main(*args: Any) -> Any: ..." in r.stdout
+
+
+def test_namespace_named_like_an_export(tmp_path):
+    from tvmffi_cli.inspect.api import Api, Func, ObjectType, TypeRef
+
+    int_fn = TypeRef("ffi.Function", (), (TypeRef("int"),), TypeRef("ns.T"))
+    api = Api("x", "loaded", (Func("ns", int_fn),), (Func("ns.f", int_fn), Func("g", None)),
+              (ObjectType("ns.T", "ffi.Object", (), ()),), (), (), (), (), ())
+    r = stubs.render(api, "x.so")
+    lines = r.text.splitlines()
+    assert "def ns(arg0: int, /) -> ns_2.T: ..." in lines
+    assert "class ns_2:" in lines and "    class T(Object):" in lines
+    assert "def g(*args: Any) -> Any: ..." in lines  # a global without a namespace
+    assert ("ns", "ns_2") in r.renamed and r.untyped == ("g",)
+    p = tmp_path / "x.pyi"
+    p.write_text(r.text)
+    _mypy(p)

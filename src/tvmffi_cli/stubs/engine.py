@@ -10,7 +10,7 @@ Layout of the stub (deterministic: sorted names, no paths or times):
 * each dotted name (globals such as `kitchen.add`, object types such as
   `kitchen.Point`) as nested namespace classes: `kitchen.add` is the static
   method `add` of class `kitchen`, `kitchen.Point` the class `Point` inside it.
-  A namespace that has the name of an export gets a trailing `_`.
+  A namespace that has the name of an export is renamed (`_2`, see below).
 
 Names from the library that are not Python identifiers are sanitized (every
 other character becomes `_`, a leading digit gets a `_` in front, keywords
