@@ -76,6 +76,25 @@ def test_tvm_cuda_output_ptx_and_fatbin(tmp_path):
     assert (tmp_path / "o" / "cubin-fused_add.fatbin").read_bytes() == tf.FATBIN
 
 
+def test_one_file_per_kernel_for_metal(tmp_path):
+    r, doc = _extract(tf.metal_lib(), tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    validate(doc, "extract")
+    by_file = {f["file"]: f for f in doc["files"]}
+    assert sorted(by_file) == ["module1-metal-._up.metal", "module1-metal-add.metal",
+                               "module1-metal.bin"]
+    assert (tmp_path / "o" / "module1-metal-add.metal").read_bytes() == tf.METAL_SOURCES["add"]
+    up = by_file["module1-metal-._up.metal"]
+    assert up["kernels"] == ["../up"] and up["format"] == "text" and up["kind"] == "payload"
+    assert (tmp_path / "o" / up["file"]).read_bytes() == tf.METAL_SOURCES["../up"]
+    lb = _symbol_bytes(tf.metal_lib(), "__tvm_ffi__library_bin")
+    assert lb[up["offset"]:up["offset"] + up["size"]] == tf.METAL_SOURCES["../up"]
+    # inspect still describes the module without the per-kernel offsets
+    ins = validate(json.loads(tvmffi("inspect", tf.metal_lib(), "--json", "--static").stdout),
+                   "inspect")
+    assert ins["modules"][1]["details"]["sources"] == ["add", "../up"]
+
+
 def test_human_output_lists_files(tmp_path):
     r = tvmffi("extract", tf.tvm_cuda_output(), "-o", tmp_path / "o",
                env={"COLUMNS": "200"})

@@ -144,3 +144,24 @@ def plain():
     """Exports only: nothing embedded; names that are not Python identifiers
     or clash with the stub's own names."""
     return build_c("plain_names", c_source(functions=("class", "Tensor", "lambda", "ok", "Any")))
+
+
+METAL_SOURCES = {"add": b"kernel void add(device float* a [[buffer(0)]]) { a[0] += 1; }\n",
+                 "../up": b"kernel void up(device float* a [[buffer(0)]]) { a[0] *= 2; }\n"}
+
+
+def metal_module():
+    """A metal module as TVM writes it: the function map, then one source
+    per kernel (a map of kernel name -> source) instead of one payload."""
+    funcs = [(k, [arg], [], [0]) for k, arg in (("add", F32), ("../up", F32))]
+    head = modformats.encode_gpu("metal", funcs, b"")[:-8]  # drop the empty payload
+    out = head + struct.pack("<Q", len(METAL_SOURCES))
+    for k, src in METAL_SOURCES.items():
+        out += struct.pack("<Q", len(k)) + k.encode() + struct.pack("<Q", len(src)) + src
+    return out
+
+
+@functools.cache
+def metal_lib():
+    lb = libbin.encode([("_lib", None), ("metal", metal_module())])
+    return build_c("metal", c_source(lb))

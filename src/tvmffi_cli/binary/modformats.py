@@ -98,28 +98,37 @@ def _tail_bytes(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     return {"payload_size": len(b), "payload_offset": at}, b
 
 
+# Tails with one payload per function also say where each one is, under
+# PARTS: [(function key, offset in the blob, size)] (popped before output).
+PARTS = "_parts"
+
+
 def _tail_source_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     n = r.count("source map", 16)
     names: list[str]
     total, names = 0, []
+    parts: list[tuple[str, int, int]] = []
     for _ in range(n):
         names.append(r.str("source map key"))
-        _at, b = r.raw("source map value")
+        at, b = r.raw("source map value")
+        parts.append((names[-1], at, len(b)))
         total += len(b)
-    return {"payload_size": total, "sources": names}, None
+    return {"payload_size": total, "sources": names, PARTS: parts}, None
 
 
 def _tail_shader_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     n = r.count("shader map", 20)
     names: list[str]
     total, names = 0, []
+    parts: list[tuple[str, int, int]] = []
     for _ in range(n):
         names.append(r.str("shader map key"))
         r.u32("shader flag")
         k = r.count("shader words", 4)
+        parts.append((names[-1], r.pos, 4 * k))
         r.pos += 4 * k
         total += 4 * k
-    return {"payload_size": total, "shaders": names}, None
+    return {"payload_size": total, "shaders": names, PARTS: parts}, None
 
 
 TAILS: dict[str, Tail] = {"bytes": _tail_bytes, "source_map": _tail_source_map, "shader_map": _tail_shader_map}
@@ -205,6 +214,7 @@ def decode(kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]
                            "message": f"module {index} ({kind}): cannot decode: {e.message}"})
             d = {"size": len(blob), "preview": preview(blob)}
             return d
+        details.pop(PARTS, None)
         if "payload_offset" in details:
             details["payload_offset"] += base_offset  # relative to the symbol, like errors
         if payload is not None:

@@ -7,6 +7,8 @@ What is written (names are built from the library's own strings, sanitized):
   `module<index>-<kind>.bin`;
 * the payload of every GPU module (cuda, rocm, opencl, ...), its kernels
   listed in the manifest: `module<index>-<kind>.<cubin|fatbin|ptx|...>`;
+* for kinds with one payload per kernel (metal, vulkan, webgpu):
+  `module<index>-<kind>-<kernel>.<metal|spv|wgsl|...>`;
 * every `__tvm_ffi__cubin_<name>` blob: `cubin-<name>.<cubin|fatbin|ptx|...>`;
 * `manifest.json`: one entry per file (see schemas/extract.schema.json).
 
@@ -36,6 +38,9 @@ MANIFEST = "manifest.json"
 EXT = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx", "elf": "elf", "text": "txt",
        "binary": "bin"}
 SOURCE_EXT = {"opencl": "cl", "metal": "metal"}
+# (module kind, format) -> extension of one kernel's payload
+PART_EXT = {("metal", "text"): "metal", ("webgpu", "text"): "wgsl", ("vulkan", "binary"): "spv",
+            ("webgpu", "binary"): "spv", ("vulkan", "text"): "txt"}
 
 
 @dataclass(frozen=True)
@@ -152,10 +157,12 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
                 kernels: tuple[str, ...] = ()
                 payload: bytes | None = None
                 payload_at = 0
+                parts: list[tuple[str, int, int]] = []
                 if m.kind in modformats.GPU_KINDS:
                     try:
                         details, payload = decode_gpu(m.kind, blob)
                         kernels = tuple(str(f["name"]) for f in details.get("functions") or ())
+                        parts = list(details.get(modformats.PARTS) or ())
                         if payload is not None:
                             payload_at = m.blob_offset + details["payload_offset"]
                     except libbin.LibBinError as e:
@@ -163,6 +170,12 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
                 stem = f"module{m.index}-{m.kind}"
                 items.append(_Item(f"{stem}.bin", blob, "module", m.kind, m.index, "module",
                                    None, LIBRARY_BIN, m.blob_offset, kernels))
+                for key, at, n in parts:  # one payload per kernel (metal, vulkan, webgpu)
+                    data = blob[at:at + n]
+                    fmt, arch = _payload_info(data)
+                    ext = PART_EXT.get((m.kind, fmt), EXT.get(fmt, "bin"))
+                    items.append(_Item(f"{stem}-{key}.{ext}", data, "payload", m.kind, m.index,
+                                       fmt, arch, LIBRARY_BIN, m.blob_offset + at, (key,)))
                 if payload is not None:
                     fmt, arch = _payload_info(payload)
                     ext = SOURCE_EXT.get(m.kind, EXT.get(fmt, "bin")) if fmt == "text" \
