@@ -51,7 +51,7 @@ def test_remove_change_add_exit_1():
     got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"])
            for c in doc["changes"]}
     assert got == EXPECTED_V1_V2
-    assert doc["summary"] == {"changes": 11, "incompatible": 8}
+    assert doc["summary"] == {"changes": 11, "incompatible": 8, "suppressed": 0}
     assert doc["warnings"] == []
 
 
@@ -171,3 +171,31 @@ def test_a_library_that_cannot_load_is_compared_statically():
     assert not [c for c in doc["changes"] if c["kind"].startswith(("global.", "type."))]
     assert ("export.removed", "export add") in {(c["kind"], c["subject"]) for c in doc["changes"]}
     assert any("read statically only" in w for w in doc["warnings"])
+
+
+def test_suppress_file(tmp_path):
+    rules = tmp_path / "accepted.txt"
+    rules.write_text("# accepted for release 2\n"
+                     "kernel.removed module cuda#0 kernel mul\n"
+                     "kernel.args_changed\n")
+    r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
+    assert r.returncode == 1  # module.removed opencl#0 still breaks
+    assert {c["subject"] for c in doc["changes"] if c["suppressed"]} == {
+        "module cuda#0 kernel mul", "module cuda#0 kernel add"}
+    assert doc["summary"] == {"changes": 5, "incompatible": 3, "suppressed": 2}
+    rules.write_text(rules.read_text() + "module.* module opencl*\n")
+    r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
+    assert r.returncode == 0 and doc["compatible"] is True
+    r = tvmffi("diff", tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules,
+               env={"COLUMNS": "200"})
+    assert r.returncode == 0
+    assert "5 change(s), 3 incompatible (3 suppressed): compatible" in r.stdout
+    assert sum("accepted" in ln for ln in r.stdout.splitlines()) == 3
+
+
+def test_suppress_file_with_an_unknown_kind_exit_2(tmp_path):
+    rules = tmp_path / "accepted.txt"
+    rules.write_text("\nexport.removd export legacy\n")
+    r = tvmffi("diff", tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
+    assert r.returncode == 2
+    assert r.stderr == (f"tvmffi: error: {rules}:2: 'export.removd' matches no change kind\n")

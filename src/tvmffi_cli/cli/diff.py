@@ -15,16 +15,29 @@ import click
               help="Seconds allowed for loading each library in a child process.")
 @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
               help="libtvm_ffi.so to load the libraries with.")
+@click.option("--suppress", "suppress_file", type=click.Path(dir_okay=False), default=None,
+              help="File of accepted changes, one `KIND [SUBJECT]` glob per line; they are "
+                   "listed but do not make the exit code 1.")
 def command(old: str, new: str, as_json: bool, static: bool, timeout: float,
-            runtime: str | None) -> int:
+            runtime: str | None, suppress_file: str | None) -> int:
     """Compare two builds of a library: is NEW a drop-in replacement for OLD?
 
     Exit 0 when NEW is compatible (no changes, or additions only), 1 when
     something a caller of OLD uses was removed or changed, 2 on bad input.
     """
-    from ..diff import run
+    from ..diff import Suppression, parse_suppressions, run, suppress
 
-    r = run(old, new, static=static, timeout=timeout, runtime=runtime)
+    rules: tuple[Suppression, ...] = ()
+    if suppress_file is not None:
+        from ..errors import InputError
+
+        try:
+            with open(suppress_file, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{suppress_file}: cannot read ({e})") from None
+        rules = parse_suppressions(text, suppress_file)
+    r = suppress(run(old, new, static=static, timeout=timeout, runtime=runtime), rules)
     if as_json:
         import json
 

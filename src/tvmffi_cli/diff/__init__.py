@@ -1,5 +1,11 @@
 """`tvmffi diff`: API/ABI compatibility of two builds (engine.py; no click here)."""
 
+from . import engine
 from .engine import KINDS, Change, DiffResult, compare, run
 
-__all__ = ["KINDS", "Change", "DiffResult", "compare", "run"]
+Suppression = engine.Suppression
+parse_suppressions = engine.parse_suppressions
+suppress = engine.suppress
+
+__all__ = ["KINDS", "Change", "DiffResult", "Suppression", "compare", "parse_suppressions", "run",
+           "suppress"]

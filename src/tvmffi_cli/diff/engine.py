@@ -63,10 +63,12 @@ class Change:
     new: str | None
     compatible: bool
     detail: str  # one sentence
+    suppressed: bool = False  # accepted by a --suppress pattern: does not decide the exit code
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "subject": self.subject, "old": self.old, "new": self.new,
-                "compatible": self.compatible, "detail": self.detail}
+                "compatible": self.compatible, "detail": self.detail,
+                "suppressed": self.suppressed}
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ class DiffResult:
 
     @property
     def compatible(self) -> bool:
-        return all(c.compatible for c in self.changes)
+        """No change that breaks callers, apart from suppressed ones."""
+        return all(c.compatible or c.suppressed for c in self.changes)
 
     @property
     def exit_code(self) -> int:
@@ -89,7 +92,8 @@ class DiffResult:
         return {"old": self.old_path, "new": self.new_path, "mode": self.mode,
                 "compatible": self.compatible,
                 "summary": {"changes": len(self.changes),
-                            "incompatible": sum(not c.compatible for c in self.changes)},
+                            "incompatible": sum(not c.compatible for c in self.changes),
+                            "suppressed": sum(c.suppressed for c in self.changes)},
                 "changes": [c.to_json() for c in self.changes],
                 "warnings": list(self.warnings)}
 
@@ -261,6 +265,47 @@ def compare(old: Api, new: Api) -> DiffResult:
     for side, api in (("OLD", old), ("NEW", new)):
         warnings += [f"{side}: {p}" for p in api.problems]
     return DiffResult(old.path, new.path, mode, tuple(acc.changes), tuple(warnings))
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One accepted change: a kind pattern and an optional subject pattern
+    (shell-style globs, e.g. `export.removed export legacy*`)."""
+
+    kind: str
+    subject: str = "*"
+
+    def matches(self, c: Change) -> bool:
+        from fnmatch import fnmatchcase
+
+        return fnmatchcase(c.kind, self.kind) and fnmatchcase(c.subject, self.subject)
+
+
+def parse_suppressions(text: str, where: str = "suppress file") -> tuple[Suppression, ...]:
+    """Lines `KIND [SUBJECT]` (globs); blank lines and lines starting with `#`
+    are skipped.
+    InputError when a kind pattern matches no known kind (a typo)."""
+    from fnmatch import fnmatchcase
+
+    from ..errors import InputError
+
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):  # subjects may hold '#': no inline comments
+            continue
+        kind, _, subject = line.partition(" ")
+        if not any(fnmatchcase(k, kind) for k in KINDS):
+            raise InputError(f"{where}:{n}: {kind!r} matches no change kind")
+        out.append(Suppression(kind, subject.strip() or "*"))
+    return tuple(out)
+
+
+def suppress(result: DiffResult, rules: Iterable[Suppression]) -> DiffResult:
+    rules = tuple(rules)
+    changes = tuple(replace(c, suppressed=True) if any(r.matches(c) for r in rules) else c
+                    for c in result.changes)
+    return replace(result, changes=changes)
 
 
 def run(old_path: str, new_path: str, static: bool = False, timeout: float = 30.0,

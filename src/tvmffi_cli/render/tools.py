@@ -42,12 +42,15 @@ def render_diff(r: DiffResult) -> None:
         for col in ("what", "old", "new"):
             t.add_column(col, overflow="fold")
         for c in r.changes:
-            t.add_row("ok" if c.compatible else "[red]BREAKS[/]", c.kind, _esc(c.subject),
+            verdict = "ok" if c.compatible else ("accepted" if c.suppressed else "[red]BREAKS[/]")
+            t.add_row(verdict, c.kind, _esc(c.subject),
                       _esc(c.old if c.old is not None else "-"),
                       _esc(c.new if c.new is not None else "-"))
         con.print(t)
         bad = sum(not c.compatible for c in r.changes)
-        con.print(f"{len(r.changes)} change(s), {bad} incompatible: "
+        acc = sum(c.suppressed for c in r.changes)
+        con.print(f"{len(r.changes)} change(s), {bad} incompatible"
+                  + (f" ({acc} suppressed)" if acc else "") + ": "
                   + ("[green]compatible[/]" if r.compatible else "[red]incompatible[/]"))
     for w in r.warnings:
         con.print(f"[yellow]warning:[/] {_esc(w)}")
