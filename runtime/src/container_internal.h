@@ -1,4 +1,4 @@
-/* Shared by container.c, map.c and module.c (runtime part B): container
+/* Shared by the container, tensor, module and registry layers: container
  * layouts identical to the official headers, and helpers for C-implemented
  * global functions that check their arguments like the reference does. */
 #ifndef TVMFFI_RT_CONTAINER_INTERNAL_H_
@@ -54,7 +54,7 @@ RT_HIDDEN uint64_t rt_map_iter_next(void* map, uint64_t it);
 RT_HIDDEN void rt_map_iter_kv(void* map, uint64_t it, const TVMFFIAny** key,
                               const TVMFFIAny** value);
 
-/* ---- argument checking for C globals (container.c) ----
+/* ---- argument checking for C globals (5_function/args.c) ----
  * `sig` is the signature shown in messages, e.g.
  * "ffi.ArraySize(0: ffi.Array) -> int". */
 RT_HIDDEN int rt_b_check_nargs(const char* sig, int32_t got, int32_t want);
@@ -71,7 +71,8 @@ RT_HIDDEN int rt_b_arg_str(const TVMFFIAny* args, int32_t i, const char* sig,
 /* Name of the type of a value for messages. */
 RT_HIDDEN const char* rt_b_type_name(const TVMFFIAny* v, size_t* len);
 
-/* Hash and equality of map keys, as the official AnyHash / AnyEqual. */
+/* Hash and equality of map keys, as the official AnyHash / AnyEqual
+ * (6_container/anyhash.c). */
 RT_HIDDEN int rt_any_hash(const TVMFFIAny* v, uint64_t* out);
 RT_HIDDEN int rt_any_equal(const TVMFFIAny* a, const TVMFFIAny* b, int* out);
 

@@ -1,8 +1,9 @@
 /* Internal interface shared by the runtime's source files (not installed).
  *
- * Ownership: runtime A (object/type/string/error/function/registry/env/
- * instrument/init) implements everything here except the section marked
- * "runtime B", which tensor.c/container.c/module.c/... implement.
+ * The sources are arranged in layers, one directory each, numbered in
+ * dependency order (see runtime/src/README.md): a file calls only functions
+ * of its own layer or of lower ones, and no two files call each other
+ * (tests/test_runtime_layout.py checks both).
  *
  * Conventions:
  *  - Functions returning int return 0 on success and -1 with an error raised
@@ -38,8 +39,19 @@
 #define RT_BOTH_ONE (RT_STRONG_ONE | RT_WEAK_ONE)
 
 /* ------------------------------------------------------------------ */
-/* objects (object.c)                                                  */
+/* objects (1_object/object.c: quiet; 2_error/alloc.c: raising)        */
 /* ------------------------------------------------------------------ */
+/* The quiet allocator: NULL without an error on failure (object.c). */
+RT_HIDDEN void* rt_object_alloc_quiet(size_t total_size, int32_t type_index,
+                                      void (*deleter)(void* self, int flags));
+RT_HIDDEN void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
+                                             void (*deleter)(void* self, int flags));
+RT_HIDDEN void* rt_object_alloc_aligned_quiet(size_t total_size, size_t alignment,
+                                              int32_t type_index,
+                                              void (*deleter)(void* self, int flags));
+/* Installs `allocator` (NULL: the built-in one) without checking it. */
+RT_HIDDEN void rt_object_set_allocator(TVMFFICustomAllocator* allocator);
+
 
 /* Zeroed storage for an object of `total_size` bytes (header included),
  * 16-byte aligned, through the current TVMFFICustomAllocator; header set:
@@ -140,7 +152,7 @@ RT_HIDDEN int rt_raise(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
 RT_HIDDEN void rt_set_error_cb(void* error_ctx, const char* kind, const char* message);
 
 /* ------------------------------------------------------------------ */
-/* functions and global registry (function.c, registry.c)              */
+/* functions and global registry (function.c)                         */
 /* ------------------------------------------------------------------ */
 /* Registers a global function implemented in C (handle passed = NULL).
  * Replaces an existing one. Returns 0/-1. */
@@ -180,7 +192,7 @@ RT_HIDDEN void rt_env_system_lib_symbols_foreach(
     void (*fn)(const char* name, void* sym, void* ctx), void* ctx);
 
 /* ------------------------------------------------------------------ */
-/* instrumentation (instrument.c)                                      */
+/* instrumentation (1_object/counters.c; reports in report.c)          */
 /* ------------------------------------------------------------------ */
 /* Per-thread counter blocks (see instrument.c): only the owning thread
  * writes its block, with plain relaxed load+store (no locked instruction). */
@@ -219,10 +231,12 @@ static inline void rt_count_free(int32_t type_index) { rt_count(type_index, -1);
 extern RT_HIDDEN int rt_checking_level;
 /* Records a misuse when checking is on. */
 RT_HIDDEN void rt_violation(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
+/* Calls fn for each kept record, oldest first, under the record lock. */
+RT_HIDDEN void rt_violations_snapshot(void (*fn)(const char* kind, const char* detail, void* ctx),
+                                      void* ctx);
 
 /* ------------------------------------------------------------------ */
-/* runtime B: implemented in tensor.c / container.c / module.c         */
-/* (weak fallbacks in init.c raise "not implemented" until then)       */
+/* tensors and containers                                              */
 /* ------------------------------------------------------------------ */
 /* The default CPU DLPackManagedTensorAllocator (tensor.c). */
 RT_HIDDEN int rt_cpu_tensor_alloc(DLTensor* prototype, DLManagedTensorVersioned** out,

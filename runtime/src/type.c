@@ -490,26 +490,3 @@ TVM_FFI_DLL int32_t tvmffi_rt_type_index_end(void) {
   pthread_mutex_unlock(&rt_tlock);
   return e;
 }
-
-static int rt_ffi_registered_type_keys(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
-  (void)h;
-  (void)args;
-  (void)n;
-  char** keys;
-  size_t count;
-  if (rt_type_keys(&keys, &count) != 0) return -1;
-  TVMFFIAny* items = (TVMFFIAny*)calloc(count ? count : 1, sizeof(TVMFFIAny));
-  int rc = items ? 0 : rt_raise("MemoryError", "out of memory");
-  size_t made = 0;
-  for (; rc == 0 && made < count; ++made) rc = rt_string_to_any(keys[made], strlen(keys[made]), &items[made]);
-  if (rc == 0) rc = rt_array_from_anys(items, (int64_t)count, ret);
-  for (size_t i = 0; items && i < made; ++i) rt_any_release(&items[i]);
-  free(items);
-  for (size_t i = 0; i < count; ++i) free(keys[i]);
-  free(keys);
-  return rc;
-}
-
-RT_INIT(rt_type_globals_init) {
-  rt_register_global("ffi.GetRegisteredTypeKeys", rt_ffi_registered_type_keys);
-}
