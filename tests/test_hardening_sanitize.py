@@ -287,3 +287,14 @@ def test_python_side_runtime_tests_under_sanitizers(san_libdir):
     assert SAN_REPORT.search(out) is None, out[-8000:]
     assert proc.returncode == 0, out[-8000:]
     assert re.search(r"\d+ passed", out), out[-2000:]
+
+
+def test_type_registry_growth_under_asan_ubsan(san_libdir):
+    # issue 11: many methods/fields on one type, with rejected registrations
+    # in between, and attribute columns that grow; no overflow, no leak.
+    exe, libdir = sanitized_program(C_HARD / "type_registry.c", "type_registry")
+    proc = run_sanitized(exe, [100], libdir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == ("methods 100 fields 100\n"
+                           "read back 100 methods and 100 fields; 25 rejected\n"
+                           f"attr sum {7 + sum(2 * i for i in range(100))}\n")
