@@ -45,8 +45,10 @@ def _types_block():
              for i, k in STATIC_TYPES]
     for i, k in STATIC_OBJECTS:
         anc = "" if i == 64 else "64"
+        # ffi.VisitInterrupt has its reflected `value` field, as in the official
+        fields = 1 if k == "ffi.VisitInterrupt" else 0
         lines.append(f"type {i}: key={k} depth={0 if i == 64 else 1} ancestors=[{anc}] "
-                     "fields=0 methods=0 metadata=no")
+                     f"fields={fields} methods=0 metadata=no")
     return "\n".join(lines)
 
 

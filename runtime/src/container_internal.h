@@ -35,6 +35,23 @@ static inline const TVMFFIAny* rt_seq_items(void* obj, int64_t* size) {
   return (const TVMFFIAny*)c->data;
 }
 
+/* ---- lists (list.c) ---- */
+/* Empty List with room for `capacity` elements (new reference) or NULL. */
+RT_HIDDEN void* rt_list_new(int64_t capacity);
+/* Appends a copy of `value` (an owned or view Any). */
+RT_HIDDEN int rt_list_append(void* list, const TVMFFIAny* value);
+
+/* ---- dicts (map.c: storage; dict.c: globals) ----
+ * A Dict keeps its identity: its storage is always the dense layout with
+ * the blocks outside the object, and growing moves the new storage in. */
+RT_HIDDEN void* rt_dict_new(void);
+RT_HIDDEN int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value);
+/* Removes `key` if present (*erased = 1 then). */
+RT_HIDDEN int rt_dict_erase(void* dict, const TVMFFIAny* key, int* erased);
+RT_HIDDEN int rt_dict_clear(void* dict);
+/* Forward-iterator Function over a Map or Dict (see ffi.MapForwardIterFunctor). */
+RT_HIDDEN int rt_map_iter_functor(void* map, TVMFFIAny* ret);
+
 /* ---- maps (map.c) ---- */
 /* New empty Map (new reference) or NULL with an error raised. */
 RT_HIDDEN void* rt_map_new(void);

@@ -70,6 +70,11 @@ RT_HIDDEN void* rt_object_alloc_uninit(size_t total_size, int32_t type_index,
  * TVMFFIObjectAllocHeader::delete_space before it). Call it from your
  * deleter when flags contain kTVMFFIObjectDeleterFlagBitMaskWeak. */
 RT_HIDDEN void rt_object_free(void* obj);
+/* The two sentinel objects (plain ffi.Object, made once, never freed):
+ * "missing" (ffi.GetInvalidObject, *GetItemOrMissing) and "kwargs"
+ * (ffi.GetKwargsObject). *out receives a new reference (alloc.c). */
+RT_HIDDEN int rt_missing_object(TVMFFIAny* out);
+RT_HIDDEN int rt_kwargs_object(TVMFFIAny* out);
 /* A ready-made deleter for objects with nothing to release but storage. */
 RT_HIDDEN void rt_object_plain_deleter(void* self, int flags);
 

@@ -63,3 +63,25 @@ TVM_FFI_DLL int TVMFFIObjectCreateOpaque(void* handle, int32_t type_index,
   *out = o;
   return 0;
 }
+
+/* ---- sentinels ---- */
+static void* rt_sentinels[2];
+static pthread_once_t rt_sentinels_once = PTHREAD_ONCE_INIT;
+
+static void rt_sentinels_init(void) {
+  for (int i = 0; i < 2; ++i)
+    rt_sentinels[i] = rt_object_alloc_quiet(sizeof(TVMFFIObject), kTVMFFIObject,
+                                            rt_object_plain_deleter);
+}
+
+static int rt_sentinel(int which, TVMFFIAny* out) {
+  pthread_once(&rt_sentinels_once, rt_sentinels_init);
+  void* o = rt_sentinels[which];
+  if (o == NULL) return rt_raise("MemoryError", "out of memory");
+  rt_incref(o);
+  rt_any_set_obj(out, o);
+  return 0;
+}
+
+int rt_missing_object(TVMFFIAny* out) { return rt_sentinel(0, out); }
+int rt_kwargs_object(TVMFFIAny* out) { return rt_sentinel(1, out); }

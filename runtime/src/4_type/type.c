@@ -456,6 +456,9 @@ TVM_FFI_DLL int TVMFFITypeRegisterAttr(int32_t type_index, const TVMFFIByteArray
   }
   if (!c) {
     rc = rt_raise("MemoryError", "out of memory registering an attribute");
+  } else if (type_index == kTVMFFINone) {
+    /* the None index only makes sure the column exists (as the official
+     * EnsureTypeAttrColumn does): no value is stored */
   } else {
     if (type_index >= c->col.size) {
       /* grow geometrically; the old array is kept for readers */

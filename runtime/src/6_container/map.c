@@ -158,13 +158,18 @@ static map_base* small_new(uint64_t n) {
   return m;
 }
 
+static map_dense* dense_new_typed(uint32_t fib_shift, uint64_t n_slots, int32_t type_index);
 static map_dense* dense_new(uint32_t fib_shift, uint64_t n_slots) {
+  return dense_new_typed(fib_shift, n_slots, kTVMFFIMap);
+}
+
+static map_dense* dense_new_typed(uint32_t fib_shift, uint64_t n_slots, int32_t type_index) {
   uint64_t blocks = (n_slots + BLOCK_CAP - 1) / BLOCK_CAP;
   if (blocks > SIZE_MAX / BLOCK_BYTES) {
     rt_raise("MemoryError", "Map too large");
     return NULL;
   }
-  map_dense* d = (map_dense*)rt_object_alloc(sizeof(map_dense), kTVMFFIMap, map_deleter);
+  map_dense* d = (map_dense*)rt_object_alloc(sizeof(map_dense), type_index, map_deleter);
   if (d == NULL) return NULL;
   uint8_t* data = (uint8_t*)malloc((size_t)(blocks * BLOCK_BYTES));
   if (data == NULL) {
@@ -559,6 +564,103 @@ void rt_map_iter_kv(void* map, uint64_t it, const TVMFFIAny** key, const TVMFFIA
 }
 
 /* ------------------------------------------------------------------ */
+/* Dict storage: always dense, switched in place when it grows          */
+/* ------------------------------------------------------------------ */
+
+/* Moves the storage of dense map `from` into `to` (whose own storage,
+ * already emptied of items, is freed); `from` is left empty. */
+static void dense_switch(map_dense* to, map_dense* from) {
+  if (to->base.data != NULL && to->base.data_deleter != NULL) to->base.data_deleter(to->base.data);
+  to->base.data = from->base.data;
+  to->base.data_deleter = from->base.data_deleter;
+  to->base.size = from->base.size;
+  to->base.slots = from->base.slots;
+  to->fib_shift = from->fib_shift;
+  to->head = from->head;
+  to->tail = from->tail;
+  from->base.data = NULL;
+  from->base.data_deleter = NULL;
+  from->base.size = 0;
+  from->head = from->tail = INVALID_INDEX;
+}
+
+void* rt_dict_new(void) {
+  uint32_t shift;
+  uint64_t slots;
+  table_size(SMALL_INIT, &shift, &slots);
+  return dense_new_typed(shift, slots, kTVMFFIDict);
+}
+
+int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value) {
+  map_kv kv;
+  if (TVMFFIAnyViewToOwnedAny(key, &kv.key) != 0) return -1;
+  if (TVMFFIAnyViewToOwnedAny(value, &kv.value) != 0) {
+    rt_any_release(&kv.key);
+    return -1;
+  }
+  map_dense* d = (map_dense*)dict;
+  map_dense* p = d;
+  rt_incref(d); /* a growing insert releases the map it grew from */
+  int rc = dense_insert(&p, &kv);
+  if (p == d) {
+    rt_decref(d);
+  } else {
+    dense_switch(d, p);
+    rt_decref(p);
+  }
+  return rc;
+}
+
+/* Rebuilds `d` without `skip` (NULL: without anything), order kept. */
+static int dict_rebuild(map_dense* d, const TVMFFIAny* skip, int* erased) {
+  map_dense* n = dense_new(d->fib_shift, d->base.slots);
+  if (n == NULL) return -1;
+  *erased = 0;
+  for (uint64_t idx = d->head; skip != NULL && idx != INVALID_INDEX;) {
+    dense_item* it = item_at(d, idx);
+    int eq = 0;
+    if (!*erased && rt_any_equal(&it->kv.key, skip, &eq) != 0) {
+      rt_decref(n);
+      return -1;
+    }
+    if (eq) {
+      *erased = 1;
+    } else {
+      map_kv kv = it->kv;
+      rt_any_retain(&kv.key);
+      rt_any_retain(&kv.value);
+      if (dense_insert(&n, &kv) != 0) {
+        rt_decref(n);
+        return -1;
+      }
+    }
+    idx = it->next;
+  }
+  if (skip != NULL && !*erased) {
+    rt_decref(n);
+    return 0;
+  }
+  dense_release_items(d);
+  d->base.size = 0;
+  dense_switch(d, n);
+  rt_decref(n);
+  return 0;
+}
+
+int rt_dict_erase(void* dict, const TVMFFIAny* key, int* erased) {
+  TVMFFIAny k;
+  if (TVMFFIAnyViewToOwnedAny(key, &k) != 0) return -1;
+  int rc = dict_rebuild((map_dense*)dict, &k, erased);
+  rt_any_release(&k);
+  return rc;
+}
+
+int rt_dict_clear(void* dict) {
+  int erased;
+  return dict_rebuild((map_dense*)dict, NULL, &erased);
+}
+
+/* ------------------------------------------------------------------ */
 /* global functions                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -645,11 +747,7 @@ static int map_iter_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFF
   return 0;
 }
 
-static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
-  (void)h;
-  static const char sig[] = "ffi.MapForwardIterFunctor(0: ffi.Map) -> ffi.Function";
-  void* m = NULL;
-  if (rt_b_check_nargs(sig, nargs, 1) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+int rt_map_iter_functor(void* m, TVMFFIAny* ret) {
   map_iter_state* s = (map_iter_state*)malloc(sizeof(*s));
   if (s == NULL) return rt_raise("MemoryError", "out of memory");
   s->map = m;
@@ -664,7 +762,29 @@ static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* 
   return 0;
 }
 
+static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  (void)h;
+  static const char sig[] = "ffi.MapForwardIterFunctor(0: ffi.Map) -> ffi.Function";
+  void* m = NULL;
+  if (rt_b_check_nargs(sig, nargs, 1) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+  return rt_map_iter_functor(m, ret);
+}
+
+static int g_map_get_or_missing(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  (void)h;
+  static const char sig[] = "ffi.MapGetItemOrMissing(0: ffi.Map, 1: Any) -> Any";
+  void* m = NULL;
+  if (rt_b_check_nargs(sig, nargs, 2) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+  const TVMFFIAny* v;
+  if (rt_map_find(m, &args[1], &v) != 0) return -1;
+  if (v == NULL) return rt_missing_object(ret);
+  *ret = *v;
+  rt_any_retain(ret);
+  return 0;
+}
+
 RT_INIT(map_init) {
+  rt_register_global("ffi.MapGetItemOrMissing", g_map_get_or_missing);
   rt_register_global("ffi.Map", g_map);
   rt_register_global("ffi.MapSize", g_map_size);
   rt_register_global("ffi.MapGetItem", g_map_get_item);

@@ -54,7 +54,23 @@ static int rt_ffi_registered_type_keys(void* h, const TVMFFIAny* args, int32_t n
   return rc;
 }
 
+/* ---- the sentinel objects ---- */
+static int rt_ffi_invalid_object(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
+  (void)h;
+  (void)args;
+  if (n != 0) return rt_raise("TypeError", "ffi.GetInvalidObject takes no arguments");
+  return rt_missing_object(ret);
+}
+static int rt_ffi_kwargs_object(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
+  (void)h;
+  (void)args;
+  if (n != 0) return rt_raise("TypeError", "ffi.GetKwargsObject takes no arguments");
+  return rt_kwargs_object(ret);
+}
+
 RT_INIT(rt_core_globals_init) {
+  rt_register_global("ffi.GetInvalidObject", rt_ffi_invalid_object);
+  rt_register_global("ffi.GetKwargsObject", rt_ffi_kwargs_object);
   rt_register_global("ffi.String", rt_ffi_string);
   rt_register_global("ffi.Bytes", rt_ffi_bytes);
   rt_register_global("ffi.GetRegisteredTypeKeys", rt_ffi_registered_type_keys);
