@@ -11,8 +11,8 @@
 static int g_dict(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
   (void)h;
   if (nargs % 2 != 0)
-    return rt_raise("InternalError", "ffi.Dict takes key, value pairs but got %d arguments",
-                    (int)nargs);
+    return rt_raise("InternalError", "Check failed: args.size() %% 2 == 0 (%d vs. 0) : ",
+                    (int)(nargs % 2));
   void* d = rt_dict_new();
   if (d == NULL) return -1;
   for (int32_t i = 0; i < nargs; i += 2) {
@@ -37,7 +37,7 @@ static int g_get_item(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* 
   DICT_ARG("ffi.DictGetItem(0: ffi.Dict, 1: Any) -> Any", 2);
   const TVMFFIAny* v;
   if (rt_map_find(d, &args[1], &v) != 0) return -1;
-  if (v == NULL) return rt_raise("KeyError", "key is not in Dict");
+  if (v == NULL) return rt_raise("KeyError", "key is not in Map");
   *ret = *v;
   rt_any_retain(ret);
   return 0;

@@ -584,11 +584,33 @@ static void dense_switch(map_dense* to, map_dense* from) {
   from->head = from->tail = INVALID_INDEX;
 }
 
+static int small_find(map_base* m, const TVMFFIAny* key, uint64_t* idx);
+static int map_insert(map_base** mp, map_kv* kv);
+
+/* A Dict object has room for both layouts: it starts small with the
+ * largest small capacity and turns dense in place at the next insert. */
+#define DICT_BYTES                                                                  \
+  (sizeof(map_base) + SMALL_MAX * sizeof(map_kv) > sizeof(map_dense)                \
+       ? sizeof(map_base) + SMALL_MAX * sizeof(map_kv)                              \
+       : sizeof(map_dense))
+
 void* rt_dict_new(void) {
-  uint32_t shift;
-  uint64_t slots;
-  table_size(SMALL_INIT, &shift, &slots);
-  return dense_new_typed(shift, slots, kTVMFFIDict);
+  map_base* m = (map_base*)rt_object_alloc(DICT_BYTES, kTVMFFIDict, map_deleter);
+  if (m == NULL) return NULL;
+  m->data = (char*)m + sizeof(map_base);
+  m->size = 0;
+  m->slots = SMALL_MAX | SMALL_TAG;
+  m->data_deleter = NULL;
+  return m;
+}
+
+static void small_release_items(map_base* m) {
+  map_kv* kv = small_kvs(m);
+  for (uint64_t i = 0; i < m->size; ++i) {
+    rt_any_release(&kv[i].key);
+    rt_any_release(&kv[i].value);
+  }
+  m->size = 0;
 }
 
 int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value) {
@@ -598,14 +620,17 @@ int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value) {
     rt_any_release(&kv.key);
     return -1;
   }
-  map_dense* d = (map_dense*)dict;
-  map_dense* p = d;
-  rt_incref(d); /* a growing insert releases the map it grew from */
-  int rc = dense_insert(&p, &kv);
+  map_base* d = (map_base*)dict;
+  map_base* p = d;
+  rt_incref(d); /* an insert that changes the layout releases the old map */
+  int rc = map_insert(&p, &kv);
   if (p == d) {
     rt_decref(d);
   } else {
-    dense_switch(d, p);
+    /* p is a dense copy holding everything: move its storage in */
+    if (is_small(d)) small_release_items(d);
+    else dense_release_items((map_dense*)d);
+    dense_switch((map_dense*)d, (map_dense*)p);
     rt_decref(p);
   }
   return rc;
@@ -650,12 +675,35 @@ static int dict_rebuild(map_dense* d, const TVMFFIAny* skip, int* erased) {
 int rt_dict_erase(void* dict, const TVMFFIAny* key, int* erased) {
   TVMFFIAny k;
   if (TVMFFIAnyViewToOwnedAny(key, &k) != 0) return -1;
-  int rc = dict_rebuild((map_dense*)dict, &k, erased);
+  map_base* m = (map_base*)dict;
+  int rc = 0;
+  *erased = 0;
+  if (is_small(m)) {
+    uint64_t idx;
+    int f = small_find(m, &k, &idx);
+    if (f < 0) {
+      rc = -1;
+    } else if (f) {
+      map_kv* kv = small_kvs(m);
+      rt_any_release(&kv[idx].key);
+      rt_any_release(&kv[idx].value);
+      memmove(kv + idx, kv + idx + 1, (m->size - idx - 1) * sizeof(map_kv));
+      m->size -= 1;
+      *erased = 1;
+    }
+  } else {
+    rc = dict_rebuild((map_dense*)dict, &k, erased);
+  }
   rt_any_release(&k);
   return rc;
 }
 
 int rt_dict_clear(void* dict) {
+  map_base* m = (map_base*)dict;
+  if (is_small(m)) {
+    small_release_items(m);
+    return 0;
+  }
   int erased;
   return dict_rebuild((map_dense*)dict, NULL, &erased);
 }
