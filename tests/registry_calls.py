@@ -111,6 +111,9 @@ class Runtime:
             return {"float": repr(ctypes.c_double.from_address(ctypes.addressof(a) + 8).value)}
         if t == 11:
             return ctypes.string_at(ctypes.addressof(a) + 8, a.pad).decode()
+        if t == 6:
+            return {"device": [ctypes.c_int32.from_address(ctypes.addressof(a) + 8).value,
+                               ctypes.c_int32.from_address(ctypes.addressof(a) + 12).value]}
         if t == 12:
             return {"bytes": ctypes.string_at(ctypes.addressof(a) + 8, a.pad).hex()}
         if t < STATIC_OBJECT_BEGIN:
@@ -128,6 +131,8 @@ class Runtime:
             size = ctypes.c_int64.from_address(a.v + 32).value
             return {key: [self.canon(AnyC.from_address(data + 16 * i), depth + 1)
                           for i in range(size)]}
+        if key == "ffi.Function":
+            return {"object": key}
         if key in ("ffi.Map", "ffi.Dict"):
             functor = self.call("ffi.MapForwardIterFunctor" if key == "ffi.Map"
                                 else "ffi.DictForwardIterFunctor", a)
@@ -222,6 +227,28 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     rec("nested", rt.call("ffi.Array", rt.call("ffi.List", 1), rt.call("ffi.Dict", "x", 1),
                           rt.call("ffi.Map", "y", rt.call("ffi.Shape", 2, 3))))
     rec("String", rt.call("ffi.String", "a string of some length"))
+    # devices in containers (no tensor: the CPU default), sentinels, wrappers
+    rec("FindFirstNonCPUDevice nested", rt.call(
+        "ffi.ContainerFindFirstNonCPUDevice",
+        rt.call("ffi.Array", 1, rt.call("ffi.Dict", "k", rt.call("ffi.List", 2)))))
+    rec("FindFirstNonCPUDevice int", rt.call("ffi.ContainerFindFirstNonCPUDevice", 3))
+    rec("VisitInterrupt", rt.call("ffi.VisitInterrupt", 5))
+    rec("GetGlobalFuncMetadata unknown", rt.call("ffi.GetGlobalFuncMetadata", "no.such.func"))
+    safe_call_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int32, ctypes.POINTER(AnyC))
+
+    def seven(_self: Any, _args: Any, n: int, result: Any) -> int:
+        result[0].type_index = 1
+        result[0].v = 700 + n
+        return 0
+
+    cb = safe_call_t(seven)
+    rt._keep.append(cb)
+    ptr = ctypes.cast(cb, ctypes.c_void_p).value or 0
+    f = rt.call("ffi.FunctionFromExternC", AnyC(4, 0, 1), AnyC(4, 0, ptr), None)
+    rec("FunctionFromExternC", f)
+    if isinstance(f, AnyC):
+        rec("FunctionFromExternC called", rt.call_func(f.v, 1, 2))
     rec("Bytes of str", rt.call("ffi.Bytes", "x"))
     if testing:
         ctypes.CDLL(testing, os.RTLD_LAZY | os.RTLD_GLOBAL)
@@ -236,6 +263,10 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         rec("testing.schema_id_list_int",
             rt.call("testing.schema_id_list_int", rt.call("ffi.List", 1, 2)))
         rec("testing.enum_variant_get", rt.call("testing.enum_variant_get", "Alpha"))
+        rec("GetGlobalFuncMetadata testing.add_one",
+            rt.call("ffi.GetGlobalFuncMetadata", "testing.add_one"))
+        rec("GetGlobalFuncMetadata testing.schema_id_dict_str_int",
+            rt.call("ffi.GetGlobalFuncMetadata", "testing.schema_id_dict_str_int"))
     return out
 
 

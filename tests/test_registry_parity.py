@@ -52,17 +52,14 @@ MISSING_GLOBALS: dict[str, str] = {
         "ffi.StructuralVisit", "ffi.StructuralVisitorDefRegionKind",
         "ffi.StructuralVisitorDefaultVisit", "ffi.StructuralVisitorVisit",
         "ffi.StructuralVisitorWithDefRegionKind", "ffi.StructuralWalk",
-        "ffi.VisitErrorContext.FindAccessPaths", "ffi.VisitInterrupt", "ffi.DeepCopy"]},
+        "ffi.VisitErrorContext.FindAccessPaths", "ffi.DeepCopy"]},
     "ffi.ReprPrint": "the reflection-driven repr printer is not implemented yet",
     **{n: _JSON_GRAPH for n in ["ffi.FromJSONGraph", "ffi.FromJSONGraphString",
                                 "ffi.ToJSONGraph", "ffi.ToJSONGraphString"]},
     **{n: _REFLECTION for n in ["ffi.MakeFieldGetter", "ffi.MakeFieldSetter",
                                 "ffi.MakeObjectFromPackedArgs",
                                 "ffi._PyClassRegisterTypeAttrColumns", "ffi._RegisterFFIInit"]},
-    "ffi.FunctionFromExternC": "wraps a raw C function pointer; not implemented yet",
-    "ffi.GetGlobalFuncMetadata": "global function metadata is not recorded by our registry yet",
     "ffi.SystemLib": "the system-library module is not implemented yet",
-    "ffi.ContainerFindFirstNonCPUDevice": "not implemented yet",
 }
 # present in the official runtime through the C++ surface, merged from
 # another branch: missing here or present, both are fine

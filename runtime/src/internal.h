@@ -168,6 +168,9 @@ RT_HIDDEN int rt_register_global_with_handle(const char* name, TVMFFISafeCallTyp
 RT_HIDDEN void* rt_get_global(const char* name);
 /* Names of all globals, sorted; caller frees each name and the array. */
 RT_HIDDEN int rt_global_names(char*** out_names, size_t* out_count);
+/* Copy of a global's metadata text ("" when it has none) in *out (free
+ * it); returns 1, or 0 when there is no such global, -1 on error. */
+RT_HIDDEN int rt_global_metadata(const char* name, size_t len, char** out);
 /* Removes a global; returns 1 if it existed. */
 RT_HIDDEN int rt_remove_global(const char* name, size_t len);
 
