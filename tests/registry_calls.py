@@ -80,6 +80,15 @@ class Runtime:
             return out
         raise TypeError(type(v))
 
+    def make_bytes(self, data: bytes) -> AnyC:
+        buf = ctypes.create_string_buffer(data, len(data))
+        ba = ByteArray(ctypes.cast(buf, ctypes.c_void_p), len(data))
+        out = AnyC()
+        self.lib.TVMFFIBytesFromByteArray.argtypes = [ctypes.POINTER(ByteArray),
+                                                      ctypes.POINTER(AnyC)]
+        self.lib.TVMFFIBytesFromByteArray(ctypes.byref(ba), ctypes.byref(out))
+        return out
+
     def call(self, name: str, *args: Any) -> Any:
         f = self.global_func(name)
         if f is None:
@@ -250,6 +259,36 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     if isinstance(f, AnyC):
         rec("FunctionFromExternC called", rt.call_func(f.v, 1, 2))
     rec("Bytes of str", rt.call("ffi.Bytes", "x"))
+    # the __ffi_convert__ hooks of the built-in types on a set of inputs
+    from registry_dump import AttrColumn
+    rt.lib.TVMFFIGetTypeAttrColumn.restype = ctypes.POINTER(AttrColumn)
+    rt.lib.TVMFFIGetTypeAttrColumn.argtypes = [ctypes.POINTER(ByteArray)]
+    rt.lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray),
+                                            ctypes.POINTER(ctypes.c_int32)]
+    name = b"__ffi_convert__"
+    nbuf = ctypes.create_string_buffer(name)
+    col = rt.lib.TVMFFIGetTypeAttrColumn(ctypes.byref(
+        ByteArray(ctypes.cast(nbuf, ctypes.c_void_p), len(name))))
+    inputs = {"int": 1, "None": None, "small str": "ab", "str": "a longer string value",
+              "Array": rt.call("ffi.Array", 1, "x"), "List": rt.call("ffi.List", 1, "x"),
+              "Map": rt.call("ffi.Map", "k", 1), "Dict": rt.call("ffi.Dict", "k", 1),
+              "Shape": rt.call("ffi.Shape", 2, 3), "Bytes": rt.make_bytes(b"\x00bytes value"),
+              "Function": AnyC(68, 0, rt.global_func("ffi.Array") or 0)}
+    for key in ["ffi.Object", "ffi.String", "ffi.Bytes", "ffi.Error", "ffi.Function",
+                "ffi.Shape", "ffi.Tensor", "ffi.Array", "ffi.Map", "ffi.List", "ffi.Dict",
+                "ffi.IntEnum", "ffi.StrEnum"]:
+        raw = key.encode()
+        kbuf = ctypes.create_string_buffer(raw)
+        idx = ctypes.c_int32(-1)
+        rt.lib.TVMFFITypeKeyToIndex(ctypes.byref(
+            ByteArray(ctypes.cast(kbuf, ctypes.c_void_p), len(raw))), ctypes.byref(idx))
+        c = col.contents
+        entry = c.data[idx.value - c.begin_index] if col and idx.value < c.size else None
+        if entry is None or entry.type_index < STATIC_OBJECT_BEGIN:
+            out[f"convert {key}"] = "no hook"
+            continue
+        for label, value in inputs.items():
+            rec(f"convert {key} <- {label}", rt.call_func(entry.v, value))
     if testing:
         ctypes.CDLL(testing, os.RTLD_LAZY | os.RTLD_GLOBAL)
         rec("testing.add_one", rt.call("testing.add_one", 41))

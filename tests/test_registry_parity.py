@@ -89,10 +89,6 @@ MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
         "__s_mutate__"]},
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
-    **{("__ffi_convert__", t): "typed conversion hooks are not implemented yet" for t in [
-        "ffi.Array", "ffi.Bytes", "ffi.Dict", "ffi.Error", "ffi.Function", "ffi.IntEnum",
-        "ffi.List", "ffi.Map", "ffi.Object", "ffi.Shape", "ffi.StrEnum", "ffi.String",
-        "ffi.Tensor"]},
     ("__ffi_init__", "ffi.EnumState"): _METHODS,
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
     **{("__ffi_new__", t): _REFLECTION for t in [

@@ -47,6 +47,9 @@ static int get_i32(void* field, TVMFFIAny* out) {
   return 0;
 }
 
+/* convert.c */
+RT_HIDDEN void rt_register_convert_hooks(void);
+
 #define H 24 /* the object header */
 static const rt_type_spec rt_types[] = {
     {"ffi.EnumState", NULL, 1,
@@ -130,6 +133,7 @@ RT_INIT(rt_builtin_types_init) {
     int32_t ti = rt_index_of(rt_final_types[i]);
     if (ti >= 0) (void)TVMFFITypeRegisterAttr(ti, &final_col, &yes);
   }
+  rt_register_convert_hooks();
   /* registration failures above leave an error behind; start-up has no
    * caller to give it to */
   TVMFFIObjectHandle err = NULL;
