@@ -298,3 +298,25 @@ def test_type_registry_growth_under_asan_ubsan(san_libdir):
     assert proc.stdout == ("methods 100 fields 100\n"
                            "read back 100 methods and 100 fields; 25 rejected\n"
                            f"attr sum {7 + sum(2 * i for i in range(100))}\n")
+
+
+def test_registry_calls_under_asan_ubsan(san_libdir, ours_libdir):
+    # The calls of the registry parity test (List, Dict growth and erase,
+    # conversion hooks, the official test library) on the sanitized runtime:
+    # no report, and the same results as on the normal build.
+    official = fixturebuild.official_package_dir()
+    if official is None or not (official / "lib" / "libtvm_ffi_testing.so").is_file():
+        pytest.skip("the official apache-tvm-ffi package (test extra) is not installed")
+    testing = str(official / "lib" / "libtvm_ffi_testing.so")
+    script = str(HERE / "registry_calls.py")
+    env = python_sanitize_env(san_libdir)
+    san = subprocess.run([sys.executable, script, str(san_libdir / "libtvm_ffi.so"), "--testing",
+                          testing], capture_output=True, text=True, env=env, timeout=300,
+                         cwd=HERE)
+    assert SAN_REPORT.search(san.stderr) is None, san.stderr[-6000:]
+    assert san.returncode == 0, san.stderr[-3000:]
+    plain = subprocess.run([sys.executable, script, str(ours_libdir / "libtvm_ffi.so"),
+                            "--testing", testing], capture_output=True, text=True, timeout=300,
+                           cwd=HERE)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert san.stdout == plain.stdout
