@@ -157,7 +157,43 @@ class Runtime:
             data = ctypes.c_void_p.from_address(a.v + 24).value or 0
             size = ctypes.c_uint64.from_address(a.v + 32).value
             return {key: [ctypes.c_int64.from_address(data + 8 * i).value for i in range(size)]}
-        return {"object": key}
+        return {"object": key, "fields": self.fields(a, depth)}
+
+    def fields(self, a: AnyC, depth: int) -> dict[str, Any]:
+        """Reflected fields through the runtime's own getters (ancestors first)."""
+        getter_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(AnyC))
+        info = self.lib.TVMFFIGetTypeInfo(a.type_index).contents
+        chain = [info.type_ancestors[i].contents for i in range(info.type_depth)] + [info]
+        out: dict[str, Any] = {}
+        for t in chain:
+            for i in range(t.num_fields):
+                f = t.fields[i]
+                if not f.getter:
+                    continue
+                v = AnyC()
+                if getter_t(f.getter)(a.v + f.offset, ctypes.byref(v)) != 0:
+                    out[f.name.text()] = {"raised": list(self.take_error())}
+                else:
+                    out[f.name.text()] = self.canon(v, depth + 1)
+        return out
+
+
+def column_entry(rt: Runtime, column: str, key: str) -> int | None:
+    from registry_dump import AttrColumn
+    rt.lib.TVMFFIGetTypeAttrColumn.restype = ctypes.POINTER(AttrColumn)
+    rt.lib.TVMFFIGetTypeAttrColumn.argtypes = [ctypes.POINTER(ByteArray)]
+    rt.lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray),
+                                            ctypes.POINTER(ctypes.c_int32)]
+    bufs = [ctypes.create_string_buffer(x.encode()) for x in (column, key)]
+    col = rt.lib.TVMFFIGetTypeAttrColumn(ctypes.byref(
+        ByteArray(ctypes.cast(bufs[0], ctypes.c_void_p), len(column))))
+    idx = ctypes.c_int32(-1)
+    rt.lib.TVMFFITypeKeyToIndex(ctypes.byref(
+        ByteArray(ctypes.cast(bufs[1], ctypes.c_void_p), len(key))), ctypes.byref(idx))
+    if not col or idx.value < 0 or idx.value >= col.contents.size:
+        return None
+    entry = col.contents.data[idx.value - col.contents.begin_index]
+    return entry.v if entry.type_index >= STATIC_OBJECT_BEGIN else None
 
 
 def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
@@ -289,6 +325,24 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
             continue
         for label, value in inputs.items():
             rec(f"convert {key} <- {label}", rt.call_func(entry.v, value))
+    # default objects (__ffi_new__) and their shallow copies
+    for key in ["ffi.VisitInterrupt", "ffi.EnumState", "ffi.Enum", "ffi.IntEnum",
+                "ffi.StrEnum", "ffi.reflection.AccessStep", "ffi.reflection.AccessPath",
+                "ffi.VisitErrorContext", "ffi.StructuralKey"]:
+        new = column_entry(rt, "__ffi_new__", key)
+        copy = column_entry(rt, "__ffi_shallow_copy__", key)
+        if new is None or copy is None:
+            out[f"new {key}"] = "no hook"
+            continue
+        obj = rec(f"new {key}", rt.call_func(new))
+        rec(f"new {key} with an argument", rt.call_func(new, 1))
+        if isinstance(obj, AnyC):
+            dup = rec(f"shallow copy of new {key}", rt.call_func(copy, obj))
+            out[f"shallow copy of new {key} is another object"] = dup.v != obj.v
+    vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
+    if vi_copy is not None:
+        rec("shallow copy of VisitInterrupt(5)", rt.call_func(vi_copy, rt.call(
+            "ffi.VisitInterrupt", "a heap string value")))
     if testing:
         ctypes.CDLL(testing, os.RTLD_LAZY | os.RTLD_GLOBAL)
         rec("testing.add_one", rt.call("testing.add_one", 41))
