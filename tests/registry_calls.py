@@ -339,6 +339,16 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         if isinstance(obj, AnyC):
             dup = rec(f"shallow copy of new {key}", rt.call_func(copy, obj))
             out[f"shallow copy of new {key} is another object"] = dup.v != obj.v
+    init = column_entry(rt, "__ffi_init__", "ffi.EnumState")
+    if init is None:
+        out["init ffi.EnumState"] = "no hook"
+    else:
+        rec("init ffi.EnumState", rt.call_func(init))
+        rec("init ffi.EnumState with an argument", rt.call_func(init, 1))
+        info = rt.lib.TVMFFIGetTypeInfo(rt.call_func(init).type_index).contents
+        out["methods of ffi.EnumState"] = [
+            [m.name.text(), m.flags, m.metadata.text(), m.method.v == init]
+            for m in (info.methods[i] for i in range(info.num_methods))]
     vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
     if vi_copy is not None:
         rec("shallow copy of VisitInterrupt(5)", rt.call_func(vi_copy, rt.call(

@@ -72,7 +72,6 @@ _METHODS = "methods of reflection types follow with the structural/access-path w
 MISSING_MEMBERS: dict[tuple[str, str], str] = {
     ("ffi.Module", "field:imports_"): ("our Module keeps its imports in its own table; the "
                                        "ModuleObj layout belongs to the C++ surface"),
-    ("ffi.EnumState", "method:__ffi_init__"): _METHODS,
     ("ffi.StructuralKey", "method:__ffi_init__"): _METHODS,
     **{("ffi.reflection.AccessPath", f"method:{m}"): _METHODS for m in [
         "_root", "_extend", "_attr", "_array_item", "_map_item", "_attr_missing",
@@ -89,7 +88,6 @@ MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
         "__s_mutate__"]},
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
-    ("__ffi_init__", "ffi.EnumState"): _METHODS,
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
     ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
     ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,

@@ -115,13 +115,20 @@ static void rt_builtin_deleter(void* self, int flags) {
   if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
 }
 
+/* What a default-constructing Function was made as (its message names it). */
+typedef struct {
+  const rt_type_spec_ex* spec;
+  const char* name; /* "__ffi_new__" or "__ffi_init__" */
+} rt_ctor;
+
 static int rt_new_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
   (void)args;
-  const rt_type_spec_ex* t = (const rt_type_spec_ex*)self;
+  const rt_ctor* c = (const rt_ctor*)self;
+  const rt_type_spec_ex* t = c->spec;
   if (nargs != 0)
     return rt_raise("TypeError",
-                    "Mismatched number of arguments when calling: `%s.__ffi_new__() -> "
-                    "ffi.Object`. Expected 0 but got %d arguments", t->key, (int)nargs);
+                    "Mismatched number of arguments when calling: `%s.%s() -> "
+                    "ffi.Object`. Expected 0 but got %d arguments", t->key, c->name, (int)nargs);
   TVMFFIByteArray key = rt_ba(t->key);
   int32_t ti = -1;
   if (TVMFFITypeKeyToIndex(&key, &ti) != 0) return -1;
@@ -170,11 +177,38 @@ static int rt_copy_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFI
   return 0;
 }
 
-static void rt_register_new_and_copy(int32_t ti, const rt_type_spec_ex* t) {
+static rt_ctor rt_new_ctors[RT_N_TYPES + 1];
+static rt_ctor rt_init_ctor;
+
+/* EnumState's constructor without arguments: the __ffi_init__ column value
+ * and a static method of the same name, as the official registers it. */
+static void rt_register_enum_state_init(int32_t ti, const rt_type_spec_ex* t) {
+  static const char schema[] =
+      "{\"type_schema\":\"{\\\"type\\\":\\\"ffi.Function\\\",\\\"named_args\\\":"
+      "{\\\"return\\\":[{\\\"type\\\":\\\"ffi.Object\\\"}],\\\"params\\\":[]}}\"}";
+  rt_init_ctor.spec = t;
+  rt_init_ctor.name = "__ffi_init__";
+  TVMFFIObjectHandle f = NULL;
+  if (TVMFFIFunctionCreate(&rt_init_ctor, rt_new_call, NULL, &f) != 0) return;
+  TVMFFIMethodInfo m;
+  memset(&m, 0, sizeof(m));
+  m.name = rt_ba("__ffi_init__");
+  m.metadata = rt_ba(schema);
+  m.flags = kTVMFFIFieldFlagBitMaskIsStaticMethod;
+  rt_any_set_obj(&m.method, f);
+  (void)TVMFFITypeRegisterMethod(ti, &m);
+  TVMFFIByteArray col = rt_ba("__ffi_init__");
+  (void)TVMFFITypeRegisterAttr(ti, &col, &m.method);
+  rt_decref(f);
+}
+
+static void rt_register_new_and_copy(int32_t ti, const rt_type_spec_ex* t, size_t slot) {
   if (t->size == 0) return;
   TVMFFIByteArray new_col = rt_ba("__ffi_new__"), copy_col = rt_ba("__ffi_shallow_copy__");
   TVMFFIObjectHandle f = NULL;
-  if (TVMFFIFunctionCreate((void*)t, rt_new_call, NULL, &f) == 0) {
+  rt_new_ctors[slot].spec = t;
+  rt_new_ctors[slot].name = "__ffi_new__";
+  if (TVMFFIFunctionCreate(&rt_new_ctors[slot], rt_new_call, NULL, &f) == 0) {
     TVMFFIAny v;
     rt_any_set_obj(&v, f);
     (void)TVMFFITypeRegisterAttr(ti, &new_col, &v);
@@ -256,9 +290,13 @@ RT_INIT(rt_builtin_types_init) {
     if (ti >= 0) (void)TVMFFITypeRegisterAttr(ti, &final_col, &yes);
   }
   rt_register_convert_hooks();
-  rt_register_new_and_copy(kTVMFFIVisitInterrupt, &rt_visit_interrupt_spec);
-  for (size_t i = 0; i < RT_N_TYPES; ++i)
-    if (rt_type_index_of_spec[i] > 0) rt_register_new_and_copy(rt_type_index_of_spec[i], &rt_types[i]);
+  rt_register_new_and_copy(kTVMFFIVisitInterrupt, &rt_visit_interrupt_spec, RT_N_TYPES);
+  for (size_t i = 0; i < RT_N_TYPES; ++i) {
+    if (rt_type_index_of_spec[i] <= 0) continue;
+    rt_register_new_and_copy(rt_type_index_of_spec[i], &rt_types[i], i);
+    if (rt_types[i].defaults == D_ENUM_STATE)
+      rt_register_enum_state_init(rt_type_index_of_spec[i], &rt_types[i]);
+  }
   /* registration failures above leave an error behind; start-up has no
    * caller to give it to */
   TVMFFIObjectHandle err = NULL;
