@@ -320,3 +320,15 @@ def test_registry_calls_under_asan_ubsan(san_libdir, ours_libdir):
                            cwd=HERE)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert san.stdout == plain.stdout
+
+
+def test_list_dict_lifecycle_under_asan_ubsan(san_libdir, ours_libdir):
+    # List/Dict growth, in-place changes, erase, self-replacement and the
+    # conversion hooks: no overflow, no leak, every object released.
+    exe, libdir = sanitized_program(C_HARD / "list_dict.c", "list_dict")
+    proc = run_sanitized(exe, [], libdir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == ("round 0: dict size 133\nround 1: dict size 133\n"
+                           "round 2: dict size 133\nlist size 220\n"
+                           "converted to type 71\nconverted to type 72\n"
+                           "failures 0, live objects delta 0\n")
