@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
@@ -44,8 +45,6 @@
 /* The quiet allocator: NULL without an error on failure (object.c). */
 RT_HIDDEN void* rt_object_alloc_quiet(size_t total_size, int32_t type_index,
                                       void (*deleter)(void* self, int flags));
-RT_HIDDEN void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
-                                             void (*deleter)(void* self, int flags));
 RT_HIDDEN void* rt_object_alloc_aligned_quiet(size_t total_size, size_t alignment,
                                               int32_t type_index,
                                               void (*deleter)(void* self, int flags));
@@ -242,6 +241,47 @@ RT_HIDDEN void rt_violation(const char* kind, const char* fmt, ...) RT_PRINTF(2,
 /* Calls fn for each kept record, oldest first, under the record lock. */
 RT_HIDDEN void rt_violations_snapshot(void (*fn)(const char* kind, const char* detail, void* ctx),
                                       void* ctx);
+
+/* ------------------------------------------------------------------ */
+/* the quiet allocator's fast path, inlined into its callers           */
+/* (1_object/object.c owns the state)                                  */
+/* ------------------------------------------------------------------ */
+/* Each block of the built-in allocator is [raw pointer][alloc header][body]. */
+typedef struct {
+  void* raw;
+  TVMFFIObjectAllocHeader hdr;
+} rt_prefix;
+extern RT_HIDDEN TVMFFICustomAllocator rt_default_allocator;
+extern RT_HIDDEN TVMFFICustomAllocator* rt_allocator;
+RT_HIDDEN void rt_default_delete_space(void* body);
+
+/* Storage for an object with only its header set (NULL, no error, on
+ * failure); the bytes after the header are not cleared. */
+static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
+                                                 void (*deleter)(void* self, int flags)) {
+  if (total_size < sizeof(TVMFFIObject)) total_size = sizeof(TVMFFIObject);
+  TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
+  void* body;
+  if (RT_LIKELY(a == &rt_default_allocator)) {
+    /* the common case without the indirect call */
+    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
+    if (p) {
+      p->raw = p;
+      p->hdr.delete_space = rt_default_delete_space;
+    }
+    body = p ? (void*)(p + 1) : NULL;
+  } else {
+    body = a->allocate(total_size, 16, type_index, a->context);
+  }
+  if (RT_UNLIKELY(!body)) return NULL;
+  TVMFFIObject* o = (TVMFFIObject*)body;
+  o->combined_ref_count = RT_BOTH_ONE;
+  o->type_index = type_index;
+  o->__padding = 0;
+  o->deleter = deleter;
+  rt_count_alloc(type_index);
+  return body;
+}
 
 /* ------------------------------------------------------------------ */
 /* tensors and containers                                              */

@@ -10,12 +10,7 @@
  * Each block is [raw pointer][TVMFFIObjectAllocHeader][body...]: the 16-byte
  * prefix keeps the body 16-byte aligned with plain malloc and lets
  * delete_space find the start of over-aligned blocks. */
-typedef struct {
-  void* raw;
-  TVMFFIObjectAllocHeader hdr;
-} rt_prefix;
-
-static void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
+void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
 
 static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_index, void* ctx) {
   (void)type_index;
@@ -39,8 +34,8 @@ static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_ind
   return body;
 }
 
-static TVMFFICustomAllocator rt_default_allocator = {rt_default_allocate, NULL};
-static TVMFFICustomAllocator* rt_allocator = &rt_default_allocator;
+TVMFFICustomAllocator rt_default_allocator = {rt_default_allocate, NULL};
+TVMFFICustomAllocator* rt_allocator = &rt_default_allocator;
 
 TVM_FFI_DLL TVMFFICustomAllocator* TVMFFIGetCustomAllocator(void) {
   return __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
@@ -49,32 +44,6 @@ TVM_FFI_DLL TVMFFICustomAllocator* TVMFFIGetCustomAllocator(void) {
 void rt_object_set_allocator(TVMFFICustomAllocator* allocator) {
   __atomic_store_n(&rt_allocator, allocator ? allocator : &rt_default_allocator,
                    __ATOMIC_RELEASE);
-}
-
-void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
-                             void (*deleter)(void*, int)) {
-  if (total_size < sizeof(TVMFFIObject)) total_size = sizeof(TVMFFIObject);
-  TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
-  void* body;
-  if (RT_LIKELY(a == &rt_default_allocator)) {
-    /* the common case without the indirect call */
-    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
-    if (p) {
-      p->raw = p;
-      p->hdr.delete_space = rt_default_delete_space;
-    }
-    body = p ? (void*)(p + 1) : NULL;
-  } else {
-    body = a->allocate(total_size, 16, type_index, a->context);
-  }
-  if (RT_UNLIKELY(!body)) return NULL;
-  TVMFFIObject* o = (TVMFFIObject*)body;
-  o->combined_ref_count = RT_BOTH_ONE;
-  o->type_index = type_index;
-  o->__padding = 0;
-  o->deleter = deleter;
-  rt_count_alloc(type_index);
-  return body;
 }
 
 void* rt_object_alloc_aligned_quiet(size_t total_size, size_t alignment, int32_t type_index,
