@@ -140,6 +140,9 @@ class Runtime:
             size = ctypes.c_int64.from_address(a.v + 32).value
             return {key: [self.canon(AnyC.from_address(data + 16 * i), depth + 1)
                           for i in range(size)]}
+        if key == "ffi.BigInt":
+            n = ctypes.c_uint64.from_address(a.v + 24).value
+            return {"bigint": ctypes.string_at(a.v + 32, 8 * n).hex()}
         if key == "ffi.Function":
             return {"object": key}
         if key in ("ffi.Map", "ffi.Dict"):
@@ -349,6 +352,41 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         out["methods of ffi.EnumState"] = [
             [m.name.text(), m.flags, m.metadata.text(), m.method.v == init]
             for m in (info.methods[i] for i in range(info.num_methods))]
+    # the BigInt hooks
+    rt.lib.TVMFFIBigIntFromByteArray.argtypes = [ctypes.POINTER(ByteArray), ctypes.POINTER(AnyC)]
+
+    def bigint(v: int) -> AnyC:
+        data = v.to_bytes(24, "little", signed=True)
+        buf = ctypes.create_string_buffer(data, len(data))
+        out = AnyC()
+        rt.lib.TVMFFIBigIntFromByteArray(ctypes.byref(ByteArray(
+            ctypes.cast(buf, ctypes.c_void_p), len(data))), ctypes.byref(out))
+        return out
+
+    values = {"2^70": 1 << 70, "-2^70": -(1 << 70), "2^127-1": (1 << 127) - 1,
+              "-2^64": -(1 << 64), "2^64": 1 << 64, "-2^127": -(1 << 127)}
+    bigs = {k: bigint(v) for k, v in values.items()}
+    hooks = {c: column_entry(rt, c, "ffi.BigInt") for c in
+             ["__ffi_eq__", "__ffi_compare__", "__ffi_hash__", "__data_to_json__",
+              "__data_from_json__"]}
+    if all(h is not None for h in hooks.values()):
+        for k, b in bigs.items():
+            rec(f"BigInt to_json {k}", rt.call_func(hooks["__data_to_json__"], b))
+            rec(f"BigInt hash {k}", rt.call_func(hooks["__ffi_hash__"], b, None))
+            for k2, b2 in bigs.items():
+                rec(f"BigInt eq {k} {k2}", rt.call_func(hooks["__ffi_eq__"], b, b2, None))
+                rec(f"BigInt compare {k} {k2}",
+                    rt.call_func(hooks["__ffi_compare__"], b, b2, None))
+        for text in ["123456789012345678901234567890", "-123456789012345678901234567890",
+                     "5", "-9223372036854775808", "9223372036854775808", "0", "-0", "12a",
+                     " 1", "", "-", "+7", "9" * 60]:
+            r = rt.call_func(hooks["__data_from_json__"], text)
+            rec(f"BigInt from_json {text!r}", r)
+            if isinstance(r, AnyC) and r.type_index in (1, 78):
+                rec(f"BigInt from_json {text!r} back", rt.call_func(hooks["__data_to_json__"], r)
+                    if r.type_index == 78 else r.v)
+    else:
+        out["BigInt hooks"] = "missing"
     vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
     if vi_copy is not None:
         rec("shallow copy of VisitInterrupt(5)", rt.call_func(vi_copy, rt.call(

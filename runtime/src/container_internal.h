@@ -91,6 +91,8 @@ RT_HIDDEN const char* rt_b_type_name(const TVMFFIAny* v, size_t* len);
 /* Hash and equality of map keys, as the official AnyHash / AnyEqual
  * (6_container/anyhash.c). */
 RT_HIDDEN int rt_any_hash(const TVMFFIAny* v, uint64_t* out);
+/* The official stable hash of bytes (64-bit words mod 2^31-1). */
+RT_HIDDEN uint64_t rt_hash_bytes(const char* data, size_t size);
 RT_HIDDEN int rt_any_equal(const TVMFFIAny* a, const TVMFFIAny* b, int* out);
 
 #endif /* TVMFFI_RT_CONTAINER_INTERNAL_H_ */

@@ -11,7 +11,7 @@ static uint64_t hash_combine(uint64_t key, uint64_t value) {
 }
 
 /* Bytes hashed as 64-bit little-endian words mod 2^31-1 (x86/arm: native). */
-static uint64_t hash_bytes(const char* data, size_t size) {
+uint64_t rt_hash_bytes(const char* data, size_t size) {
   const uint64_t mul = 1099511628211ull, mod = 2147483647ull;
   uint64_t r = 0;
   size_t i = 0;
@@ -77,7 +77,7 @@ int rt_any_hash(const TVMFFIAny* v, uint64_t* out) {
     *out = hash_combine(kTVMFFIBytes, v->v_uint64 % mod);
   } else if (ti == kTVMFFIStr || ti == kTVMFFIBytes) {
     const TVMFFIByteArray* b = (const TVMFFIByteArray*)rt_cell(v->v_obj);
-    *out = hash_combine((uint64_t)ti, hash_bytes(b->data, b->size));
+    *out = hash_combine((uint64_t)ti, rt_hash_bytes(b->data, b->size));
   } else {
     if (ti >= kTVMFFIStaticObjectBegin) {
       const TVMFFIAny* hook = custom_entry("__any_hash__", ti);
