@@ -387,6 +387,20 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
                     if r.type_index == 78 else r.v)
     else:
         out["BigInt hooks"] = "missing"
+    # BigInt map keys: hashed and compared through the native hooks
+    keys = [bigint((1 << 70) + i) for i in range(7)]
+    args: list[Any] = []
+    for i, k in enumerate(keys):
+        args += [k, i]
+    bm = rec("Map with BigInt keys", rt.call("ffi.Map", *args))
+    rec("Map BigInt lookup by an equal object",
+        rt.call("ffi.MapGetItem", bm, bigint((1 << 70) + 3)))
+    rec("Map BigInt count of an absent key", rt.call("ffi.MapCount", bm, bigint(-(1 << 70))))
+    bd = rt.call("ffi.Dict")
+    for i, k in enumerate(keys):
+        rt.call("ffi.DictSetItem", bd, bigint((1 << 70) + i), i)
+        rt.call("ffi.DictSetItem", bd, k, i * 10)
+    rec("Dict with BigInt keys set twice", bd)
     vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
     if vi_copy is not None:
         rec("shallow copy of VisitInterrupt(5)", rt.call_func(vi_copy, rt.call(

@@ -79,11 +79,8 @@ MISSING_MEMBERS: dict[tuple[str, str], str] = {
         "_path_equal"]},
 }
 
-_HOOKS = ("native (C++ calling convention) AnyHash/AnyEqual hooks: map keys that are BigInts "
-          "are hashed by our AnyHash directly")
 # (column, type key) -> why the type has no value in our column
 MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
-    **{(c, "ffi.BigInt"): _HOOKS for c in ["__any_equal__", "__any_hash__"]},
     **{(c, "ffi.BigInt"): _STRUCTURAL for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]},
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,

@@ -163,7 +163,52 @@ static int h_from_json(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny*
   return rc;
 }
 
+/* Native AnyHash / AnyEqual hooks: raw function pointers with the
+ * official native-hook convention (arguments by reference, an Any back:
+ * the result, or an Error object). */
+static TVMFFIAny native_error(const char* kind, const char* msg) {
+  TVMFFIAny r;
+  rt_any_set_none(&r);
+  TVMFFIByteArray k = {kind, strlen(kind)}, m = {msg, strlen(msg)}, b = {"", 0};
+  TVMFFIObjectHandle e = NULL;
+  if (TVMFFIErrorCreate(&k, &m, &b, &e) == 0 && e) rt_any_set_obj(&r, e);
+  return r;
+}
+
+static TVMFFIAny native_any_hash(const TVMFFIAny* v) {
+  const int64_t* w;
+  size_t n;
+  if (!bi_words(v, &w, &n)) return native_error("TypeError", "__any_hash__ expects a BigInt");
+  TVMFFIAny r;
+  rt_any_set_int(&r, v->type_index == kTVMFFIInt ? v->v_int64
+                                                 : (int64_t)rt_hash_bytes((const char*)w, n * 8));
+  return r;
+}
+
+static TVMFFIAny native_any_equal(const TVMFFIAny* a, const TVMFFIAny* b) {
+  const int64_t *x, *y;
+  size_t nx, ny;
+  if (!bi_words(a, &x, &nx) || !bi_words(b, &y, &ny))
+    return native_error("TypeError", "__any_equal__ expects two BigInts");
+  TVMFFIAny r;
+  rt_any_set_bool(&r, bi_compare(x, nx, y, ny) == 0);
+  return r;
+}
+
 RT_INIT(rt_bigint_hooks_init) {
+  static const struct {
+    const char* column;
+    void* fn;
+  } natives[] = {{"__any_hash__", (void*)native_any_hash},
+                 {"__any_equal__", (void*)native_any_equal}};
+  for (size_t i = 0; i < sizeof(natives) / sizeof(natives[0]); ++i) {
+    TVMFFIByteArray col = {natives[i].column, strlen(natives[i].column)};
+    TVMFFIAny v;
+    rt_any_set_none(&v);
+    v.type_index = kTVMFFIOpaquePtr;
+    v.v_ptr = natives[i].fn;
+    (void)TVMFFITypeRegisterAttr(kTVMFFIBigInt, &col, &v);
+  }
   static const struct {
     const char* column;
     TVMFFISafeCallType fn;
