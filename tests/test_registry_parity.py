@@ -36,8 +36,6 @@ _STRUCTURAL = ("structural equality/hash/visit/mutate over reflected fields (ffi
 _JSON_GRAPH = "the JSON graph serializer (ToJSONGraph/FromJSONGraph) is not implemented yet"
 _REFLECTION = ("reflection helpers that build objects or accessors from field metadata are "
                "not implemented yet")
-_CXX = ("provided by the C++ surface of the runtime (runtime branch: cxx/json.cc, "
-        "cxx/module_globals.cc), merged separately")
 
 # global function -> why ours does not have it
 MISSING_GLOBALS: dict[str, str] = {
@@ -61,11 +59,6 @@ MISSING_GLOBALS: dict[str, str] = {
                                 "ffi._PyClassRegisterTypeAttrColumns", "ffi._RegisterFFIInit"]},
     "ffi.SystemLib": "the system-library module is not implemented yet",
 }
-# present in the official runtime through the C++ surface, merged from
-# another branch: missing here or present, both are fine
-PENDING_MERGE: dict[str, str] = {n: _CXX for n in [
-    "ffi.json.Parse", "ffi.json.Stringify", "ffi.ModuleGetPropertyMask",
-    "ffi.ModuleGetWriteFormats", "ffi.ModuleInspectSource", "ffi.ModuleWriteToFile"]}
 
 _METHODS = "methods of reflection types follow with the structural/access-path work"
 # (type key, "field:name" or "method:name") -> why
@@ -169,7 +162,7 @@ def test_ours_covers_the_official_startup_registry(dumps: dict[str, dict[str, An
     gaps = _gaps(bare, ours)
     assert gaps["types"] == set(), "types missing or with another parent/index"
     assert gaps["columns"] == set(), "type attribute columns missing"
-    assert gaps["globals"] - set(MISSING_GLOBALS) - set(PENDING_MERGE) == set()
+    assert gaps["globals"] - set(MISSING_GLOBALS) == set()
     assert gaps["members"] - set(MISSING_MEMBERS) == set()
     assert gaps["column_values"] - set(MISSING_COLUMN_VALUES) == set()
     # the exception lists name only what is really missing
