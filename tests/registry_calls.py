@@ -366,10 +366,11 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     values = {"2^70": 1 << 70, "-2^70": -(1 << 70), "2^127-1": (1 << 127) - 1,
               "-2^64": -(1 << 64), "2^64": 1 << 64, "-2^127": -(1 << 127)}
     bigs = {k: bigint(v) for k, v in values.items()}
-    hooks = {c: column_entry(rt, c, "ffi.BigInt") for c in
+    found = {c: column_entry(rt, c, "ffi.BigInt") for c in
              ["__ffi_eq__", "__ffi_compare__", "__ffi_hash__", "__data_to_json__",
               "__data_from_json__"]}
-    if all(h is not None for h in hooks.values()):
+    hooks = {c: h for c, h in found.items() if h is not None}
+    if len(hooks) == len(found):
         for k, b in bigs.items():
             rec(f"BigInt to_json {k}", rt.call_func(hooks["__data_to_json__"], b))
             rec(f"BigInt hash {k}", rt.call_func(hooks["__ffi_hash__"], b, None))
@@ -390,16 +391,16 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     # BigInt map keys: hashed and compared through the native hooks
     keys = [bigint((1 << 70) + i) for i in range(7)]
     args: list[Any] = []
-    for i, k in enumerate(keys):
-        args += [k, i]
+    for i, key_obj in enumerate(keys):
+        args += [key_obj, i]
     bm = rec("Map with BigInt keys", rt.call("ffi.Map", *args))
     rec("Map BigInt lookup by an equal object",
         rt.call("ffi.MapGetItem", bm, bigint((1 << 70) + 3)))
     rec("Map BigInt count of an absent key", rt.call("ffi.MapCount", bm, bigint(-(1 << 70))))
     bd = rt.call("ffi.Dict")
-    for i, k in enumerate(keys):
+    for i, key_obj in enumerate(keys):
         rt.call("ffi.DictSetItem", bd, bigint((1 << 70) + i), i)
-        rt.call("ffi.DictSetItem", bd, k, i * 10)
+        rt.call("ffi.DictSetItem", bd, key_obj, i * 10)
     rec("Dict with BigInt keys set twice", bd)
     vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
     if vi_copy is not None:
