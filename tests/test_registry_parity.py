@@ -162,6 +162,9 @@ def test_ours_covers_the_official_startup_registry(dumps: dict[str, dict[str, An
     gaps = _gaps(bare, ours)
     assert gaps["types"] == set(), "types missing or with another parent/index"
     assert gaps["columns"] == set(), "type attribute columns missing"
+    extra_columns = {c for c, keys in ours["columns"].items()
+                     if keys is not None and bare["columns"][c] is None}
+    assert extra_columns == set(), "columns the official runtime does not create at start-up"
     assert gaps["globals"] - set(MISSING_GLOBALS) == set()
     assert gaps["members"] - set(MISSING_MEMBERS) == set()
     assert gaps["column_values"] - set(MISSING_COLUMN_VALUES) == set()

@@ -227,7 +227,7 @@ static const char* const rt_columns[] = {
     "__ffi_compare__", "__ffi_convert__", "__ffi_enum__", "__ffi_eq__", "__ffi_hash__",
     "__ffi_init__", "__ffi_new__", "__ffi_repr__", "__ffi_shallow_copy__",
     "__ffi_type_final__", "__s_equal__", "__s_hash__", "__s_maybe_inplace_mutate__",
-    "__s_mutate__", "__s_visit__", "__ffi_convert_type_schema__",
+    "__s_mutate__", "__s_visit__",
 };
 
 static const char* const rt_final_types[] = {
