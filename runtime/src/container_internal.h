@@ -1,4 +1,4 @@
-/* Shared by container.c, map.c and module.c (runtime part B): container
+/* Shared by the container, tensor, module and registry layers: container
  * layouts identical to the official headers, and helpers for C-implemented
  * global functions that check their arguments like the reference does. */
 #ifndef TVMFFI_RT_CONTAINER_INTERNAL_H_
@@ -35,6 +35,23 @@ static inline const TVMFFIAny* rt_seq_items(void* obj, int64_t* size) {
   return (const TVMFFIAny*)c->data;
 }
 
+/* ---- lists (list.c) ---- */
+/* Empty List with room for `capacity` elements (new reference) or NULL. */
+RT_HIDDEN void* rt_list_new(int64_t capacity);
+/* Appends a copy of `value` (an owned or view Any). */
+RT_HIDDEN int rt_list_append(void* list, const TVMFFIAny* value);
+
+/* ---- dicts (map.c: storage; dict.c: globals) ----
+ * A Dict keeps its identity: its storage is always the dense layout with
+ * the blocks outside the object, and growing moves the new storage in. */
+RT_HIDDEN void* rt_dict_new(void);
+RT_HIDDEN int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value);
+/* Removes `key` if present (*erased = 1 then). */
+RT_HIDDEN int rt_dict_erase(void* dict, const TVMFFIAny* key, int* erased);
+RT_HIDDEN int rt_dict_clear(void* dict);
+/* Forward-iterator Function over a Map or Dict (see ffi.MapForwardIterFunctor). */
+RT_HIDDEN int rt_map_iter_functor(void* map, TVMFFIAny* ret);
+
 /* ---- maps (map.c) ---- */
 /* New empty Map (new reference) or NULL with an error raised. */
 RT_HIDDEN void* rt_map_new(void);
@@ -54,7 +71,7 @@ RT_HIDDEN uint64_t rt_map_iter_next(void* map, uint64_t it);
 RT_HIDDEN void rt_map_iter_kv(void* map, uint64_t it, const TVMFFIAny** key,
                               const TVMFFIAny** value);
 
-/* ---- argument checking for C globals (container.c) ----
+/* ---- argument checking for C globals (5_function/args.c) ----
  * `sig` is the signature shown in messages, e.g.
  * "ffi.ArraySize(0: ffi.Array) -> int". */
 RT_HIDDEN int rt_b_check_nargs(const char* sig, int32_t got, int32_t want);
@@ -71,8 +88,11 @@ RT_HIDDEN int rt_b_arg_str(const TVMFFIAny* args, int32_t i, const char* sig,
 /* Name of the type of a value for messages. */
 RT_HIDDEN const char* rt_b_type_name(const TVMFFIAny* v, size_t* len);
 
-/* Hash and equality of map keys, as the official AnyHash / AnyEqual. */
+/* Hash and equality of map keys, as the official AnyHash / AnyEqual
+ * (6_container/anyhash.c). */
 RT_HIDDEN int rt_any_hash(const TVMFFIAny* v, uint64_t* out);
+/* The official stable hash of bytes (64-bit words mod 2^31-1). */
+RT_HIDDEN uint64_t rt_hash_bytes(const char* data, size_t size);
 RT_HIDDEN int rt_any_equal(const TVMFFIAny* a, const TVMFFIAny* b, int* out);
 
 #endif /* TVMFFI_RT_CONTAINER_INTERNAL_H_ */

@@ -1,8 +1,9 @@
 /* Internal interface shared by the runtime's source files (not installed).
  *
- * Ownership: runtime A (object/type/string/error/function/registry/env/
- * instrument/init) implements everything here except the section marked
- * "runtime B", which tensor.c/container.c/module.c/... implement.
+ * The sources are arranged in layers, one directory each, numbered in
+ * dependency order (see runtime/src/README.md): a file calls only functions
+ * of its own layer or of lower ones, and no two files call each other
+ * (tests/test_runtime_layout.py checks both).
  *
  * Conventions:
  *  - Functions returning int return 0 on success and -1 with an error raised
@@ -19,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
@@ -38,8 +40,17 @@
 #define RT_BOTH_ONE (RT_STRONG_ONE | RT_WEAK_ONE)
 
 /* ------------------------------------------------------------------ */
-/* objects (object.c)                                                  */
+/* objects (1_object/object.c: quiet; 2_error/alloc.c: raising)        */
 /* ------------------------------------------------------------------ */
+/* The quiet allocator: NULL without an error on failure (object.c). */
+RT_HIDDEN void* rt_object_alloc_quiet(size_t total_size, int32_t type_index,
+                                      void (*deleter)(void* self, int flags));
+RT_HIDDEN void* rt_object_alloc_aligned_quiet(size_t total_size, size_t alignment,
+                                              int32_t type_index,
+                                              void (*deleter)(void* self, int flags));
+/* Installs `allocator` (NULL: the built-in one) without checking it. */
+RT_HIDDEN void rt_object_set_allocator(TVMFFICustomAllocator* allocator);
+
 
 /* Zeroed storage for an object of `total_size` bytes (header included),
  * 16-byte aligned, through the current TVMFFICustomAllocator; header set:
@@ -58,6 +69,11 @@ RT_HIDDEN void* rt_object_alloc_uninit(size_t total_size, int32_t type_index,
  * TVMFFIObjectAllocHeader::delete_space before it). Call it from your
  * deleter when flags contain kTVMFFIObjectDeleterFlagBitMaskWeak. */
 RT_HIDDEN void rt_object_free(void* obj);
+/* The two sentinel objects (plain ffi.Object, made once, never freed):
+ * "missing" (ffi.GetInvalidObject, *GetItemOrMissing) and "kwargs"
+ * (ffi.GetKwargsObject). *out receives a new reference (alloc.c). */
+RT_HIDDEN int rt_missing_object(TVMFFIAny* out);
+RT_HIDDEN int rt_kwargs_object(TVMFFIAny* out);
 /* A ready-made deleter for objects with nothing to release but storage. */
 RT_HIDDEN void rt_object_plain_deleter(void* self, int flags);
 
@@ -140,7 +156,7 @@ RT_HIDDEN int rt_raise(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
 RT_HIDDEN void rt_set_error_cb(void* error_ctx, const char* kind, const char* message);
 
 /* ------------------------------------------------------------------ */
-/* functions and global registry (function.c, registry.c)              */
+/* functions and global registry (function.c)                         */
 /* ------------------------------------------------------------------ */
 /* Registers a global function implemented in C (handle passed = NULL).
  * Replaces an existing one. Returns 0/-1. */
@@ -151,6 +167,9 @@ RT_HIDDEN int rt_register_global_with_handle(const char* name, TVMFFISafeCallTyp
 RT_HIDDEN void* rt_get_global(const char* name);
 /* Names of all globals, sorted; caller frees each name and the array. */
 RT_HIDDEN int rt_global_names(char*** out_names, size_t* out_count);
+/* Copy of a global's metadata text ("" when it has none) in *out (free
+ * it); returns 1, or 0 when there is no such global, -1 on error. */
+RT_HIDDEN int rt_global_metadata(const char* name, size_t len, char** out);
 /* Removes a global; returns 1 if it existed. */
 RT_HIDDEN int rt_remove_global(const char* name, size_t len);
 
@@ -180,7 +199,7 @@ RT_HIDDEN void rt_env_system_lib_symbols_foreach(
     void (*fn)(const char* name, void* sym, void* ctx), void* ctx);
 
 /* ------------------------------------------------------------------ */
-/* instrumentation (instrument.c)                                      */
+/* instrumentation (1_object/counters.c; reports in report.c)          */
 /* ------------------------------------------------------------------ */
 /* Per-thread counter blocks (see instrument.c): only the owning thread
  * writes its block, with plain relaxed load+store (no locked instruction). */
@@ -219,10 +238,53 @@ static inline void rt_count_free(int32_t type_index) { rt_count(type_index, -1);
 extern RT_HIDDEN int rt_checking_level;
 /* Records a misuse when checking is on. */
 RT_HIDDEN void rt_violation(const char* kind, const char* fmt, ...) RT_PRINTF(2, 3);
+/* Calls fn for each kept record, oldest first, under the record lock. */
+RT_HIDDEN void rt_violations_snapshot(void (*fn)(const char* kind, const char* detail, void* ctx),
+                                      void* ctx);
 
 /* ------------------------------------------------------------------ */
-/* runtime B: implemented in tensor.c / container.c / module.c         */
-/* (weak fallbacks in init.c raise "not implemented" until then)       */
+/* the quiet allocator's fast path, inlined into its callers           */
+/* (1_object/object.c owns the state)                                  */
+/* ------------------------------------------------------------------ */
+/* Each block of the built-in allocator is [raw pointer][alloc header][body]. */
+typedef struct {
+  void* raw;
+  TVMFFIObjectAllocHeader hdr;
+} rt_prefix;
+extern RT_HIDDEN TVMFFICustomAllocator rt_default_allocator;
+extern RT_HIDDEN TVMFFICustomAllocator* rt_allocator;
+RT_HIDDEN void rt_default_delete_space(void* body);
+
+/* Storage for an object with only its header set (NULL, no error, on
+ * failure); the bytes after the header are not cleared. */
+static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
+                                                 void (*deleter)(void* self, int flags)) {
+  if (total_size < sizeof(TVMFFIObject)) total_size = sizeof(TVMFFIObject);
+  TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
+  void* body;
+  if (RT_LIKELY(a == &rt_default_allocator)) {
+    /* the common case without the indirect call */
+    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
+    if (p) {
+      p->raw = p;
+      p->hdr.delete_space = rt_default_delete_space;
+    }
+    body = p ? (void*)(p + 1) : NULL;
+  } else {
+    body = a->allocate(total_size, 16, type_index, a->context);
+  }
+  if (RT_UNLIKELY(!body)) return NULL;
+  TVMFFIObject* o = (TVMFFIObject*)body;
+  o->combined_ref_count = RT_BOTH_ONE;
+  o->type_index = type_index;
+  o->__padding = 0;
+  o->deleter = deleter;
+  rt_count_alloc(type_index);
+  return body;
+}
+
+/* ------------------------------------------------------------------ */
+/* tensors and containers                                              */
 /* ------------------------------------------------------------------ */
 /* The default CPU DLPackManagedTensorAllocator (tensor.c). */
 RT_HIDDEN int rt_cpu_tensor_alloc(DLTensor* prototype, DLManagedTensorVersioned** out,

@@ -76,28 +76,6 @@ TVM_FFI_DLL TVMFFIStreamHandle TVMFFIEnvGetStream(int32_t device_type, int32_t d
   return NULL;
 }
 
-/* ---- DLPack allocator: process-wide slot first, then this thread's,
- * then the built-in CPU allocator (tensor.c) ---- */
-static DLPackManagedTensorAllocator rt_global_allocator;
-static __thread DLPackManagedTensorAllocator rt_tls_allocator;
-
-TVM_FFI_DLL int TVMFFIEnvSetDLPackManagedTensorAllocator(
-    DLPackManagedTensorAllocator allocator, int write_to_global_context,
-    DLPackManagedTensorAllocator* opt_out_original_allocator) {
-  if (opt_out_original_allocator) *opt_out_original_allocator = rt_tls_allocator;
-  rt_tls_allocator = allocator;
-  if (write_to_global_context)
-    __atomic_store_n(&rt_global_allocator, allocator, __ATOMIC_RELEASE);
-  return 0;
-}
-
-TVM_FFI_DLL DLPackManagedTensorAllocator TVMFFIEnvGetDLPackManagedTensorAllocator(void) {
-  DLPackManagedTensorAllocator a = __atomic_load_n(&rt_global_allocator, __ATOMIC_ACQUIRE);
-  if (a) return a;
-  if (rt_tls_allocator) return rt_tls_allocator;
-  return rt_cpu_tensor_alloc;
-}
-
 TVM_FFI_DLL int TVMFFIEnvCheckSignals(void) { return 0; }
 
 /* ---- symbol tables (small; a mutex and a linear list are enough) ---- */

@@ -218,37 +218,3 @@ int rt_sb_to_string_any(rt_sbuf* b, TVMFFIAny* out) {
   rt_sb_free(b);
   return rc;
 }
-
-/* ---- globals ---- */
-static int rt_ffi_string(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
-  (void)h;
-  TVMFFIByteArray s;
-  if (n != 1) return rt_raise("TypeError", "ffi.String expects 1 argument but %d were given", (int)n);
-  if (!rt_any_get_bytes(&args[0], 0, &s)) {
-    size_t len;
-    const char* key = rt_type_key(args[0].type_index, &len);
-    return rt_raise("TypeError",
-                    "Mismatched type on argument #0 when calling: `ffi.String(0: str) -> str`. "
-                    "Expected `str` but got `%.*s`", (int)len, key);
-  }
-  return rt_string_to_any(s.data, s.size, ret);
-}
-
-static int rt_ffi_bytes(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
-  (void)h;
-  TVMFFIByteArray s;
-  if (n != 1) return rt_raise("TypeError", "ffi.Bytes expects 1 argument but %d were given", (int)n);
-  if (!rt_any_get_bytes(&args[0], 1, &s)) {
-    size_t len;
-    const char* key = rt_type_key(args[0].type_index, &len);
-    return rt_raise("TypeError",
-                    "Mismatched type on argument #0 when calling: `ffi.Bytes(0: bytes) -> bytes`. "
-                    "Expected `bytes` but got `%.*s`", (int)len, key);
-  }
-  return rt_bytes_to_any(s.data, s.size, ret);
-}
-
-RT_INIT(rt_string_globals_init) {
-  rt_register_global("ffi.String", rt_ffi_string);
-  rt_register_global("ffi.Bytes", rt_ffi_bytes);
-}

@@ -274,6 +274,22 @@ int rt_remove_global(const char* name, size_t len) {
   return found;
 }
 
+int rt_global_metadata(const char* name, size_t len, char** out) {
+  *out = NULL;
+  int found = 0;
+  pthread_mutex_lock(&rt_glock);
+  rt_gentry* e = rt_gtab ? rt_gfind(rt_gtab, rt_hash_name(name, len), name, len) : NULL;
+  if (e && e->func) {
+    found = 1;
+    const char* m = e->metadata ? e->metadata : "";
+    *out = strdup(m);
+    if (!*out) found = -1;
+  }
+  pthread_mutex_unlock(&rt_glock);
+  if (found < 0) return rt_raise("MemoryError", "out of memory");
+  return found;
+}
+
 static int rt_cmp_str(const void* a, const void* b) {
   return strcmp(*(char* const*)a, *(char* const*)b);
 }

@@ -1,4 +1,6 @@
-/* Object storage, reference counting and opaque objects. */
+/* Object storage and reference counting: the bottom layer. Nothing here
+ * raises an error (errors are objects made with this file's allocator):
+ * allocation failure returns NULL and alloc.c, one layer up, raises. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,12 +10,7 @@
  * Each block is [raw pointer][TVMFFIObjectAllocHeader][body...]: the 16-byte
  * prefix keeps the body 16-byte aligned with plain malloc and lets
  * delete_space find the start of over-aligned blocks. */
-typedef struct {
-  void* raw;
-  TVMFFIObjectAllocHeader hdr;
-} rt_prefix;
-
-static void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
+void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
 
 static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_index, void* ctx) {
   (void)type_index;
@@ -24,79 +21,36 @@ static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_ind
     raw = (char*)malloc(sizeof(rt_prefix) + size);
     body = raw + sizeof(rt_prefix);
   } else {
-    if (alignment & (alignment - 1)) {
-      TVMFFIErrorSetRaisedFromCStr("ValueError", "object alignment must be a power of two");
-      return NULL;
-    }
+    if (alignment & (alignment - 1)) return NULL; /* alloc.c checks it first */
     raw = (char*)malloc(alignment + size + sizeof(rt_prefix));
     body = raw ? (char*)(((uintptr_t)raw + sizeof(rt_prefix) + alignment - 1) &
                          ~(uintptr_t)(alignment - 1))
                : NULL;
   }
-  if (!raw) {
-    TVMFFIErrorSetRaisedFromCStr("MemoryError", "out of memory allocating an object");
-    return NULL;
-  }
+  if (!raw) return NULL;
   rt_prefix* p = (rt_prefix*)body - 1;
   p->raw = raw;
   p->hdr.delete_space = rt_default_delete_space;
   return body;
 }
 
-static TVMFFICustomAllocator rt_default_allocator = {rt_default_allocate, NULL};
-static TVMFFICustomAllocator* rt_allocator = &rt_default_allocator;
+TVMFFICustomAllocator rt_default_allocator = {rt_default_allocate, NULL};
+TVMFFICustomAllocator* rt_allocator = &rt_default_allocator;
 
 TVM_FFI_DLL TVMFFICustomAllocator* TVMFFIGetCustomAllocator(void) {
   return __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
 }
 
-TVM_FFI_DLL int TVMFFISetCustomAllocator(TVMFFICustomAllocator* allocator) {
-  if (allocator && !allocator->allocate)
-    return rt_raise("ValueError", "custom allocator has no allocate callback");
+void rt_object_set_allocator(TVMFFICustomAllocator* allocator) {
   __atomic_store_n(&rt_allocator, allocator ? allocator : &rt_default_allocator,
                    __ATOMIC_RELEASE);
-  return 0;
 }
 
-void* rt_object_alloc_uninit(size_t total_size, int32_t type_index,
-                             void (*deleter)(void*, int)) {
-  if (total_size < sizeof(TVMFFIObject)) total_size = sizeof(TVMFFIObject);
-  TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
-  void* body;
-  if (RT_LIKELY(a == &rt_default_allocator)) {
-    /* the common case without the indirect call */
-    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
-    if (p) {
-      p->raw = p;
-      p->hdr.delete_space = rt_default_delete_space;
-    }
-    body = p ? (void*)(p + 1) : NULL;
-  } else {
-    body = a->allocate(total_size, 16, type_index, a->context);
-  }
-  if (RT_UNLIKELY(!body)) {
-    if (!tvmffi_rt_error_pending())
-      rt_raise("MemoryError", "allocator returned NULL for %zu bytes", total_size);
-    return NULL;
-  }
-  TVMFFIObject* o = (TVMFFIObject*)body;
-  o->combined_ref_count = RT_BOTH_ONE;
-  o->type_index = type_index;
-  o->__padding = 0;
-  o->deleter = deleter;
-  rt_count_alloc(type_index);
-  return body;
-}
-
-void* rt_object_alloc_aligned(size_t total_size, size_t alignment, int32_t type_index,
+void* rt_object_alloc_aligned_quiet(size_t total_size, size_t alignment, int32_t type_index,
                               void (*deleter)(void*, int)) {
   TVMFFICustomAllocator* a = __atomic_load_n(&rt_allocator, __ATOMIC_ACQUIRE);
   void* body = a->allocate(total_size, alignment, type_index, a->context);
-  if (RT_UNLIKELY(!body)) {
-    if (!tvmffi_rt_error_pending())
-      rt_raise("MemoryError", "allocator returned NULL for %zu bytes", total_size);
-    return NULL;
-  }
+  if (RT_UNLIKELY(!body)) return NULL;
   memset(body, 0, total_size);
   TVMFFIObject* o = (TVMFFIObject*)body;
   o->combined_ref_count = RT_BOTH_ONE;
@@ -106,8 +60,8 @@ void* rt_object_alloc_aligned(size_t total_size, size_t alignment, int32_t type_
   return body;
 }
 
-void* rt_object_alloc(size_t total_size, int32_t type_index, void (*deleter)(void*, int)) {
-  void* body = rt_object_alloc_uninit(total_size, type_index, deleter);
+void* rt_object_alloc_quiet(size_t total_size, int32_t type_index, void (*deleter)(void*, int)) {
+  void* body = rt_object_alloc_uninit_quiet(total_size, type_index, deleter);
   if (body && total_size > sizeof(TVMFFIObject))
     memset((char*)body + sizeof(TVMFFIObject), 0, total_size - sizeof(TVMFFIObject));
   return body;
@@ -206,33 +160,5 @@ TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectDecRef(TVMFFIObjectHand
       if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskWeak);
     }
   }
-  return 0;
-}
-
-/* ---- opaque objects ---- */
-typedef struct {
-  TVMFFIObject header;
-  TVMFFIOpaqueObjectCell cell;
-  void (*deleter)(void* handle);
-} rt_opaque_obj;
-
-static void rt_opaque_deleter(void* self, int flags) {
-  rt_opaque_obj* o = (rt_opaque_obj*)self;
-  if ((flags & kTVMFFIObjectDeleterFlagBitMaskStrong) && o->deleter) o->deleter(o->cell.handle);
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
-}
-
-TVM_FFI_DLL int TVMFFIObjectCreateOpaque(void* handle, int32_t type_index,
-                                         void (*deleter)(void* handle), TVMFFIObjectHandle* out) {
-  if (!out) return rt_raise("ValueError", "TVMFFIObjectCreateOpaque: out is NULL");
-  if (type_index < kTVMFFIStaticObjectBegin)
-    return rt_raise("ValueError", "TVMFFIObjectCreateOpaque: type index %d is not an object type",
-                    (int)type_index);
-  rt_opaque_obj* o = (rt_opaque_obj*)rt_object_alloc(sizeof(rt_opaque_obj), type_index,
-                                                      rt_opaque_deleter);
-  if (!o) return -1;
-  o->cell.handle = handle;
-  o->deleter = deleter;
-  *out = o;
   return 0;
 }

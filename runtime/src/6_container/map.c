@@ -82,146 +82,6 @@ static const uint64_t kProbe[NUM_JUMPS] = {
     2315492959180353330ull, 5209859154120846435ull};
 
 /* ------------------------------------------------------------------ */
-/* hashing and equality (the official AnyHash / AnyEqual)             */
-/* ------------------------------------------------------------------ */
-
-static uint64_t hash_combine(uint64_t key, uint64_t value) {
-  return key ^ (value + 0x9e3779b9u + (key << 6) + (key >> 2));
-}
-
-/* Bytes hashed as 64-bit little-endian words mod 2^31-1 (x86/arm: native). */
-static uint64_t hash_bytes(const char* data, size_t size) {
-  const uint64_t mul = 1099511628211ull, mod = 2147483647ull;
-  uint64_t r = 0;
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t w;
-    memcpy(&w, data + i, 8);
-    r = (r * mul + w) % mod;
-  }
-  if (i < size) {
-    uint64_t w = 0;
-    memcpy(&w, data + i, size - i);
-    r = (r * mul + w) % mod;
-  }
-  return r;
-}
-
-static const TVMFFITypeAttrColumn* attr_column(const char* name) {
-  TVMFFIByteArray n = {name, strlen(name)};
-  return TVMFFIGetTypeAttrColumn(&n);
-}
-
-/* The custom entry for `type_index` in a type attribute column, or NULL. */
-static const TVMFFIAny* custom_entry(const char* column, int32_t type_index) {
-  const TVMFFITypeAttrColumn* c = attr_column(column);
-  if (c == NULL) return NULL;
-  int64_t off = (int64_t)type_index - c->begin_index;
-  if (off < 0 || off >= c->size) return NULL;
-  const TVMFFIAny* e = &c->data[off];
-  return e->type_index == kTVMFFINone ? NULL : e;
-}
-
-/* Calls a custom hook (raw function pointer in the C++ convention, or a
- * Function object) on n operands; *out is its owned result. */
-typedef TVMFFIAny (*hook1_fn)(const TVMFFIAny*);
-typedef TVMFFIAny (*hook2_fn)(const TVMFFIAny*, const TVMFFIAny*);
-static int call_hook(const TVMFFIAny* hook, const TVMFFIAny* a, const TVMFFIAny* b, TVMFFIAny* out) {
-  if (hook->type_index == kTVMFFIOpaquePtr) {
-    if (hook->v_ptr == NULL) return rt_raise("InternalError", "custom map hook is NULL");
-    *out = b ? ((hook2_fn)hook->v_ptr)(a, b) : ((hook1_fn)hook->v_ptr)(a);
-    if (out->type_index == kTVMFFIError) {
-      TVMFFIErrorSetRaised(out->v_obj);
-      rt_any_release(out);
-      return -1;
-    }
-    return 0;
-  }
-  if (hook->type_index == kTVMFFIFunction) {
-    TVMFFIAny args[2];
-    args[0] = *a;
-    if (b) args[1] = *b;
-    rt_any_set_none(out);
-    return TVMFFIFunctionCall(hook->v_obj, args, b ? 2 : 1, out);
-  }
-  return rt_raise("InternalError", "custom map hook has type index %d", (int)hook->type_index);
-}
-
-int rt_any_hash(const TVMFFIAny* v, uint64_t* out) {
-  int32_t ti = v->type_index;
-  const uint64_t mod = 2147483647ull;
-  if (ti == kTVMFFISmallStr) {
-    *out = hash_combine(kTVMFFIStr, v->v_uint64 % mod);
-  } else if (ti == kTVMFFISmallBytes) {
-    *out = hash_combine(kTVMFFIBytes, v->v_uint64 % mod);
-  } else if (ti == kTVMFFIStr || ti == kTVMFFIBytes) {
-    const TVMFFIByteArray* b = (const TVMFFIByteArray*)rt_cell(v->v_obj);
-    *out = hash_combine((uint64_t)ti, hash_bytes(b->data, b->size));
-  } else {
-    if (ti >= kTVMFFIStaticObjectBegin) {
-      const TVMFFIAny* hook = custom_entry("__any_hash__", ti);
-      if (hook != NULL) {
-        TVMFFIAny r;
-        if (call_hook(hook, v, NULL, &r) != 0) return -1;
-        if (r.type_index != kTVMFFIInt) {
-          rt_any_release(&r);
-          return rt_raise("TypeError", "__any_hash__ must return an int");
-        }
-        *out = hash_combine((uint64_t)ti, (uint64_t)r.v_int64);
-        return 0;
-      }
-    }
-    *out = hash_combine((uint64_t)(int64_t)ti, v->v_uint64);
-  }
-  return 0;
-}
-
-static int bytes_eq(const char* a, size_t na, const char* b, size_t nb) {
-  return na == nb && (na == 0 || memcmp(a, b, na) == 0);
-}
-
-int rt_any_equal(const TVMFFIAny* a, const TVMFFIAny* b, int* out) {
-  if (memcmp(a, b, sizeof(TVMFFIAny)) == 0) {
-    *out = 1;
-    return 0;
-  }
-  *out = 0;
-  int32_t ta = a->type_index, tb = b->type_index;
-  if (ta == tb) {
-    if (ta == kTVMFFIStr || ta == kTVMFFIBytes) {
-      const TVMFFIByteArray* x = (const TVMFFIByteArray*)rt_cell(a->v_obj);
-      const TVMFFIByteArray* y = (const TVMFFIByteArray*)rt_cell(b->v_obj);
-      *out = bytes_eq(x->data, x->size, y->data, y->size);
-      return 0;
-    }
-    if (ta >= kTVMFFIStaticObjectBegin) {
-      const TVMFFIAny* hook = custom_entry("__any_equal__", ta);
-      if (hook != NULL) {
-        TVMFFIAny r;
-        if (call_hook(hook, a, b, &r) != 0) return -1;
-        if (r.type_index != kTVMFFIBool && r.type_index != kTVMFFIInt) {
-          rt_any_release(&r);
-          return rt_raise("TypeError", "__any_equal__ must return a bool");
-        }
-        *out = r.v_int64 != 0;
-      }
-    }
-    return 0;
-  }
-  /* a heap and an inline string (or bytes) with the same content are equal */
-  int str_pair = (ta == kTVMFFIStr && tb == kTVMFFISmallStr) || (ta == kTVMFFISmallStr && tb == kTVMFFIStr);
-  int bytes_pair = (ta == kTVMFFIBytes && tb == kTVMFFISmallBytes) ||
-                   (ta == kTVMFFISmallBytes && tb == kTVMFFIBytes);
-  if (str_pair || bytes_pair) {
-    TVMFFIByteArray x, y;
-    if (rt_any_get_bytes(a, -1, &x) && rt_any_get_bytes(b, -1, &y)) {
-      *out = bytes_eq(x.data, x.size, y.data, y.size);
-    }
-  }
-  return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* layout helpers                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -298,13 +158,18 @@ static map_base* small_new(uint64_t n) {
   return m;
 }
 
+static map_dense* dense_new_typed(uint32_t fib_shift, uint64_t n_slots, int32_t type_index);
 static map_dense* dense_new(uint32_t fib_shift, uint64_t n_slots) {
+  return dense_new_typed(fib_shift, n_slots, kTVMFFIMap);
+}
+
+static map_dense* dense_new_typed(uint32_t fib_shift, uint64_t n_slots, int32_t type_index) {
   uint64_t blocks = (n_slots + BLOCK_CAP - 1) / BLOCK_CAP;
   if (blocks > SIZE_MAX / BLOCK_BYTES) {
     rt_raise("MemoryError", "Map too large");
     return NULL;
   }
-  map_dense* d = (map_dense*)rt_object_alloc(sizeof(map_dense), kTVMFFIMap, map_deleter);
+  map_dense* d = (map_dense*)rt_object_alloc(sizeof(map_dense), type_index, map_deleter);
   if (d == NULL) return NULL;
   uint8_t* data = (uint8_t*)malloc((size_t)(blocks * BLOCK_BYTES));
   if (data == NULL) {
@@ -699,6 +564,151 @@ void rt_map_iter_kv(void* map, uint64_t it, const TVMFFIAny** key, const TVMFFIA
 }
 
 /* ------------------------------------------------------------------ */
+/* Dict storage: always dense, switched in place when it grows          */
+/* ------------------------------------------------------------------ */
+
+/* Moves the storage of dense map `from` into `to` (whose own storage,
+ * already emptied of items, is freed); `from` is left empty. */
+static void dense_switch(map_dense* to, map_dense* from) {
+  if (to->base.data != NULL && to->base.data_deleter != NULL) to->base.data_deleter(to->base.data);
+  to->base.data = from->base.data;
+  to->base.data_deleter = from->base.data_deleter;
+  to->base.size = from->base.size;
+  to->base.slots = from->base.slots;
+  to->fib_shift = from->fib_shift;
+  to->head = from->head;
+  to->tail = from->tail;
+  from->base.data = NULL;
+  from->base.data_deleter = NULL;
+  from->base.size = 0;
+  from->head = from->tail = INVALID_INDEX;
+}
+
+static int small_find(map_base* m, const TVMFFIAny* key, uint64_t* idx);
+static int map_insert(map_base** mp, map_kv* kv);
+
+/* A Dict object has room for both layouts: it starts small with the
+ * largest small capacity and turns dense in place at the next insert. */
+#define DICT_BYTES                                                                  \
+  (sizeof(map_base) + SMALL_MAX * sizeof(map_kv) > sizeof(map_dense)                \
+       ? sizeof(map_base) + SMALL_MAX * sizeof(map_kv)                              \
+       : sizeof(map_dense))
+
+void* rt_dict_new(void) {
+  map_base* m = (map_base*)rt_object_alloc(DICT_BYTES, kTVMFFIDict, map_deleter);
+  if (m == NULL) return NULL;
+  m->data = (char*)m + sizeof(map_base);
+  m->size = 0;
+  m->slots = SMALL_MAX | SMALL_TAG;
+  m->data_deleter = NULL;
+  return m;
+}
+
+static void small_release_items(map_base* m) {
+  map_kv* kv = small_kvs(m);
+  for (uint64_t i = 0; i < m->size; ++i) {
+    rt_any_release(&kv[i].key);
+    rt_any_release(&kv[i].value);
+  }
+  m->size = 0;
+}
+
+int rt_dict_set(void* dict, const TVMFFIAny* key, const TVMFFIAny* value) {
+  map_kv kv;
+  if (TVMFFIAnyViewToOwnedAny(key, &kv.key) != 0) return -1;
+  if (TVMFFIAnyViewToOwnedAny(value, &kv.value) != 0) {
+    rt_any_release(&kv.key);
+    return -1;
+  }
+  map_base* d = (map_base*)dict;
+  map_base* p = d;
+  rt_incref(d); /* an insert that changes the layout releases the old map */
+  int rc = map_insert(&p, &kv);
+  if (p == d) {
+    rt_decref(d);
+  } else {
+    /* p is a dense copy holding everything: move its storage in */
+    if (is_small(d)) small_release_items(d);
+    else dense_release_items((map_dense*)d);
+    dense_switch((map_dense*)d, (map_dense*)p);
+    rt_decref(p);
+  }
+  return rc;
+}
+
+/* Rebuilds `d` without `skip` (NULL: without anything), order kept. */
+static int dict_rebuild(map_dense* d, const TVMFFIAny* skip, int* erased) {
+  map_dense* n = dense_new(d->fib_shift, d->base.slots);
+  if (n == NULL) return -1;
+  *erased = 0;
+  for (uint64_t idx = d->head; skip != NULL && idx != INVALID_INDEX;) {
+    dense_item* it = item_at(d, idx);
+    int eq = 0;
+    if (!*erased && rt_any_equal(&it->kv.key, skip, &eq) != 0) {
+      rt_decref(n);
+      return -1;
+    }
+    if (eq) {
+      *erased = 1;
+    } else {
+      map_kv kv = it->kv;
+      rt_any_retain(&kv.key);
+      rt_any_retain(&kv.value);
+      if (dense_insert(&n, &kv) != 0) {
+        rt_decref(n);
+        return -1;
+      }
+    }
+    idx = it->next;
+  }
+  if (skip != NULL && !*erased) {
+    rt_decref(n);
+    return 0;
+  }
+  dense_release_items(d);
+  d->base.size = 0;
+  dense_switch(d, n);
+  rt_decref(n);
+  return 0;
+}
+
+int rt_dict_erase(void* dict, const TVMFFIAny* key, int* erased) {
+  TVMFFIAny k;
+  if (TVMFFIAnyViewToOwnedAny(key, &k) != 0) return -1;
+  map_base* m = (map_base*)dict;
+  int rc = 0;
+  *erased = 0;
+  if (is_small(m)) {
+    uint64_t idx;
+    int f = small_find(m, &k, &idx);
+    if (f < 0) {
+      rc = -1;
+    } else if (f) {
+      map_kv* kv = small_kvs(m);
+      rt_any_release(&kv[idx].key);
+      rt_any_release(&kv[idx].value);
+      memmove(kv + idx, kv + idx + 1, (m->size - idx - 1) * sizeof(map_kv));
+      m->size -= 1;
+      *erased = 1;
+    }
+  } else {
+    rc = dict_rebuild((map_dense*)dict, &k, erased);
+  }
+  rt_any_release(&k);
+  return rc;
+}
+
+int rt_dict_clear(void* dict) {
+  map_base* m = (map_base*)dict;
+  if (is_small(m)) {
+    small_release_items(m);
+    return 0;
+  }
+  int erased;
+  return dict_rebuild((map_dense*)dict, NULL, &erased);
+}
+
+/* ------------------------------------------------------------------ */
 /* global functions                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -785,11 +795,7 @@ static int map_iter_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFF
   return 0;
 }
 
-static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
-  (void)h;
-  static const char sig[] = "ffi.MapForwardIterFunctor(0: ffi.Map) -> ffi.Function";
-  void* m = NULL;
-  if (rt_b_check_nargs(sig, nargs, 1) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+int rt_map_iter_functor(void* m, TVMFFIAny* ret) {
   map_iter_state* s = (map_iter_state*)malloc(sizeof(*s));
   if (s == NULL) return rt_raise("MemoryError", "out of memory");
   s->map = m;
@@ -804,7 +810,29 @@ static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* 
   return 0;
 }
 
+static int g_map_iter(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  (void)h;
+  static const char sig[] = "ffi.MapForwardIterFunctor(0: ffi.Map) -> ffi.Function";
+  void* m = NULL;
+  if (rt_b_check_nargs(sig, nargs, 1) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+  return rt_map_iter_functor(m, ret);
+}
+
+static int g_map_get_or_missing(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  (void)h;
+  static const char sig[] = "ffi.MapGetItemOrMissing(0: ffi.Map, 1: Any) -> Any";
+  void* m = NULL;
+  if (rt_b_check_nargs(sig, nargs, 2) || rt_b_arg_obj(args, 0, sig, kTVMFFIMap, "ffi.Map", &m)) return -1;
+  const TVMFFIAny* v;
+  if (rt_map_find(m, &args[1], &v) != 0) return -1;
+  if (v == NULL) return rt_missing_object(ret);
+  *ret = *v;
+  rt_any_retain(ret);
+  return 0;
+}
+
 RT_INIT(map_init) {
+  rt_register_global("ffi.MapGetItemOrMissing", g_map_get_or_missing);
   rt_register_global("ffi.Map", g_map);
   rt_register_global("ffi.MapSize", g_map_size);
   rt_register_global("ffi.MapGetItem", g_map_get_item);

@@ -326,6 +326,28 @@ int rt_cpu_tensor_alloc(DLTensor* prototype, DLManagedTensorVersioned** out, voi
   return 0;
 }
 
+/* ---- DLPack allocator: process-wide slot first, then this thread's,
+ * then the built-in CPU allocator ---- */
+static DLPackManagedTensorAllocator rt_global_allocator;
+static __thread DLPackManagedTensorAllocator rt_tls_allocator;
+
+TVM_FFI_DLL int TVMFFIEnvSetDLPackManagedTensorAllocator(
+    DLPackManagedTensorAllocator allocator, int write_to_global_context,
+    DLPackManagedTensorAllocator* opt_out_original_allocator) {
+  if (opt_out_original_allocator) *opt_out_original_allocator = rt_tls_allocator;
+  rt_tls_allocator = allocator;
+  if (write_to_global_context)
+    __atomic_store_n(&rt_global_allocator, allocator, __ATOMIC_RELEASE);
+  return 0;
+}
+
+TVM_FFI_DLL DLPackManagedTensorAllocator TVMFFIEnvGetDLPackManagedTensorAllocator(void) {
+  DLPackManagedTensorAllocator a = __atomic_load_n(&rt_global_allocator, __ATOMIC_ACQUIRE);
+  if (a) return a;
+  if (rt_tls_allocator) return rt_tls_allocator;
+  return rt_cpu_tensor_alloc;
+}
+
 int TVMFFIEnvTensorAlloc(DLTensor* prototype, TVMFFIObjectHandle* out) {
   if (prototype == NULL || out == NULL) return rt_raise("ValueError", "TVMFFIEnvTensorAlloc: NULL argument");
   DLPackManagedTensorAllocator alloc = TVMFFIEnvGetDLPackManagedTensorAllocator();

@@ -262,20 +262,68 @@ static int rt_dup_into(TVMFFIByteArray* dst, const TVMFFIByteArray* src) {
   return 0;
 }
 
-/* Returns a copy of arr with room for one more element (old one retired:
- * a reader may still hold it). */
-static void* rt_grow_array(const void* arr, int32_t count, int32_t* cap, size_t elem) {
-  if (count < *cap) return (void*)arr;
-  int32_t ncap = *cap ? *cap * 2 : 4;
+static void rt_free_dup(TVMFFIByteArray* b) {
+  if (b->size) free((void*)b->data);
+  b->data = "";
+  b->size = 0;
+}
+
+/* Arrays replaced by a grown copy: a reader may still hold one, so they are
+ * kept (listed here, so they stay reachable) rather than freed. */
+typedef struct rt_retired {
+  struct rt_retired* next;
+  void* arr;
+} rt_retired;
+static rt_retired* rt_retired_arrays;
+
+/* Room for element `count` of an array of capacity *cap: arr itself while
+ * it has room, else a grown copy (NULL when out of memory). Nothing is
+ * recorded: rt_array_commit does that once the new element is in place. */
+static void* rt_array_room(const void* arr, int32_t count, int32_t cap, int32_t* new_cap,
+                           size_t elem) {
+  *new_cap = cap;
+  if (count < cap) return (void*)arr;
+  int32_t ncap = cap > count ? cap : count;
+  ncap = ncap ? ncap * 2 : 4;
   void* n = calloc((size_t)ncap, elem);
   if (!n) return NULL;
   if (count) memcpy(n, arr, (size_t)count * elem);
-  *cap = ncap;
-  return n; /* old array intentionally not freed */
+  *new_cap = ncap;
+  return n;
+}
+
+/* Publishes `arr` (from rt_array_room) with one more element; the array it
+ * replaces, if any, is retired. Returns 0, or -1 when the retired list
+ * cannot grow (nothing changed then). */
+static int rt_array_commit(const void** slot, int32_t* count, void* arr, int32_t* cap,
+                           int32_t new_cap) {
+  const void* old = *slot;
+  if (arr != old && old) {
+    rt_retired* r = (rt_retired*)malloc(sizeof(rt_retired));
+    if (!r) return -1;
+    r->arr = (void*)old;
+    r->next = rt_retired_arrays;
+    rt_retired_arrays = r;
+  }
+  *cap = new_cap;
+  __atomic_store_n(slot, arr, __ATOMIC_RELEASE);
+  __atomic_store_n(count, *count + 1, __ATOMIC_RELEASE);
+  return 0;
 }
 
 TVM_FFI_DLL int TVMFFITypeRegisterField(int32_t type_index, const TVMFFIFieldInfo* info) {
   if (!info) return rt_raise("ValueError", "TVMFFITypeRegisterField: NULL info");
+  TVMFFIFieldInfo f = *info;
+  f.name.size = f.doc.size = f.metadata.size = 0;
+  if (rt_dup_into(&f.name, &info->name) || rt_dup_into(&f.doc, &info->doc) ||
+      rt_dup_into(&f.metadata, &info->metadata)) {
+    rt_free_dup(&f.name);
+    rt_free_dup(&f.doc);
+    rt_free_dup(&f.metadata);
+    return rt_raise("MemoryError", "out of memory registering a field");
+  }
+  if (TVMFFIAnyViewToOwnedAny(&info->default_value_or_factory, &f.default_value_or_factory))
+    rt_any_set_none(&f.default_value_or_factory);
   pthread_mutex_lock(&rt_tlock);
   rt_type* t = rt_type_get(type_index);
   int rc = 0;
@@ -283,53 +331,63 @@ TVM_FFI_DLL int TVMFFITypeRegisterField(int32_t type_index, const TVMFFIFieldInf
     rc = rt_raise("ValueError", "TVMFFITypeRegisterField: type index %d is not registered",
                   (int)type_index);
   } else {
-    TVMFFIFieldInfo* arr = (TVMFFIFieldInfo*)rt_grow_array(t->info.fields, t->info.num_fields,
-                                                           &t->field_cap, sizeof(TVMFFIFieldInfo));
-    if (!arr) {
+    int32_t cap;
+    TVMFFIFieldInfo* arr = (TVMFFIFieldInfo*)rt_array_room(t->info.fields, t->info.num_fields,
+                                                           t->field_cap, &cap, sizeof(f));
+    if (arr) arr[t->info.num_fields] = f;
+    if (!arr || rt_array_commit((const void**)&t->info.fields, &t->info.num_fields, arr,
+                                &t->field_cap, cap) != 0) {
+      if (arr && arr != t->info.fields) free(arr);
       rc = rt_raise("MemoryError", "out of memory registering a field");
-    } else {
-      TVMFFIFieldInfo f = *info;
-      if (rt_dup_into(&f.name, &info->name) || rt_dup_into(&f.doc, &info->doc) ||
-          rt_dup_into(&f.metadata, &info->metadata)) {
-        rc = rt_raise("MemoryError", "out of memory registering a field");
-      } else {
-        if (TVMFFIAnyViewToOwnedAny(&info->default_value_or_factory, &f.default_value_or_factory))
-          rt_any_set_none(&f.default_value_or_factory);
-        if ((f.flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) && f.setter)
-          TVMFFIObjectIncRef(f.setter);
-        arr[t->info.num_fields] = f;
-        __atomic_store_n(&t->info.fields, arr, __ATOMIC_RELEASE);
-        __atomic_store_n(&t->info.num_fields, t->info.num_fields + 1, __ATOMIC_RELEASE);
-      }
+    } else if ((f.flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) && f.setter) {
+      TVMFFIObjectIncRef(f.setter);
     }
   }
   pthread_mutex_unlock(&rt_tlock);
+  if (rc != 0) {
+    rt_free_dup(&f.name);
+    rt_free_dup(&f.doc);
+    rt_free_dup(&f.metadata);
+    rt_any_release(&f.default_value_or_factory);
+  }
   return rc;
 }
 
 TVM_FFI_DLL int TVMFFITypeRegisterMethod(int32_t type_index, const TVMFFIMethodInfo* info) {
   if (!info) return rt_raise("ValueError", "TVMFFITypeRegisterMethod: NULL info");
-  pthread_mutex_lock(&rt_tlock);
-  rt_type* t = rt_type_get(type_index);
+  TVMFFIMethodInfo m = *info;
+  m.name.size = m.doc.size = m.metadata.size = 0;
+  rt_any_set_none(&m.method);
+  if (TVMFFIAnyViewToOwnedAny(&info->method, &m.method) != 0) return -1;
   int rc = 0;
-  if (!t) {
-    rc = rt_raise("ValueError", "TVMFFITypeRegisterMethod: type index %d is not registered",
-                  (int)type_index);
+  if (rt_dup_into(&m.name, &info->name) || rt_dup_into(&m.doc, &info->doc) ||
+      rt_dup_into(&m.metadata, &info->metadata)) {
+    rc = rt_raise("MemoryError", "out of memory registering a method");
   } else {
-    TVMFFIMethodInfo* arr = (TVMFFIMethodInfo*)rt_grow_array(
-        t->info.methods, t->info.num_methods, &t->method_cap, sizeof(TVMFFIMethodInfo));
-    TVMFFIMethodInfo m = *info;
-    if (!arr || rt_dup_into(&m.name, &info->name) || rt_dup_into(&m.doc, &info->doc) ||
-        rt_dup_into(&m.metadata, &info->metadata) ||
-        TVMFFIAnyViewToOwnedAny(&info->method, &m.method)) {
-      rc = rt_raise("MemoryError", "out of memory registering a method");
+    pthread_mutex_lock(&rt_tlock);
+    rt_type* t = rt_type_get(type_index);
+    if (!t) {
+      rc = rt_raise("ValueError", "TVMFFITypeRegisterMethod: type index %d is not registered",
+                    (int)type_index);
     } else {
-      arr[t->info.num_methods] = m;
-      __atomic_store_n(&t->info.methods, arr, __ATOMIC_RELEASE);
-      __atomic_store_n(&t->info.num_methods, t->info.num_methods + 1, __ATOMIC_RELEASE);
+      int32_t cap;
+      TVMFFIMethodInfo* arr = (TVMFFIMethodInfo*)rt_array_room(
+          t->info.methods, t->info.num_methods, t->method_cap, &cap, sizeof(m));
+      if (arr) arr[t->info.num_methods] = m;
+      if (!arr || rt_array_commit((const void**)&t->info.methods, &t->info.num_methods, arr,
+                                  &t->method_cap, cap) != 0) {
+        if (arr && arr != t->info.methods) free(arr);
+        rc = rt_raise("MemoryError", "out of memory registering a method");
+      }
     }
+    pthread_mutex_unlock(&rt_tlock);
   }
-  pthread_mutex_unlock(&rt_tlock);
+  if (rc != 0) {
+    rt_free_dup(&m.name);
+    rt_free_dup(&m.doc);
+    rt_free_dup(&m.metadata);
+    rt_any_release(&m.method);
+  }
   return rc;
 }
 
@@ -398,16 +456,27 @@ TVM_FFI_DLL int TVMFFITypeRegisterAttr(int32_t type_index, const TVMFFIByteArray
   }
   if (!c) {
     rc = rt_raise("MemoryError", "out of memory registering an attribute");
+  } else if (type_index == kTVMFFINone) {
+    /* the None index only makes sure the column exists (as the official
+     * EnsureTypeAttrColumn does): no value is stored */
   } else {
     if (type_index >= c->col.size) {
       /* grow geometrically; the old array is kept for readers */
       int32_t n = c->col.size ? c->col.size : 16;
       while (n <= type_index) n *= 2;
       TVMFFIAny* d = (TVMFFIAny*)calloc((size_t)n, sizeof(TVMFFIAny));
-      if (!d) {
+      rt_retired* r = c->col.data ? (rt_retired*)malloc(sizeof(rt_retired)) : NULL;
+      if (!d || (c->col.data && !r)) {
+        free(d);
+        free(r);
         rc = rt_raise("MemoryError", "out of memory registering an attribute");
       } else {
         if (c->col.size) memcpy(d, c->col.data, sizeof(TVMFFIAny) * (size_t)c->col.size);
+        if (r) {
+          r->arr = (void*)c->col.data;
+          r->next = rt_retired_arrays;
+          rt_retired_arrays = r;
+        }
         __atomic_store_n(&c->col.data, d, __ATOMIC_RELEASE);
         __atomic_store_n(&c->col.size, n, __ATOMIC_RELEASE);
       }
@@ -489,27 +558,4 @@ TVM_FFI_DLL int32_t tvmffi_rt_type_index_end(void) {
   int32_t e = rt_index_end;
   pthread_mutex_unlock(&rt_tlock);
   return e;
-}
-
-static int rt_ffi_registered_type_keys(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
-  (void)h;
-  (void)args;
-  (void)n;
-  char** keys;
-  size_t count;
-  if (rt_type_keys(&keys, &count) != 0) return -1;
-  TVMFFIAny* items = (TVMFFIAny*)calloc(count ? count : 1, sizeof(TVMFFIAny));
-  int rc = items ? 0 : rt_raise("MemoryError", "out of memory");
-  size_t made = 0;
-  for (; rc == 0 && made < count; ++made) rc = rt_string_to_any(keys[made], strlen(keys[made]), &items[made]);
-  if (rc == 0) rc = rt_array_from_anys(items, (int64_t)count, ret);
-  for (size_t i = 0; items && i < made; ++i) rt_any_release(&items[i]);
-  free(items);
-  for (size_t i = 0; i < count; ++i) free(keys[i]);
-  free(keys);
-  return rc;
-}
-
-RT_INIT(rt_type_globals_init) {
-  rt_register_global("ffi.GetRegisteredTypeKeys", rt_ffi_registered_type_keys);
 }

@@ -71,7 +71,7 @@ static int rt_error_new(const char* kind, size_t nk, const char* msg, size_t nm,
   static __thread int depth; /* an allocator that raises must not recurse forever */
   if (depth) return -1;
   depth = 1;
-  rt_error_obj* e = (rt_error_obj*)rt_object_alloc(sizeof(rt_error_obj) + nk + nm + nb + 3,
+  rt_error_obj* e = (rt_error_obj*)rt_object_alloc_quiet(sizeof(rt_error_obj) + nk + nm + nb + 3,
                                                    kTVMFFIError, rt_error_deleter);
   depth = 0;
   if (!e) return -1;
