@@ -5,13 +5,13 @@ import gc
 import math
 
 import pytest
+from test_library import pick_runtime
 
 import tvmffi_cli
 from tvmffi_cli.abi import structs as abi
-from tvmffi_cli.ffi import convert, runtime
-from tvmffi_cli.ffi.convert import DataType, Device, OpaquePtr, Shape
-
-from test_library import pick_runtime
+from tvmffi_cli.ffi import errors as ffi_errors
+from tvmffi_cli.ffi import runtime, tensors, values
+from tvmffi_cli.ffi.objects import DataType, Device, OpaquePtr, Shape
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -168,8 +168,8 @@ def test_function_roundtrip(lib, rt):
     assert lib.call_back(lambda v: v, [1, "x"]) == [1, "x"]
     assert seen == [21]
     assert lib.type_index_of(cb) == abi.kTVMFFIFunction
-    f = convert.function_from_callable(rt, lambda a, b: a - b)
-    assert isinstance(f, convert.Function) and f(5, 3) == 2
+    f = values.function_from_callable(rt, lambda a, b: a - b)
+    assert isinstance(f, values.Function) and f(5, 3) == 2
     assert lib.echo(f)(10, 4) == 6  # the same function comes back callable
 
 
@@ -183,7 +183,7 @@ def test_callback_error_propagates(lib):
 
 
 def test_error_value_roundtrip(lib):
-    e = convert.FFIValueError("ValueError", "as a value", "")
+    e = ffi_errors.FFIValueError("ValueError", "as a value", "")
     r = lib.echo(e)
     assert isinstance(r, ValueError) and r.kind == "ValueError" and str(r) == "as a value"
 
@@ -191,16 +191,16 @@ def test_error_value_roundtrip(lib):
 @pytest.mark.parametrize("kind,cls", [
     ("ValueError", ValueError), ("TypeError", TypeError), ("RuntimeError", RuntimeError),
     ("IndexError", IndexError), ("KeyError", KeyError), ("AttributeError", AttributeError),
-    ("NotImplementedError", NotImplementedError), ("InternalError", convert.FFIError),
-    ("MyLibError", convert.FFIError),
+    ("NotImplementedError", NotImplementedError), ("InternalError", ffi_errors.FFIError),
+    ("MyLibError", ffi_errors.FFIError),
 ])
 def test_error_kinds(lib, kind, cls):
     with pytest.raises(cls) as ei:
         lib.raise_kind(kind, f"message for {kind}")
     e = ei.value
-    assert isinstance(e, convert.FFIErrorBase)
+    assert isinstance(e, ffi_errors.FFIErrorBase)
     assert e.kind == kind and str(e) == f"message for {kind}"
-    if cls is convert.FFIError:
+    if cls is ffi_errors.FFIError:
         assert isinstance(e, RuntimeError)
 
 
@@ -215,7 +215,7 @@ def test_error_message_exact(lib):
 def test_errors_pickle_with_their_kind():
     import pickle
 
-    e = pickle.loads(pickle.dumps(convert.FFIValueError("ValueError", "m", "bt")))
+    e = pickle.loads(pickle.dumps(ffi_errors.FFIValueError("ValueError", "m", "bt")))
     assert isinstance(e, ValueError) and (e.kind, e.message, e.backtrace) == ("ValueError", "m", "bt")
 
 
@@ -238,7 +238,7 @@ def test_numpy_as_dltensor_and_object(lib):
 def test_owned_tensor_view_keeps_array_alive(lib, rt):
     np = pytest.importorskip("numpy")
     a = np.arange(4, dtype="float32")
-    t = convert.numpy_to_tensor(rt, a)
+    t = values.numpy_to_tensor(rt, a)
     del a
     gc.collect()
     assert t.numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
@@ -249,7 +249,7 @@ def test_strided_array_passes_strides(lib, rt):
     np = pytest.importorskip("numpy")
     base = np.arange(12, dtype="float32").reshape(3, 4)
     view = base[:, ::2]
-    t = convert.numpy_to_tensor(rt, view)
+    t = values.numpy_to_tensor(rt, view)
     assert t.shape == (3, 2) and t.strides == (4, 2)
     assert t.numpy().tolist() == view.tolist()
     y = np.zeros(6, "float32")
@@ -260,7 +260,7 @@ def test_strided_array_passes_strides(lib, rt):
 def test_tensor_result_numpy_zero_copy(lib):
     np = pytest.importorskip("numpy")
     t = lib.alloc_tensor(5)
-    assert isinstance(t, convert.Tensor)
+    assert isinstance(t, values.Tensor)
     assert t.dtype == "float32" and t.shape == (5,) and t.device == Device("cpu:0")
     v = t.numpy()
     assert v.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
@@ -269,7 +269,7 @@ def test_tensor_result_numpy_zero_copy(lib):
     del t
     gc.collect()
     assert v.tolist() == [9.0, 1.0, 2.0, 3.0, 4.0]  # the view kept the tensor alive
-    assert isinstance(v.base, convert._ArrayHolder)
+    assert isinstance(v.base, tensors._ArrayHolder)
 
 
 def test_bool_and_int_arrays(lib):
@@ -281,17 +281,17 @@ def test_bool_and_int_arrays(lib):
 
 
 def test_runtime_containers_directly(rt):
-    arr = convert.global_func(rt, "ffi.Array")(1, "two", [3])
+    arr = values.global_func(rt, "ffi.Array")(1, "two", [3])
     assert arr == [1, "two", [3]]
-    assert convert.global_func(rt, "ffi.ArraySize")([1, 2, 3]) == 3
-    assert convert.global_func(rt, "ffi.ArrayGetItem")([5, 6], 1) == 6
+    assert values.global_func(rt, "ffi.ArraySize")([1, 2, 3]) == 3
+    assert values.global_func(rt, "ffi.ArrayGetItem")([5, 6], 1) == 6
     with pytest.raises(IndexError):
-        convert.global_func(rt, "ffi.ArrayGetItem")([5, 6], 7)
-    assert convert.global_func(rt, "ffi.MapGetItem")({"a": 1}, "a") == 1
-    assert convert.global_func(rt, "ffi.MapCount")({"a": 1}, "b") == 0
-    assert convert.global_func(rt, "ffi.Shape")(4, 5) == (4, 5)
-    assert convert.global_func(rt, "ffi.String")("abcdefghij") == "abcdefghij"
-    assert convert.global_func(rt, "ffi.Bytes")(b"\x00\x01") == b"\x00\x01"
+        values.global_func(rt, "ffi.ArrayGetItem")([5, 6], 7)
+    assert values.global_func(rt, "ffi.MapGetItem")({"a": 1}, "a") == 1
+    assert values.global_func(rt, "ffi.MapCount")({"a": 1}, "b") == 0
+    assert values.global_func(rt, "ffi.Shape")(4, 5) == (4, 5)
+    assert values.global_func(rt, "ffi.String")("abcdefghij") == "abcdefghij"
+    assert values.global_func(rt, "ffi.Bytes")(b"\x00\x01") == b"\x00\x01"
 
 
 def test_unsupported_python_value(lib):

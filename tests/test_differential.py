@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 
+import fixturebuild
 import pytest
 
-import fixturebuild
+from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import runtime
 from tvmffi_cli.sandbox import process as sandbox
-from tvmffi_cli.errors import InputError
 
 # Runs in a child: argv = runtime, basic.so, kitchen.so. Prints one JSON
 # object {call label: canonical outcome}.
@@ -19,16 +19,17 @@ DRIVER = r'''
 import json, math, sys
 import numpy as np
 import tvmffi_cli
-from tvmffi_cli.ffi import convert as C
+from tvmffi_cli.ffi import errors as ffi_errors
+from tvmffi_cli.ffi import objects, values
 
 rt_path, basic_path, kitchen_path = sys.argv[1:4]
 basic = tvmffi_cli.load(basic_path, runtime=rt_path)
 kitchen = tvmffi_cli.load(kitchen_path)
 
 def canon(v):
-    if isinstance(v, C.FFIErrorBase):
+    if isinstance(v, ffi_errors.FFIErrorBase):
         return {"error_value": [v.kind, v.message]}
-    if isinstance(v, C.DataType):  # before str: DataType is a str subclass
+    if isinstance(v, objects.DataType):  # before str: DataType is a str subclass
         return {"dtype": [str(v), v.code, v.bits, v.lanes]}
     if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
         return v
@@ -36,19 +37,19 @@ def canon(v):
         return {"float": repr(v)}
     if isinstance(v, bytes):
         return {"bytes": v.hex()}
-    if isinstance(v, C.Device):
+    if isinstance(v, objects.Device):
         return {"device": [v.device_type, v.device_id]}
-    if isinstance(v, C.Shape):
+    if isinstance(v, objects.Shape):
         return {"shape": list(v)}
     if isinstance(v, list):
         return [canon(x) for x in v]
     if isinstance(v, dict):
         return {"map": sorted([canon(k), canon(x)] for k, x in v.items())}
-    if isinstance(v, C.Tensor):
+    if isinstance(v, values.Tensor):
         return {"tensor": [str(v.dtype), list(v.shape), str(v.device), v.numpy().tolist()]}
-    if isinstance(v, C.Function):
+    if isinstance(v, values.Function):
         return {"function": True}
-    if isinstance(v, C.Object):
+    if isinstance(v, values.Object):
         return {"object": v.type_key, "fields": {k: canon(x) for k, x in v.fields.items()}}
     return {"other": type(v).__name__}
 
@@ -57,10 +58,10 @@ def run(label, fn, *args, mode=None):
     try:
         r = fn.call(list(args), tensor_mode=mode) if mode else fn(*args)
         out[label] = {"ok": canon(r)}
-    except C.FFIErrorBase as e:
+    except ffi_errors.FFIErrorBase as e:
         c = e.__cause__
         out[label] = {"raised": e.kind, "message": e.message,
-                      "cause": [c.kind, c.message] if isinstance(c, C.FFIErrorBase) else None}
+                      "cause": [c.kind, c.message] if isinstance(c, ffi_errors.FFIErrorBase) else None}
 
 x = np.arange(4, dtype="float32")
 y = np.zeros(4, dtype="float32")
@@ -68,7 +69,7 @@ run("basic.add_one", basic.add_one, x, y)
 out["basic.add_one.y"] = y.tolist()
 run("basic.add_one.obj", basic.add_one, x, y, mode="object")
 for v in [0, -7, (1 << 63) - 1, 2.5, True, None, "s", "longer string value", b"", b"\x00\xff",
-          [1, [2, "x"]], {"k": [1]}, C.Shape(2, 3), C.DataType("bfloat16"), C.Device("cuda:2"),
+          [1, [2, "x"]], {"k": [1]}, objects.Shape(2, 3), objects.DataType("bfloat16"), objects.Device("cuda:2"),
           1 << 70]:
     run(f"basic.echo({v!r})", basic.echo, v)
     run(f"basic.type_index_of({v!r})", basic.type_index_of, v)
@@ -78,7 +79,7 @@ run("basic.alloc_tensor", basic.alloc_tensor, 3)
 run("basic.sum", basic.sum, 1, 2, 3)
 run("basic.call_back", basic.call_back, lambda v: [v, v], 5)
 run("basic.echo_str", basic.echo_str, "a\0b")
-run("basic.dtype_x4", basic.dtype_x4, C.DataType("int8"))
+run("basic.dtype_x4", basic.dtype_x4, objects.DataType("int8"))
 for kind in ["ValueError", "TypeError", "IndexError", "KeyError", "CustomKind"]:
     run(f"basic.raise_kind({kind})", basic.raise_kind, kind, "msg " + kind)
 run("basic.add_int.argc", basic.add_int, 1)
@@ -89,16 +90,16 @@ run("kitchen.scale", kitchen.scale, 1.5, None)
 run("kitchen.greet", kitchen.greet, "bob")
 run("kitchen.opt_name", kitchen.opt_name, None)
 run("kitchen.reverse", kitchen.reverse, b"abcdefghijkl")
-run("kitchen.widen", kitchen.widen, C.DataType("float16"))
-run("kitchen.next_device", kitchen.next_device, C.Device("cuda:0"))
-run("kitchen.echo_any", kitchen.echo_any, [1, {"a": b"b"}, C.Shape(1)])
+run("kitchen.widen", kitchen.widen, objects.DataType("float16"))
+run("kitchen.next_device", kitchen.next_device, objects.Device("cuda:0"))
+run("kitchen.echo_any", kitchen.echo_any, [1, {"a": b"b"}, objects.Shape(1)])
 run("kitchen.sum_array", kitchen.sum_array, [1, 2, 3])
 run("kitchen.range", kitchen.range, 5)
 run("kitchen.map_get", kitchen.map_get, {"a": 1, "b": 2}, "b")
 run("kitchen.map_get.missing", kitchen.map_get, {"a": 1}, "z")
 run("kitchen.counts", kitchen.counts, ["a", "b", "a"])
 run("kitchen.make_shape", kitchen.make_shape, 4, 5)
-run("kitchen.shape_numel", kitchen.shape_numel, C.Shape(2, 3, 4))
+run("kitchen.shape_numel", kitchen.shape_numel, objects.Shape(2, 3, 4))
 run("kitchen.tensor_sum", kitchen.tensor_sum, x, mode="object")
 run("kitchen.tensor_shape", kitchen.tensor_shape, np.zeros((2, 5), "float32"), mode="object")
 run("kitchen.iota", kitchen.iota, 3)

@@ -7,12 +7,13 @@ import json
 import os
 import threading
 
+import fixturebuild
 import pytest
 
-import fixturebuild
 import tvmffi_cli
-from tvmffi_cli.ffi import convert, runtime
 from tvmffi_cli.errors import InputError
+from tvmffi_cli.ffi import errors as ffi_errors
+from tvmffi_cli.ffi import objects, runtime, values
 
 KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
 KITCHEN_FLAGS = ["-Wno-unused-parameter"]
@@ -118,7 +119,7 @@ def test_kitchen_globals_and_types(kitchen):
     assert kitchen.get_global("kitchen.add")(20, 22) == 42
     assert kitchen.get_global("kitchen.greet")("ann") == "hello, ann"
     assert kitchen.get_global("kitchen.nope") is None
-    assert "kitchen.add" in convert.list_globals(kitchen.runtime)
+    assert "kitchen.add" in values.list_globals(kitchen.runtime)
 
 
 def test_kitchen_scalars(kitchen):
@@ -133,9 +134,9 @@ def test_kitchen_scalars(kitchen):
     assert kitchen.opt_name(None) == "<none>" and kitchen.opt_name("z") == "z"
     assert kitchen.reverse(b"abc") == b"cba"
     assert kitchen.reverse(b"\x00\x01" * 20) == b"\x01\x00" * 20
-    w = kitchen.widen(convert.DataType("float16"))
-    assert w == "float32" and isinstance(w, convert.DataType) and (w.code, w.bits, w.lanes) == (2, 32, 1)
-    assert kitchen.next_device(convert.Device("cuda:1")) == convert.Device("cuda", 2)
+    w = kitchen.widen(objects.DataType("float16"))
+    assert w == "float32" and isinstance(w, objects.DataType) and (w.code, w.bits, w.lanes) == (2, 32, 1)
+    assert kitchen.next_device(objects.Device("cuda:1")) == objects.Device("cuda", 2)
 
 
 def test_kitchen_containers(kitchen):
@@ -146,8 +147,8 @@ def test_kitchen_containers(kitchen):
     assert kitchen.map_get({"a": 5, "b": 6}, "b") == 6
     assert kitchen.counts(["a", "b", "a", "c", "a"]) == {"a": 3, "b": 1, "c": 1}
     s = kitchen.make_shape(2, 3)
-    assert isinstance(s, convert.Shape) and s == (2, 3)
-    assert kitchen.shape_numel(convert.Shape(2, 3, 4)) == 24
+    assert isinstance(s, objects.Shape) and s == (2, 3)
+    assert kitchen.shape_numel(objects.Shape(2, 3, 4)) == 24
     assert kitchen.echo_any([1, "two", [3.0, None], {"k": b"v"}]) == [1, "two", [3.0, None], {"k": b"v"}]
 
 
@@ -158,7 +159,7 @@ def test_kitchen_tensors(kitchen):
     assert f.call([a], tensor_mode="object") == 15.0
     assert kitchen.tensor_shape.call([a], tensor_mode="object") == (2, 3)
     t = kitchen.iota(4)
-    assert isinstance(t, convert.Tensor)
+    assert isinstance(t, values.Tensor)
     assert t.dtype == "float32" and t.shape == (4,) and str(t.device) == "cpu:0"
     assert t.numpy().tolist() == [0.0, 0.5, 1.0, 1.5]
     assert kitchen.tensor_sum(t) == 3.0  # a Tensor result passed back in
@@ -170,14 +171,14 @@ def test_kitchen_tensors(kitchen):
 def test_kitchen_functions(kitchen):
     assert kitchen.apply(lambda x: x * 10, 4) == 40
     adder = kitchen.make_adder(5)
-    assert isinstance(adder, convert.Function)
+    assert isinstance(adder, values.Function)
     assert adder(1) == 6
     assert kitchen.apply(adder, 10) == 15
 
 
 def test_kitchen_registered_object(kitchen):
     p = kitchen.make_point(3, 4.0, "pt")
-    assert isinstance(p, convert.Object)
+    assert isinstance(p, values.Object)
     assert p.type_key == "kitchen.Point"
     assert p.type_index >= 128
     assert p.fields == {"x": 3, "y": 4.0, "label": "pt"}
@@ -192,13 +193,13 @@ def test_kitchen_registered_object(kitchen):
     ("fail_type", 7, TypeError, "TypeError", "bad type for 7"),
     ("fail_index", 3, IndexError, "IndexError", "index 3 out of range"),
     ("fail_runtime", "y", RuntimeError, "RuntimeError", "kitchen failed: y"),
-    ("fail_custom", "z", convert.FFIError, "KitchenError", "z"),
+    ("fail_custom", "z", ffi_errors.FFIError, "KitchenError", "z"),
 ])
 def test_kitchen_errors(kitchen, func, arg, cls, kind, message):
     with pytest.raises(cls) as ei:
         kitchen[func](arg)
     e = ei.value
-    assert isinstance(e, convert.FFIErrorBase)
+    assert isinstance(e, ffi_errors.FFIErrorBase)
     assert e.kind == kind and str(e) == message and e.message == message
     assert isinstance(e.backtrace, str)
 

@@ -30,7 +30,8 @@ def run(request):
 
 def _run(request):
     from ..abi import structs as abi
-    from ..ffi import convert
+    from ..ffi import errors as ffi_errors
+    from ..ffi import values as ffi_values
 
     lib, fn, resolved = call_task.open_function(request)
     call_task._keep_loaded.append(lib)  # objects made by the library die first
@@ -47,16 +48,16 @@ def _run(request):
     try:
         try:
             for i, v in enumerate(values):
-                convert.py_to_any(rt, v, argv[i], keep, owned, mode)
+                ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
         except (TypeError, ValueError, OverflowError) as e:
-            if isinstance(e, convert.FFIErrorBase):
+            if isinstance(e, ffi_errors.FFIErrorBase):
                 return {"status": "raised", "error": call_task.error_dict(e)}
             raise InputError(f"cannot pass the arguments: {e}") from None
         # One checked call first: a function that raises is reported, not timed.
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
             return {"status": "raised", "error": call_task.error_dict(rt.take_error())}
-        convert.any_to_py(rt, result)  # releases an object result
+        ffi_values.any_to_py(rt, result)  # releases an object result
 
         def timed(calls, rounds):
             out = (ctypes.c_int64 * rounds)()
@@ -72,7 +73,7 @@ def _run(request):
             rounds = int(request.get("rounds") or DEFAULT_ROUNDS)
             timed(per_round, 1)  # warm-up: caches, branch predictors, lazy binding
             round_ns = timed(per_round, rounds)
-        except convert.FFIErrorBase as e:
+        except ffi_errors.FFIErrorBase as e:
             return {"status": "raised", "error": call_task.error_dict(e)}
     finally:
         for h in owned:

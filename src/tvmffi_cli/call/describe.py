@@ -1,7 +1,7 @@
 """Values of TVM-FFI calls: described in the child, rendered in the parent.
 
 describe(value) runs in the child process next to the library: it turns a
-decoded value (tvmffi_cli.ffi.convert types, NumPy arrays) into a *description*,
+decoded value (tvmffi_cli.ffi objects and values, NumPy arrays) into a *description*,
 a JSON-able tagged tree such as {"type": "int", "value": 3} or
 {"type": "Tensor", "dtype": "float32", "shape": [2, 3], "device": "cpu:0",
 "data": [[...]]}. The parent never sees library objects, only descriptions.
@@ -47,7 +47,8 @@ TYPES = ("None", "bool", "int", "float", "str", "bytes", "void*", "DataType", "D
 
 def describe(value: object, depth: int = 0) -> Desc:
     """A JSON-able description of a decoded value (see module doc)."""
-    from ..ffi import convert as cv
+    from ..ffi import errors as ffi_errors
+    from ..ffi import objects, values
 
     if depth > MAX_DEPTH:
         return {"type": "Object", "type_key": "...", "fields": {}, "truncated": True}
@@ -55,13 +56,13 @@ def describe(value: object, depth: int = 0) -> Desc:
         return {"type": "None"}
     if value is True or value is False:
         return {"type": "bool", "value": value}
-    if isinstance(value, cv.OpaquePtr):
+    if isinstance(value, objects.OpaquePtr):
         return {"type": "void*", "value": f"0x{int(value):x}"}
     if isinstance(value, int):
         return {"type": "int", "value": int(value)}
     if isinstance(value, float):
         return {"type": "float", "value": float_json(value)}
-    if isinstance(value, cv.DataType):
+    if isinstance(value, objects.DataType):
         return {"type": "DataType", "value": str(value)}
     if isinstance(value, str):
         if len(value) > MAX_STR:
@@ -76,9 +77,9 @@ def describe(value: object, depth: int = 0) -> Desc:
             d["truncated"] = True
         d["base64"] = base64.b64encode(data).decode("ascii")
         return d
-    if isinstance(value, cv.Device):
+    if isinstance(value, objects.Device):
         return {"type": "Device", "value": str(value)}
-    if isinstance(value, cv.Shape):
+    if isinstance(value, objects.Shape):
         return {"type": "Shape", "value": [int(x) for x in value]}
     if isinstance(value, (list, tuple)):
         d = {"type": "Array", "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]]}
@@ -97,20 +98,20 @@ def describe(value: object, depth: int = 0) -> Desc:
             d["truncated"] = True
             d["size"] = len(value)
         return d
-    if isinstance(value, cv.Tensor):
+    if isinstance(value, values.Tensor):
         return describe_tensor(value)
-    if isinstance(value, cv.FFIErrorBase):
+    if isinstance(value, ffi_errors.FFIErrorBase):
         return {"type": "Error", "kind": value.kind, "message": value.message,
                 "backtrace": value.backtrace or ""}
-    if isinstance(value, cv.Function):
+    if isinstance(value, values.Function):
         return {"type": "Function", "type_key": "ffi.Function"}
-    if isinstance(value, cv.Module):
+    if isinstance(value, values.Module):
         try:
             kind = value.kind
         except Exception:  # a module whose kind getter fails is still a module
             kind = None
         return {"type": "Module", "type_key": "ffi.Module", "kind": kind}
-    if isinstance(value, cv.Object):
+    if isinstance(value, values.Object):
         try:
             key = value.type_key
         except Exception:
@@ -146,7 +147,7 @@ def float_json(v: float) -> JsonFloat:
 
 
 def describe_tensor(t: Any) -> Desc:
-    """Description of a convert.Tensor (owned Tensor or borrowed DLTensor*)."""
+    """Description of a values.Tensor (owned Tensor or borrowed DLTensor*)."""
     d: Desc = {"type": "Tensor" if t.handle is not None else "DLTensor*"}
     try:
         d["dtype"] = str(t.dtype)

@@ -46,14 +46,14 @@ _keep_loaded = []
 
 
 def _call(lib, fn, resolved, request):
-    from ..ffi import convert
+    from ..ffi import errors as ffi_errors
 
     values, tensors = build_args(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
     t0 = time.perf_counter_ns()
     try:
         result = fn.call(values, tensor_mode=mode)
-    except convert.FFIErrorBase as e:
+    except ffi_errors.FFIErrorBase as e:
         return {"status": "raised", "error": error_dict(e)}
     except (TypeError, ValueError, OverflowError) as e:
         # Raised by our conversion before the call: the arguments cannot be passed.
@@ -194,16 +194,16 @@ def _load_tensor(spec):
 
 
 def _tensor_value(lib, arr, owned):
-    from ..ffi import convert
+    from ..ffi import values
 
     if owned:
-        return convert.numpy_to_tensor(lib.runtime, arr)
+        return values.numpy_to_tensor(lib.runtime, arr)
     return arr
 
 
 def materialize(spec, lib=None):
-    """A spec -> the Python value convert.py passes (DataType, Device, Shape...)."""
-    from ..ffi import convert
+    """A spec -> the Python value the ffi layer passes (DataType, Device, Shape...)."""
+    from ..ffi import objects
 
     k = spec.get("kind")
     if k == "none":
@@ -223,11 +223,11 @@ def materialize(spec, lib=None):
     if k == "dtype":
         from . import literals
 
-        return convert.DataType(spec["value"], literals.parse_dtype(spec["value"]))
+        return objects.DataType(spec["value"], literals.parse_dtype(spec["value"]))
     if k == "device":
-        return convert.Device(spec["device_type"], spec["device_id"])
+        return objects.Device(spec["device_type"], spec["device_id"])
     if k == "shape":
-        return convert.Shape(spec["value"])
+        return objects.Shape(spec["value"])
     if k == "array":
         return [materialize(s, lib) for s in spec["items"]]
     if k == "map":
@@ -258,7 +258,7 @@ def write_outputs(out_dir, tensors, result, force):
     """Write every tensor argument as arg<i>.npy and a tensor result as
     result.npy; each file is written to a temporary name and then renamed, so a
     reader never sees half a file and an existing one is kept unless `force`."""
-    from ..ffi import convert
+    from ..ffi import values
 
     os.makedirs(out_dir, exist_ok=True)
     files = []
@@ -266,7 +266,7 @@ def write_outputs(out_dir, tensors, result, force):
         path = os.path.join(out_dir, f"arg{i}.npy")
         _save_npy(path, tensors[i][0], force)
         files.append({"what": f"arg{i}", "path": path})
-    if isinstance(result, convert.Tensor):
+    if isinstance(result, values.Tensor):
         path = os.path.join(out_dir, "result.npy")
         try:
             arr = result.numpy()

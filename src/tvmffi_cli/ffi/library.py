@@ -19,8 +19,10 @@ import threading
 from ctypes import byref, c_void_p
 from pathlib import Path
 
+from ..abi import structs as abi
 from ..errors import InputError
-from . import convert
+from . import errors as ffi_errors
+from . import tensors, values
 from .runtime import byte_array, get_runtime
 
 FUNC_PREFIX = "__tvm_ffi_"
@@ -84,11 +86,11 @@ class Library:
                  tensor_mode=None):
         self.path = path
         self.runtime = rt
-        self.module = module  # convert.Module, or None on the plain-dlopen path
+        self.module = module  # values.Module, or None on the plain-dlopen path
         self._dl = dl  # ctypes.CDLL on the plain-dlopen path
         self.globals_registered = globals_registered
         self.types_registered = types_registered
-        self.tensor_mode = tensor_mode or convert.DEFAULT_TENSOR_MODE
+        self.tensor_mode = tensor_mode or values.DEFAULT_TENSOR_MODE
         self._funcs = {}
         self._lock = threading.Lock()
         self._names = None
@@ -116,9 +118,9 @@ class Library:
                 ba, _k = byte_array(name)
                 out = c_void_p()
                 rt.check(getter(self.module.handle, byref(ba), 0, byref(out)))
-                return convert.Function(out.value, rt) if out.value else None
+                return values.Function(out.value, rt) if out.value else None
             f = self.module.get_function(name)
-            return f if isinstance(f, convert.Function) else None
+            return f if isinstance(f, values.Function) else None
         return self._dlsym_function(FUNC_PREFIX + name)
 
     def _dlsym_function(self, symbol):
@@ -129,7 +131,7 @@ class Library:
         rt = self.runtime
         out = c_void_p()
         rt.check(rt.TVMFFIFunctionCreate(None, addr, None, byref(out)))
-        return convert.Function(out.value, rt)
+        return values.Function(out.value, rt)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -176,7 +178,7 @@ class Library:
     def _special(self, name, global_name, what):
         rt = self.runtime
         if self.module is not None:
-            g = convert.get_global(rt, global_name)
+            g = values.get_global(rt, global_name)
             if g is not None:
                 v = g(self.module, name, False)
                 return v if isinstance(v, str) else None
@@ -190,7 +192,7 @@ class Library:
 
     # -- globals -------------------------------------------------------------
     def get_global(self, name):
-        f = convert.get_global(self.runtime, name)
+        f = values.get_global(self.runtime, name)
         if f is not None:
             f.name = name
             f.tensor_mode = self.tensor_mode
@@ -201,9 +203,9 @@ class Library:
         f = self.runtime.rt.get("tvmffi_rt_module_describe")
         if f is None or self.module is None:
             return None
-        out = convert.TVMFFIAny()
+        out = abi.TVMFFIAny()
         self.runtime.check(f(self.module.handle, byref(out)))
-        v = convert.any_to_py(self.runtime, out)
+        v = values.any_to_py(self.runtime, out)
         return json.loads(v) if isinstance(v, str) else None
 
     def __repr__(self):
@@ -218,7 +220,7 @@ _keep_modules = []
 
 def _type_keys(rt):
     try:
-        return set(convert.registered_type_keys(rt))
+        return set(values.registered_type_keys(rt))
     except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
         return set()
 
@@ -229,15 +231,15 @@ def load(path, runtime=None, tensor_mode=None):
     runtime: path of the libtvm_ffi.so to host it (default: the one already
     loaded, else ours). tensor_mode: "dltensor" (default) or "object" for how
     NumPy arrays are passed."""
-    if tensor_mode is not None and tensor_mode not in convert.TENSOR_MODES:
-        raise InputError(f"tensor_mode must be one of {', '.join(convert.TENSOR_MODES)}")
+    if tensor_mode is not None and tensor_mode not in values.TENSOR_MODES:
+        raise InputError(f"tensor_mode must be one of {', '.join(values.TENSOR_MODES)}")
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
     p = p.resolve()
     rt = get_runtime(runtime)
-    convert.ensure_cpu_allocator(rt)
-    before_globals = set(convert.list_globals(rt))
+    tensors.ensure_cpu_allocator(rt)
+    before_globals = set(values.list_globals(rt))
     before_types = _type_keys(rt)
     module = dl = None
     loader = rt.rt.get("tvmffi_rt_library_load")
@@ -245,11 +247,11 @@ def load(path, runtime=None, tensor_mode=None):
         if loader is not None:
             out = c_void_p()
             rt.check(loader(os.fsencode(str(p)), byref(out)))
-            module = convert.Module(out.value, rt)
+            module = values.Module(out.value, rt)
         elif rt.get_global_handle("ffi.ModuleLoadFromFile") is not None:
-            m = convert.global_func(rt, "ffi.ModuleLoadFromFile")(str(p))
-            module = m if isinstance(m, convert.Module) else None
-    except convert.FFIErrorBase as e:
+            m = values.global_func(rt, "ffi.ModuleLoadFromFile")(str(p))
+            module = m if isinstance(m, values.Module) else None
+    except ffi_errors.FFIErrorBase as e:
         raise InputError(f"cannot load {path}: {e.kind}: {e}") from None
     if module is None and loader is None:
         try:
@@ -260,7 +262,7 @@ def load(path, runtime=None, tensor_mode=None):
             raise InputError(f"cannot load {path}: {e}") from None
     if module is not None:
         _keep_modules.append(module)
-    after_globals = set(convert.list_globals(rt))
+    after_globals = set(values.list_globals(rt))
     after_types = _type_keys(rt)
     return Library(p, rt, module, dl, sorted(after_globals - before_globals),
                    sorted(after_types - before_types), tensor_mode)

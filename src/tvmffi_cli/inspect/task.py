@@ -19,8 +19,8 @@ import json
 
 
 def run(request):
-    from ..ffi.convert import type_info_dict
     from ..ffi.library import load
+    from ..ffi.typeinfo import type_info_dict
 
     lib = load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime

@@ -1,4 +1,5 @@
-"""Python values <-> TVMFFIAny.
+"""Python values <-> TVMFFIAny: the one conversion layer, and the wrappers of
+objects (whose methods convert values).
 
 Arguments are built as AnyViews (borrowed): Python objects that need C memory
 (strings, bytes, DLTensor structs) are kept alive in a `keep` list, and
@@ -7,16 +8,12 @@ released after it. Results are owned Anys: values are copied out and the
 reference is released, except for Function, Tensor, Module and registered
 objects, whose Python wrappers hold the reference until they are collected.
 
-Python types that stand for ABI values:
-  DataType   str subclass ("float32", "int8x4"), with code/bits/lanes
-  Device     device_type + device_id, str form "cuda:1"
-  Shape      tuple subclass of ints
+Value types (DataType, Device, Shape, OpaquePtr) are in objects.py; here:
   Tensor     an ffi.Tensor (or a borrowed DLTensor*): dtype, shape, strides,
              device, .numpy() zero-copy view on CPU that keeps it alive
   Function   callable ffi.Function, released when collected
   Module     ffi.Module; .kind, .get_function(name)
   Object     any other object: type_key, fields (reflected, read lazily)
-  OpaquePtr  int subclass for kTVMFFIOpaquePtr
   FFIErrorBase and subclasses: raised errors (and Error values)
 Arrays and Lists come back as Python lists, Maps and Dicts as dicts.
 """
@@ -27,34 +24,11 @@ import threading
 from ctypes import addressof, byref, c_void_p
 
 from ..abi import structs as abi
-from ..abi.structs import (
-    DLDataType,
-    DLDevice,
-    DLManagedTensorVersioned,
-    DLTensor,
-    TVMFFIAny,
-    TVMFFIByteArray,
-)
-from .errors import (  # noqa: F401  (re-exported: convert is the values API)
-    ERROR_CLASSES,
-    FFIAssertionError,
-    FFIAttributeError,
-    FFIError,
-    FFIErrorBase,
-    FFIIndexError,
-    FFIKeyError,
-    FFIMemoryError,
-    FFINotImplementedError,
-    FFIOverflowError,
-    FFITimeoutError,
-    FFITypeError,
-    FFIValueError,
-    FFIZeroDivisionError,
-    _kind_of,
-    error_class,
-    error_from_handle,
-)
-from .runtime import byte_array, get_runtime
+from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray
+from .errors import FFIErrorBase, _kind_of, error_from_handle
+from .objects import DataType, Device, OpaquePtr, Shape, _Borrowed, _ObjectRef, _parse_dtype
+from .runtime import byte_array
+from .tensors import _dl_dtype_of_numpy, dltensor_of_numpy, tensor_from_numpy, tensor_numpy
 
 #: How NumPy arrays are passed: "dltensor" (zero-copy DLTensor*) or "object"
 #: (an owned ffi.Tensor made by TVMFFITensorFromDLPackVersioned, zero-copy too).
@@ -65,152 +39,7 @@ _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
 
-# --- value types --------------------------------------------------------------
-class OpaquePtr(int):
-    """A kTVMFFIOpaquePtr value (an address)."""
-
-    def __repr__(self):
-        return f"OpaquePtr(0x{int(self):x})"
-
-
-_DTYPE_CODE_NAMES = {abi.kDLInt: "int", abi.kDLUInt: "uint", abi.kDLFloat: "float",
-                     abi.kDLBfloat: "bfloat", abi.kDLComplex: "complex", abi.kDLBool: "bool",
-                     abi.kDLOpaqueHandle: "handle"}
-
-
-class DataType(str):
-    """A DLDataType in its string form ("float32", "int8x4", "bool").
-
-    code/bits/lanes are known when the value came from a library; for a
-    DataType built from a string they are parsed by the runtime when passed."""
-
-    __slots__ = ("_triple",)
-
-    def __new__(cls, value, triple=None):
-        self = super().__new__(cls, value)
-        self._triple = triple
-        return self
-
-    @property
-    def code(self):
-        return self._need_triple()[0]
-
-    @property
-    def bits(self):
-        return self._need_triple()[1]
-
-    @property
-    def lanes(self):
-        return self._need_triple()[2]
-
-    def _need_triple(self):
-        if self._triple is None:
-            self._triple = _parse_dtype(get_runtime(), str(self))
-        return self._triple
-
-    def __repr__(self):
-        return f"DataType({str(self)!r})"
-
-
-class Device:
-    """A DLDevice: Device("cuda:1"), Device("cpu"), Device(2, 1), Device("cuda", 1)."""
-
-    __slots__ = ("device_type", "device_id")
-
-    def __init__(self, device_type, device_id=None):
-        if isinstance(device_type, Device):
-            device_type, device_id = device_type.device_type, device_type.device_id
-        if isinstance(device_type, str):
-            name, _, idx = device_type.partition(":")
-            code = abi.DEVICE_TYPE_CODES.get(name.strip().lower())
-            if code is None:
-                raise ValueError(f"unknown device type {name!r}")
-            if idx:
-                if device_id is not None:
-                    raise ValueError("device id given twice")
-                device_id = int(idx)
-            device_type = code
-        self.device_type = int(device_type)
-        self.device_id = int(device_id or 0)
-
-    @property
-    def type_name(self):
-        return abi.DEVICE_TYPE_NAMES.get(self.device_type, f"device{self.device_type}")
-
-    def __str__(self):
-        return f"{self.type_name}:{self.device_id}"
-
-    def __repr__(self):
-        return f"Device({str(self)!r})"
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            try:
-                other = Device(other)
-            except ValueError:
-                return False
-        return (isinstance(other, Device) and other.device_type == self.device_type
-                and other.device_id == self.device_id)
-
-    def __hash__(self):
-        return hash((self.device_type, self.device_id))
-
-
-class Shape(tuple):
-    """An ffi.Shape: a tuple of ints."""
-
-    def __new__(cls, *dims):
-        if len(dims) == 1 and not isinstance(dims[0], int):
-            dims = tuple(dims[0])
-        return super().__new__(cls, (int(d) for d in dims))
-
-    def __repr__(self):
-        return "Shape(" + ", ".join(str(d) for d in self) + ")"
-
-
-class _ObjectRef:
-    """A Python wrapper owning one strong reference to an ffi object."""
-
-    __slots__ = ("handle", "type_index", "_rt", "__weakref__")
-
-    def __init__(self, handle, rt, type_index=None):
-        self.handle = handle
-        self._rt = rt
-        self.type_index = (abi.TVMFFIObject.from_address(handle).type_index
-                           if type_index is None else type_index)
-
-    def __del__(self):
-        h, self.handle = getattr(self, "handle", None), None
-        if h:
-            try:
-                self._rt.TVMFFIObjectDecRef(h)
-            except Exception:  # interpreter shutdown
-                pass
-
-    @property
-    def type_key(self):
-        return self._rt.type_key(self.type_index)
-
-    def same_as(self, other):
-        return isinstance(other, _ObjectRef) and other.handle == self.handle
-
-    def __hash__(self):
-        return hash(self.handle)
-
-    def __eq__(self, other):
-        return self.same_as(other)
-
-
-class _Borrowed:
-    """An object handle passed as an argument without taking a reference."""
-
-    __slots__ = ("handle", "type_index")
-
-    def __init__(self, handle, type_index):
-        self.handle = handle
-        self.type_index = type_index
-
-
+# --- object wrappers ------------------------------------------------------------
 class Function(_ObjectRef):
     """A callable ffi.Function."""
 
@@ -334,76 +163,14 @@ class Tensor(_ObjectRef):
 
     def numpy(self):
         """Zero-copy NumPy view of a CPU tensor; the view keeps the tensor alive."""
-        import numpy as np
-
-        t = self.dltensor
-        if t.device.device_type not in (abi.kDLCPU, abi.kDLCUDAHost, abi.kDLROCMHost):
-            raise ValueError(f"tensor is on {self.device}, not on the CPU")
-        dt = self.dtype
-        typestr = _numpy_typestr(dt)
-        shape = tuple(self.shape)
-        itemsize = np.dtype(typestr).itemsize
-        strides = self.strides
-        holder = _ArrayHolder(self, {
-            "version": 3,
-            "shape": shape,
-            "typestr": typestr,
-            "data": (self.data_ptr if self.data_ptr else 0, False),
-            "strides": None if strides is None else tuple(s * itemsize for s in strides),
-        })
-        if not self.data_ptr:
-            return np.zeros(shape, dtype=typestr)
-        return np.asarray(holder)
+        return tensor_numpy(self)
 
     def __repr__(self):
         return f"<Tensor {self.dtype}{list(self.shape)} on {self.device}>"
 
 
-class _ArrayHolder:
-    """Exposes __array_interface__ for Tensor.numpy(); as the array's base it
-    keeps the Tensor (and thus the memory) alive."""
-
-    def __init__(self, tensor, iface):
-        self.tensor = tensor
-        self.__array_interface__ = iface
-
-
-def _numpy_typestr(dt):
-    code, bits, lanes = dt.code, dt.bits, dt.lanes
-    if lanes != 1:
-        raise TypeError(f"dtype {dt} has {lanes} lanes; NumPy has no vector types")
-    if code == abi.kDLBool:
-        return "|b1"
-    kind = {abi.kDLInt: "i", abi.kDLUInt: "u", abi.kDLFloat: "f", abi.kDLComplex: "c"}.get(code)
-    if kind is None or bits % 8 or bits == 0:
-        raise TypeError(f"dtype {dt} has no NumPy equivalent")
-    return f"{'|' if bits == 8 else '<'}{kind}{bits // 8}"
-
-
-def _dl_dtype_of_numpy(np_dtype):
-    k = np_dtype.kind
-    if k == "b":
-        return (abi.kDLBool, 8, 1)
-    code = {"i": abi.kDLInt, "u": abi.kDLUInt, "f": abi.kDLFloat, "c": abi.kDLComplex}.get(k)
-    if code is None or np_dtype.byteorder == ">":
-        raise TypeError(f"NumPy dtype {np_dtype} cannot be passed as a tensor")
-    return (code, np_dtype.itemsize * 8, 1)
-
-
-# --- dtype helpers ------------------------------------------------------------
+# --- dtype results ---------------------------------------------------------------
 _dtype_cache = {}
-_dtype_parse_cache = {}
-
-
-def _parse_dtype(rt, s):
-    t = _dtype_parse_cache.get(s)
-    if t is None:
-        ba, _keep = byte_array(s)
-        out = DLDataType()
-        rt.check(rt.TVMFFIDataTypeFromString(byref(ba), byref(out)))
-        t = (out.code, out.bits, out.lanes)
-        _dtype_parse_cache[s] = t
-    return t
 
 
 def _dtype_from_dl(rt, dl):
@@ -551,129 +318,6 @@ def _make_error(rt, exc, owned):
     rt.check(rt.TVMFFIErrorCreate(byref(k), byref(m), byref(b), byref(h)))
     owned.append(h.value)
     return h.value
-
-
-def _numpy_layout(arr):
-    """(shape, strides in elements) of an array, or raise TypeError."""
-    item = arr.itemsize
-    strides = []
-    for s in arr.strides:
-        if item and s % item:
-            raise TypeError("array strides are not a multiple of its item size")
-        strides.append(s // item if item else 0)
-    return list(arr.shape), strides
-
-
-def _fill_dltensor(dl, arr, keep):
-    shape, strides = _numpy_layout(arr)
-    nd = arr.ndim
-    shape_arr = (ctypes.c_int64 * max(nd, 1))(*shape)
-    strides_arr = (ctypes.c_int64 * max(nd, 1))(*strides)
-    keep.append((shape_arr, strides_arr))
-    dl.data = arr.ctypes.data if arr.size else (arr.ctypes.data or None)
-    dl.device = DLDevice(abi.kDLCPU, 0)
-    dl.ndim = nd
-    dl.dtype = DLDataType(*_dl_dtype_of_numpy(arr.dtype))
-    dl.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
-    dl.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
-    dl.byte_offset = 0
-
-
-def dltensor_of_numpy(arr, keep):
-    """A DLTensor viewing `arr` (zero-copy); it and `arr` are appended to keep."""
-    dl = DLTensor()
-    _fill_dltensor(dl, arr, keep)
-    keep.append((dl, arr))
-    return dl
-
-
-# Owned tensors made from NumPy arrays: manager_ctx token -> (array, struct,
-# shape/strides). The runtime's deleter call drops the entry (and the array).
-_dlpack_keep = {}
-_dlpack_lock = threading.Lock()
-_dlpack_next = [1]
-
-
-def _dlpack_deleter_impl(ptr):
-    try:
-        token = ptr.contents.manager_ctx
-        with _dlpack_lock:
-            _dlpack_keep.pop(token, None)
-    except Exception:
-        pass
-
-
-_DLPACK_DELETER = abi.DLManagedTensorVersionedDeleter(_dlpack_deleter_impl)
-
-
-def _managed_from_numpy(arr):
-    """A DLManagedTensorVersioned viewing `arr`; registered in _dlpack_keep until
-    its deleter runs (or the caller drops it on failure). Returns (mt, token)."""
-    keep = []
-    mt = DLManagedTensorVersioned()
-    mt.version.major = abi.DLPACK_MAJOR_VERSION
-    mt.version.minor = abi.DLPACK_MINOR_VERSION
-    mt.flags = 0 if arr.flags.writeable else abi.DLPACK_FLAG_BITMASK_READ_ONLY
-    _fill_dltensor(mt.dl_tensor, arr, keep)
-    mt.deleter = _DLPACK_DELETER
-    with _dlpack_lock:
-        token = _dlpack_next[0]
-        _dlpack_next[0] += 1
-        _dlpack_keep[token] = (arr, mt, keep)
-    mt.manager_ctx = token
-    return mt, token
-
-
-def tensor_from_numpy(rt, arr, owned=None):
-    """Owned ffi.Tensor handle viewing `arr` without copying (the Tensor keeps
-    the array alive until the runtime releases it)."""
-    mt, token = _managed_from_numpy(arr)
-    h = c_void_p()
-    rc = rt.TVMFFITensorFromDLPackVersioned(byref(mt), 0, 0, byref(h))
-    if rc != 0:
-        with _dlpack_lock:
-            _dlpack_keep.pop(token, None)
-        raise rt.take_error()
-    if owned is not None:
-        owned.append(h.value)
-    return h.value
-
-
-_SetErrorFn = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_char_p, ctypes.c_char_p)
-
-
-def _numpy_allocator(proto, out, error_ctx, set_error):
-    try:
-        import numpy as np
-
-        p = proto.contents
-        if p.device.device_type != abi.kDLCPU:
-            raise ValueError("the NumPy allocator only allocates on the CPU")
-        dt = p.dtype
-        typestr = _numpy_typestr(DataType(f"{dt.code}:{dt.bits}:{dt.lanes}",
-                                          (dt.code, dt.bits, dt.lanes)))
-        shape = [p.shape[i] for i in range(p.ndim)]
-        arr = np.empty(shape, dtype=typestr)
-        mt, _token = _managed_from_numpy(arr)
-        out[0] = ctypes.pointer(mt)
-        return 0
-    except Exception as e:
-        if set_error:
-            _SetErrorFn(set_error)(error_ctx, _kind_of(e).encode(), str(e).encode())
-        return -1
-
-
-_NUMPY_ALLOCATOR = abi.DLPackManagedTensorAllocator(_numpy_allocator)
-
-
-def ensure_cpu_allocator(rt):
-    """Give the runtime a NumPy-backed CPU allocator for TVMFFIEnvTensorAlloc
-    when it has none (the official runtime starts without one)."""
-    if rt.TVMFFIEnvGetDLPackManagedTensorAllocator():
-        return False
-    rt.check(rt.TVMFFIEnvSetDLPackManagedTensorAllocator(
-        ctypes.cast(_NUMPY_ALLOCATOR, c_void_p), 1, None))
-    return True
 
 
 def numpy_to_tensor(rt, arr):
@@ -902,44 +546,6 @@ def read_fields(rt, handle, type_index):
                 raise rt.take_error()
             fields[name] = any_to_py(rt, out)
     return fields
-
-
-def type_info_dict(rt, type_index):
-    """JSON-able description of a registered type (for introspection)."""
-    info = rt.type_info(type_index)
-    if info is None:
-        return None
-    parent = None
-    if info.type_depth > 0 and info.type_ancestors:
-        p = info.type_ancestors[info.type_depth - 1]
-        if p:
-            parent = abi.byte_array_str(p.contents.type_key)
-    fields = []
-    for j in range(info.num_fields):
-        f = info.fields[j]
-        fields.append({"name": abi.byte_array_str(f.name),
-                       "static_type_index": f.field_static_type_index,
-                       "flags": f.flags, "doc": abi.byte_array_str(f.doc) or None,
-                       "metadata": abi.byte_array_str(f.metadata) or None})
-    methods = []
-    for j in range(info.num_methods):
-        m = info.methods[j]
-        methods.append({"name": abi.byte_array_str(m.name), "doc": abi.byte_array_str(m.doc) or None,
-                        "is_static": bool(m.flags & abi.kTVMFFIFieldFlagBitMaskIsStaticMethod),
-                        "metadata": abi.byte_array_str(m.metadata) or None})
-    doc = None
-    if info.metadata:
-        doc = abi.byte_array_str(info.metadata.contents.doc) or None
-    return {"type_key": abi.byte_array_str(info.type_key), "type_index": info.type_index,
-            "parent_type_key": parent, "fields": fields, "methods": methods, "doc": doc}
-
-
-__all__ = [
-    "DataType", "Device", "Shape", "Tensor", "Function", "Module", "Object", "OpaquePtr",
-    "FFIErrorBase", "FFIError", "ERROR_CLASSES", "error_class", "call_function",
-    "py_to_any", "py_to_owned_any", "any_to_py", "any_view_to_py", "numpy_to_tensor",
-    "function_from_callable", "read_fields", "type_info_dict", "ensure_cpu_allocator",
-]
 
 
 # --- globals ------------------------------------------------------------------
