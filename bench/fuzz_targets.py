@@ -100,7 +100,7 @@ class Outcome:
             self.exc_type = type(exc).__name__
             self.frame = _project_frame(exc.__traceback__)
             self.message = str(exc)[:300]
-            where = "%s:%s:%s" % self.frame if self.frame else "<outside tvmffi_cli>"
+            where = ":".join(map(str, self.frame)) if self.frame else "<outside tvmffi_cli>"
             self.key = f"{self.exc_type} @ {where}"
             self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
@@ -601,7 +601,7 @@ class BinaryTarget(Target):
         try:
             _jsonable(static_report(b))
             syms = b.symbols
-            b.imports
+            _ = b.imports  # the property reads the import table
             b.find_symbols(("__tvm_ffi_", "TVMFFI"))
             for s in syms[:64]:
                 b.get(s.name)
@@ -833,16 +833,17 @@ class LiteralsTarget(Target):
         return self._cwd
 
     def run(self, data):
+        from tvmffi_cli.call import argv as A
         from tvmffi_cli.call import literals as L
         from tvmffi_cli.errors import TvmffiError
 
         text = _text(data)
         cwd = self.cwd()
-        calls = [L.parse_dtype, L.canonical_dtype, L.parse_device, L.device_spec, L.parse_int,
+        calls = [L.parse_dtype, L.canonical_dtype, L.parse_device, A.device_spec, L.parse_int,
                  L.parse_float, L.parse_bool, L.parse_tensor_literal, L.parse_shape, L.parse_json,
                  lambda t: L.parse_bytes(t, cwd), lambda t: L.infer_positional(t, cwd),
                  lambda t: L.json_to_spec(L.parse_json(t))]
-        calls += [lambda t, f=f: L.spec_from_flag(f, t, cwd) for f in L.VALUE_FLAGS]
+        calls += [lambda t, f=f: A.spec_from_flag(f, t, cwd) for f in A.VALUE_FLAGS]
         for fn in calls:
             try:
                 got = fn(text)
@@ -863,7 +864,7 @@ class LiteralsTarget(Target):
 
 class ArgvTarget(LiteralsTarget):
     name = "argv"
-    doc = "argument-tail parser and schema-typed conversion (literals.parse_argv, spec_for_type)"
+    doc = "argument-tail parser and schema-typed conversion (call.argv: parse_argv, spec_for_type)"
 
     OPTIONS = {"--json": False, "--timeout": True, "-v": False, "--verbose": False,
                "--runtime": True}
@@ -891,8 +892,8 @@ class ArgvTarget(LiteralsTarget):
         return st.one_of(argv, mutated(st, self.seeds()))
 
     def run(self, data):
-        from tvmffi_cli.call import literals as L
         from tvmffi_cli.abi import typeschema as schema
+        from tvmffi_cli.call import argv as A
         from tvmffi_cli.errors import TvmffiError
 
         tokens = _text(data).split("\0")
@@ -903,7 +904,7 @@ class ArgvTarget(LiteralsTarget):
         except TvmffiError:
             pass
         try:
-            spec = L.parse_argv(tokens[1:], self.OPTIONS, cwd)
+            spec = A.parse_argv(tokens[1:], self.OPTIONS, cwd)
             _jsonable(spec.args)
         except TvmffiError as e:
             if _wrapped(e) is not None:
@@ -914,16 +915,16 @@ class ArgvTarget(LiteralsTarget):
         for i, text in enumerate(tokens[1:9]):
             t = types[i % len(types)] if types else None
             try:
-                _jsonable(L.spec_for_type(text, t, cwd))
+                _jsonable(A.spec_for_type(text, t, cwd))
             except TvmffiError as e:
                 if _wrapped(e) is not None:
                     raise
 
 
 def L_FLAGS():
-    from tvmffi_cli.call import literals
+    from tvmffi_cli.call import argv
 
-    return literals.ARG_FLAGS
+    return argv.ARG_FLAGS
 
 
 class SelfTestTarget(Target):

@@ -22,7 +22,7 @@ def tvmffi(*args, cwd=None, env=None, timeout=120):
                           capture_output=True, text=True, cwd=cwd, env=e, timeout=timeout)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema(name):
     return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
 
@@ -34,35 +34,35 @@ def validate(doc, name):
     return doc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels():
     return fixturebuild.build("call/kernels.c", headers="ours")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def typed():
     return fixturebuild.build("call/typed.cc", headers="official",
                               defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
                               flags=["-Wno-unused-parameter"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kitchen():
     return fixturebuild.build("cpp/kitchen.cc", headers="official",
                               defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def basic():
     return fixturebuild.build("c/basic.c", headers="ours")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def crashy():
     return fixturebuild.build("c/crashy.c", headers="ours")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def runtime_problem(path):
     """None when `path` can host a library in the worker, else the reason."""
     r = tvmffi("call", kernels(), "add_int", "1", "2", "--runtime", path)
@@ -86,10 +86,10 @@ class InProcessCall:
         self.worker.close()
 
     def reply(self, lib, *argv):
-        from tvmffi_cli.call import literals
+        from tvmffi_cli.call import argv as A
         from tvmffi_cli.cli import call as cmd
 
-        parsed = literals.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS,
+        parsed = A.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS,
                                      cwd=os.getcwd())
         request = cmd.base_request(parsed, parsed.options)
         request.pop("timeout")

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from tvmffi_cli.call import argv as A
 from tvmffi_cli.call import literals as L
 from tvmffi_cli.errors import FormatError, InputError
 
@@ -13,7 +14,7 @@ OPTS = {"--json": False, "--out": True, "-v": False}
 
 
 def specs(*argv, cwd=None):
-    return L.parse_argv(["lib.so", "f", *argv], OPTS, cwd=cwd).args
+    return A.parse_argv(["lib.so", "f", *argv], OPTS, cwd=cwd).args
 
 
 def strip(s):
@@ -50,11 +51,10 @@ def test_bad_dtypes_are_input_errors(text):
 
 
 def test_dtype_agrees_with_the_official_parser():
+    import importlib.util
     import json
     import subprocess
     import sys
-
-    import importlib.util
 
     # find_spec, not importorskip: importing tvm_ffi here would load the official
     # runtime into this process, next to ours.
@@ -117,7 +117,7 @@ def test_typed_flags_keep_command_line_order():
 
 
 def test_options_are_separated_from_arguments():
-    p = L.parse_argv(["lib.so", "f", "--int", "1", "--json", "--out", "d", "-vv"], OPTS)
+    p = A.parse_argv(["lib.so", "f", "--int", "1", "--json", "--out", "d", "-vv"], OPTS)
     assert p.lib == "lib.so" and p.func == "f"
     assert p.options == {"--json": True, "--out": "d", "-v": 2}
     assert len(p.args) == 1
@@ -148,7 +148,7 @@ def test_flag_errors_are_one_line_input_errors(argv, msg):
 
 def test_missing_func_is_a_usage_error():
     with pytest.raises(InputError, match="FUNC is missing"):
-        L.parse_argv(["lib.so"], OPTS)
+        A.parse_argv(["lib.so"], OPTS)
 
 
 def test_double_dash_ends_options():
@@ -158,8 +158,8 @@ def test_double_dash_ends_options():
 
 
 def test_help_flag_is_recognised_anywhere():
-    assert L.parse_argv(["lib.so", "--help"], OPTS).help
-    assert L.parse_argv(["-h"], OPTS).help
+    assert A.parse_argv(["lib.so", "--help"], OPTS).help
+    assert A.parse_argv(["-h"], OPTS).help
 
 
 # -- positional inference -------------------------------------------------------
@@ -344,12 +344,12 @@ def T(name, *args):
     ("7", T("Any"), {"kind": "int", "value": 7}),
 ])
 def test_schema_typed_conversion(text, typ, expect):
-    assert L.spec_for_type(text, typ) == expect
+    assert A.spec_for_type(text, typ) == expect
 
 
 def test_schema_tensor_types_choose_how_tensors_pass():
-    assert L.spec_for_type("float32[2]", T("ffi.Tensor"))["owned"] is True
-    assert "owned" not in L.spec_for_type("float32[2]", T("DLTensor*"))
+    assert A.spec_for_type("float32[2]", T("ffi.Tensor"))["owned"] is True
+    assert "owned" not in A.spec_for_type("float32[2]", T("DLTensor*"))
 
 
 @pytest.mark.parametrize("text,typ,msg", [
@@ -362,13 +362,13 @@ def test_schema_tensor_types_choose_how_tensors_pass():
 ])
 def test_schema_typed_errors(text, typ, msg):
     with pytest.raises(InputError, match=msg):
-        L.spec_for_type(text, typ)
+        A.spec_for_type(text, typ)
 
 
 def test_schema_typespec_objects_from_schema_module():
     schema = pytest.importorskip("tvmffi_cli.abi.typeschema", reason="schema module not present")
     spec = schema.parse_type(json.dumps(T("ffi.Array", T("ffi.Array", T("int")))))
-    assert L.spec_for_type("[[1],[2,3]]", spec) == {"kind": "array", "items": [
+    assert A.spec_for_type("[[1],[2,3]]", spec) == {"kind": "array", "items": [
         {"kind": "array", "items": [{"kind": "int", "value": 1}]},
         {"kind": "array", "items": [{"kind": "int", "value": 2}, {"kind": "int", "value": 3}]}]}
-    assert L.type_label(spec) == "Array[Array[int]]"
+    assert A.type_label(spec) == "Array[Array[int]]"

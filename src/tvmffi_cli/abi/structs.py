@@ -24,136 +24,13 @@ from ctypes import (
     c_void_p,
 )
 
-# --- type indices -----------------------------------------------------------
-kTVMFFIAny = -1
-kTVMFFINone = 0
-kTVMFFIInt = 1
-kTVMFFIBool = 2
-kTVMFFIFloat = 3
-kTVMFFIOpaquePtr = 4
-kTVMFFIDataType = 5
-kTVMFFIDevice = 6
-kTVMFFIDLTensorPtr = 7
-kTVMFFIRawStr = 8
-kTVMFFIByteArrayPtr = 9
-kTVMFFIObjectRValueRef = 10
-kTVMFFISmallStr = 11
-kTVMFFISmallBytes = 12
-kTVMFFIUnchanged = 13
-kTVMFFIStaticObjectBegin = 64
-kTVMFFIObject = 64
-kTVMFFIStr = 65
-kTVMFFIBytes = 66
-kTVMFFIError = 67
-kTVMFFIFunction = 68
-kTVMFFIShape = 69
-kTVMFFITensor = 70
-kTVMFFIArray = 71
-kTVMFFIMap = 72
-kTVMFFIModule = 73
-kTVMFFIOpaquePyObject = 74
-kTVMFFIList = 75
-kTVMFFIDict = 76
-kTVMFFIVisitInterrupt = 77
-kTVMFFIBigInt = 78
-kTVMFFIStaticObjectEnd = 79
-kTVMFFIDynObjectBegin = 128
-
-#: Names of the static type indices (POD and built-in objects), for messages.
-STATIC_TYPE_NAMES = {
-    kTVMFFIAny: "Any",
-    kTVMFFINone: "None",
-    kTVMFFIInt: "int",
-    kTVMFFIBool: "bool",
-    kTVMFFIFloat: "float",
-    kTVMFFIOpaquePtr: "void*",
-    kTVMFFIDataType: "DataType",
-    kTVMFFIDevice: "Device",
-    kTVMFFIDLTensorPtr: "DLTensor*",
-    kTVMFFIRawStr: "const char*",
-    kTVMFFIByteArrayPtr: "TVMFFIByteArray*",
-    kTVMFFIObjectRValueRef: "ObjectRValueRef",
-    kTVMFFISmallStr: "ffi.SmallStr",
-    kTVMFFISmallBytes: "ffi.SmallBytes",
-    kTVMFFIUnchanged: "Unchanged",
-    kTVMFFIObject: "ffi.Object",
-    kTVMFFIStr: "ffi.String",
-    kTVMFFIBytes: "ffi.Bytes",
-    kTVMFFIError: "ffi.Error",
-    kTVMFFIFunction: "ffi.Function",
-    kTVMFFIShape: "ffi.Shape",
-    kTVMFFITensor: "ffi.Tensor",
-    kTVMFFIArray: "ffi.Array",
-    kTVMFFIMap: "ffi.Map",
-    kTVMFFIModule: "ffi.Module",
-    kTVMFFIOpaquePyObject: "ffi.OpaquePyObject",
-    kTVMFFIList: "ffi.List",
-    kTVMFFIDict: "ffi.Dict",
-    kTVMFFIVisitInterrupt: "ffi.VisitInterrupt",
-    kTVMFFIBigInt: "ffi.BigInt",
-}
-
-# Deleter flags passed to TVMFFIObject.deleter.
-kTVMFFIObjectDeleterFlagBitMaskStrong = 1
-kTVMFFIObjectDeleterFlagBitMaskWeak = 2
-kTVMFFIObjectDeleterFlagBitMaskBoth = 3
-
-# Field flags of TVMFFIFieldInfo.flags (bit masks).
-kTVMFFIFieldFlagBitMaskWritable = 1 << 0
-kTVMFFIFieldFlagBitMaskHasDefault = 1 << 1
-kTVMFFIFieldFlagBitMaskIsStaticMethod = 1 << 2
-kTVMFFIFieldFlagBitSetterIsFunctionObj = 1 << 11
-
-# Backtrace update modes.
-kTVMFFIBacktraceUpdateModeReplace = 0
-kTVMFFIBacktraceUpdateModeAppend = 1
-
-# DLPack device types and dtype codes.
-kDLCPU = 1
-kDLCUDA = 2
-kDLCUDAHost = 3
-kDLOpenCL = 4
-kDLVulkan = 7
-kDLMetal = 8
-kDLVPI = 9
-kDLROCM = 10
-kDLROCMHost = 11
-kDLExtDev = 12
-kDLCUDAManaged = 13
-kDLOneAPI = 14
-kDLWebGPU = 15
-kDLHexagon = 16
-kDLMAIA = 17
-kDLTrn = 18
-
-DEVICE_TYPE_NAMES = {
-    kDLCPU: "cpu",
-    kDLCUDA: "cuda",
-    kDLCUDAHost: "cuda_host",
-    kDLOpenCL: "opencl",
-    kDLVulkan: "vulkan",
-    kDLMetal: "metal",
-    kDLVPI: "vpi",
-    kDLROCM: "rocm",
-    kDLROCMHost: "rocm_host",
-    kDLExtDev: "ext_dev",
-    kDLCUDAManaged: "cuda_managed",
-    kDLOneAPI: "oneapi",
-    kDLWebGPU: "webgpu",
-    kDLHexagon: "hexagon",
-    kDLMAIA: "maia",
-    kDLTrn: "trn",
-}
-DEVICE_TYPE_CODES = {v: k for k, v in DEVICE_TYPE_NAMES.items()}
-DEVICE_TYPE_CODES.update({"llvm": kDLCPU, "gpu": kDLCUDA, "rocm_managed": kDLROCM})
-
-kDLInt = 0
-kDLUInt = 1
-kDLFloat = 2
-kDLOpaqueHandle = 3
-kDLBfloat = 4
-kDLComplex = 5
-kDLBool = 6
+# Type indices and flags (constants.py), DLPack device types (devices.py) and
+# dtype codes (dtypes.py) are re-exported here for code that reads the ABI
+# through this module.
+from .constants import *  # noqa: F403
+from .constants import STATIC_TYPE_NAMES
+from .devices import *  # noqa: F403
+from .dtypes import kDLBfloat, kDLBool, kDLComplex, kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt  # noqa: F401
 
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 DLPACK_FLAG_BITMASK_IS_COPIED = 2
@@ -391,8 +268,6 @@ def byte_array_str(ba):
 
 __all__ = [n for n in dir() if n.startswith(("kTVMFFI", "kDL", "TVMFFI", "DL"))] + [
     "STATIC_TYPE_NAMES",
-    "DEVICE_TYPE_NAMES",
-    "DEVICE_TYPE_CODES",
     "OBJECT_HEADER_SIZE",
     "cell_address",
     "byte_array_bytes",

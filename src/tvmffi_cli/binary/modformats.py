@@ -17,6 +17,7 @@ import re
 import struct
 from typing import Any, Callable, Optional
 
+from ..abi.dtypes import format_dtype as dtype_str
 from .reader import LibBinError, Reader
 
 # A payload reader: (details, payload bytes or None).
@@ -24,36 +25,9 @@ Tail = Callable[[Reader], tuple[dict[str, Any], Optional[bytes]]]
 
 GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
 
-DTYPE_CODES = {0: "int", 1: "uint", 2: "float", 3: "handle", 4: "bfloat", 5: "complex",
-               6: "bool", 7: "float8_e3m4", 8: "float8_e4m3", 9: "float8_e4m3b11fnuz",
-               10: "float8_e4m3fn", 11: "float8_e4m3fnuz", 12: "float8_e5m2",
-               13: "float8_e5m2fnuz", 14: "float8_e8m0fnu", 15: "float6_e2m3fn",
-               16: "float6_e3m2fn", 17: "float4_e2m1fn"}
 PREVIEW = 32
 EM_CUDA = 190
 FATBIN_MAGIC = 0xBA55ED50
-
-
-def dtype_str(code: int, bits: int, lanes: int) -> str:
-    """DLDataType -> the dtype string the runtime prints (int32, float16x4, bool, handle)."""
-    if code == 6 and bits == 8 and lanes == 1:
-        return "bool"
-    if code == 3 and bits == 0 and lanes == 0:
-        return "void"
-    base = DTYPE_CODES.get(code)
-    if base is None:
-        base = f"custom[{code}]" if code >= 129 else f"code{code}_"
-    if code == 3:
-        return base
-    s = base
-    if code < 7 and not (code == 6 and bits == 8):
-        s += str(bits)
-    lanes16 = lanes - 0x10000 if lanes >= 0x8000 else lanes
-    if lanes16 > 1:
-        s += f"x{lanes16}"
-    elif lanes16 < -1:
-        s += f"xvscalex{-lanes16}"
-    return s
 
 
 def _vec_str(r: Reader, what: str) -> list[str]:

@@ -150,7 +150,7 @@ def param_types(lib, name, resolved):
 
 def resolve_specs(lib, request, resolved):
     """Specs with positional ones re-read by the function's type schema."""
-    from . import literals
+    from . import argv
 
     specs = request.get("args") or []
     positional = [s for s in specs if s.get("positional")]
@@ -160,11 +160,11 @@ def resolve_specs(lib, request, resolved):
     if params is None:
         return specs
     if len(params) != len(specs):
-        sig = ", ".join(literals.type_label(p) for p in params)
+        sig = ", ".join(argv.type_label(p) for p in params)
         raise InputError(f"{request['func']}({sig}) takes {len(params)} argument"
                          f"{'' if len(params) == 1 else 's'}, got {len(specs)}")
     cwd = request.get("cwd")
-    return [literals.spec_for_type(s["raw"], p, cwd, where=f"argument {i}")
+    return [argv.spec_for_type(s["raw"], p, cwd, where=f"argument {i}")
             if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
 
 

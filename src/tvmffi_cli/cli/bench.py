@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ..call import literals
+from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
 from .call import SHARED_OPTIONS, RawCommand, base_request, emit_json, run_in_child
 
@@ -42,7 +42,7 @@ def command(ctx, tokens):
     ARGS use the syntax of `tvmffi call`. The function is called once first; if
     it raises, the error is reported (exit 1) and nothing is timed.
     """
-    parsed = literals.parse_argv(list(tokens), BENCH_OPTIONS, cwd=os.getcwd())
+    parsed = argv.parse_argv(list(tokens), BENCH_OPTIONS, cwd=os.getcwd())
     if parsed.help:
         click.echo(ctx.get_help())
         return 0

@@ -2,14 +2,14 @@
 process and print its result.
 
 Typed value flags must stay in command-line order, which click does not keep
-across options, so the whole argument tail is parsed by literals.parse_argv.
+across options, so the whole argument tail is parsed by call.argv.parse_argv.
 """
 
 import os
 
 import click
 
-from ..call import literals
+from ..call import argv
 from ..errors import EXIT_FAILED, InputError
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -51,7 +51,7 @@ class RawCommand(click.Command):
     def format_options(self, ctx, formatter):
         with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
             rows = [(f"{k} VALUE" if k != "--none" else k, v)
-                    for k, v in literals.ARG_FLAGS.items()]
+                    for k, v in argv.ARG_FLAGS.items()]
             formatter.write_dl(rows)
         with formatter.section("Options"):
             formatter.write_dl(self.option_help)
@@ -83,7 +83,7 @@ def command(ctx, tokens):
     Exit status: 0 success, 1 the function raised, crashed or timed out,
     2 bad arguments.
     """
-    parsed = literals.parse_argv(list(tokens), CALL_OPTIONS, cwd=os.getcwd())
+    parsed = argv.parse_argv(list(tokens), CALL_OPTIONS, cwd=os.getcwd())
     if parsed.help:
         click.echo(ctx.get_help())
         return 0

@@ -30,7 +30,7 @@ import struct
 import sys
 import threading
 import time
-from ctypes import byref, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
+from ctypes import byref, c_int, c_int32, c_int64, c_size_t, c_void_p
 
 from ..abi.structs import TVMFFIAny
 from . import sigs
@@ -793,7 +793,7 @@ def serve(fd_in, fd_out):
                     prober.step, prober.step_started = "load", time.monotonic()
                     try:
                         info = prober.load(req["path"])
-                    except Exception as e:  # noqa: BLE001 - reported, the parent decides
+                    except Exception as e:
                         info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                     prober.step = None
                     info["event"] = "loaded"

@@ -12,6 +12,7 @@ live in values.py.
 
 from ctypes import byref
 
+from ..abi import devices
 from ..abi import structs as abi
 from ..abi.structs import DLDataType
 from .runtime import byte_array, get_runtime
@@ -68,7 +69,7 @@ class Device:
             device_type, device_id = device_type.device_type, device_type.device_id
         if isinstance(device_type, str):
             name, _, idx = device_type.partition(":")
-            code = abi.DEVICE_TYPE_CODES.get(name.strip().lower())
+            code = devices.DEVICE_TYPE_CODES.get(name.strip().lower())
             if code is None:
                 raise ValueError(f"unknown device type {name!r}")
             if idx:
@@ -81,7 +82,7 @@ class Device:
 
     @property
     def type_name(self):
-        return abi.DEVICE_TYPE_NAMES.get(self.device_type, f"device{self.device_type}")
+        return devices.DEVICE_TYPE_NAMES.get(self.device_type, f"device{self.device_type}")
 
     def __str__(self):
         return f"{self.type_name}:{self.device_id}"

@@ -1,0 +1,334 @@
+"""Arguments of `tvmffi call` / `tvmffi bench`: the argument tail (flags and
+positional values, parsed into specs in the parent) and the schema-typed
+reading of positional values (in the child, which knows the type schema).
+Single values are read by literals.py.
+"""
+
+import json
+import re
+
+from ..abi.devices import format_device as device_str
+from ..abi.devices import parse_device
+from ..abi.dtypes import canonical_dtype
+from ..errors import InputError
+from .literals import (
+    _FLOAT_RE,
+    _INT_RE,
+    _WORDS_NONE,
+    _short,
+    float_spec,
+    infer_positional,
+    json_to_spec,
+    parse_bool,
+    parse_bytes,
+    parse_float,
+    parse_int,
+    parse_json,
+    parse_shape,
+    parse_tensor,
+)
+
+# ---------------------------------------------------------------------------
+# schema-typed conversion (used in the child, which knows the type schema)
+
+def _type_name(t):
+    # schema.TypeSpec: .key is the schema's own type key ("ffi.Array"), .name a
+    # short alias ("Array"); both spellings are recognised below.
+    if isinstance(t, dict):
+        return t.get("type")
+    return getattr(t, "key", None) or getattr(t, "name", None)
+
+
+def _type_args(t):
+    if isinstance(t, dict):
+        return list(t.get("args") or [])
+    return list(getattr(t, "args", None) or [])
+
+
+_STR_TYPES = {"ffi.String", "str", "String", "std::string", "const char*", "ffi.SmallStr"}
+_INT_TYPES = {"int", "int64_t", "int32_t"}
+_FLOAT_TYPES = {"float", "double"}
+_TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
+
+
+def spec_for_type(text, typ, cwd=None, where="argument"):
+    """Convert positional `text` by a schema type (a TypeSpec with .name/.args or a
+    {"type", "args"} dict). Returns a spec; InputError when it does not fit."""
+    name = _type_name(typ)
+    args = _type_args(typ)
+    label = f"{where} {_short(text)}"
+    if name in (None, "Any", "ffi.Any"):
+        s = infer_positional(text, cwd)
+        s.pop("raw", None), s.pop("positional", None)
+        return s
+    if name in _INT_TYPES:
+        return {"kind": "int", "value": _wrap(parse_int, text, label, "int")}
+    if name in _FLOAT_TYPES:
+        return float_spec(_wrap(parse_float, text, label, "float"))
+    if name == "bool":
+        return {"kind": "bool", "value": _wrap(parse_bool, text, label, "bool")}
+    if name in _STR_TYPES:
+        return {"kind": "str", "value": text}
+    if name in ("ffi.Bytes", "bytes", "Bytes", "TVMFFIByteArray*", "ffi.SmallBytes"):
+        return parse_bytes(text, cwd)
+    if name in ("None", "void"):
+        if text.strip().lower() not in _WORDS_NONE:
+            raise InputError(f"{label}: expected None")
+        return {"kind": "none"}
+    if name in ("DataType", "dtype", "DLDataType"):
+        return {"kind": "dtype", "value": canonical_dtype(text)}
+    if name in ("Device", "DLDevice"):
+        return device_spec(text)
+    if name in _TENSOR_TYPES:
+        s = parse_tensor(text, cwd)
+        if name != "DLTensor*":
+            s["owned"] = True
+        return s
+    if name in ("Optional", "ffi.Optional", "std::optional"):
+        if text.strip().lower() in _WORDS_NONE:
+            return {"kind": "none"}
+        return spec_for_type(text, args[0] if args else None, cwd, where)
+    if name in ("Variant", "ffi.Variant", "Union"):
+        errors = []
+        for a in args:
+            try:
+                return spec_for_type(text, a, cwd, where)
+            except InputError as e:
+                errors.append(str(e))
+        raise InputError(f"{label}: fits none of the variant's types ({'; '.join(errors)})")
+    # Containers and the rest take JSON.
+    if text.strip()[:1] in ("[", "{", '"') or name in ("ffi.Shape", "Shape"):
+        if name in ("ffi.Shape", "Shape") and text.strip()[:1] != "[":
+            return {"kind": "shape", "value": parse_shape(text)}
+        return json_for_type(parse_json(text, where), typ, where)
+    raise InputError(f"{label}: cannot pass a value of type {type_label(typ)} from the command line")
+
+
+def _wrap(fn, text, label, what):
+    try:
+        return fn(text)
+    except InputError:
+        raise InputError(f"{label}: expected {what}") from None
+
+
+def device_spec(text):
+    t, i = parse_device(text)
+    return {"kind": "device", "value": device_str(t, i), "device_type": t, "device_id": i}
+
+
+def type_label(typ):
+    if hasattr(typ, "render"):
+        return typ.render()
+    name = _type_name(typ) or "Any"
+    args = _type_args(typ)
+    return f"{name}[{', '.join(type_label(a) for a in args)}]" if args else name
+
+
+def json_for_type(v, typ, where="argument"):
+    """A decoded JSON value converted by a schema type -> spec (nested)."""
+    name = _type_name(typ)
+    args = _type_args(typ)
+    label = f"{where}: {json.dumps(v)[:40]}"
+    if name in (None, "Any", "ffi.Any"):
+        return json_to_spec(v, where)
+    if name in ("Optional", "ffi.Optional"):
+        return {"kind": "none"} if v is None else json_for_type(v, args[0] if args else None, where)
+    if name in ("Variant", "ffi.Variant", "Union"):
+        errors = []
+        for a in args:
+            try:
+                return json_for_type(v, a, where)
+            except InputError as e:
+                errors.append(str(e))
+        raise InputError(f"{label} fits none of the variant's types ({'; '.join(errors)})")
+    if name in _INT_TYPES:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{label} is not an int")
+        return json_to_spec(v, where)
+    if name in _FLOAT_TYPES:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{label} is not a number")
+        return float_spec(v)
+    if name == "bool":
+        if not isinstance(v, bool):
+            raise InputError(f"{label} is not true/false")
+        return {"kind": "bool", "value": v}
+    if name in ("None", "void"):
+        if v is not None:
+            raise InputError(f"{label} is not null")
+        return {"kind": "none"}
+    if isinstance(v, str) and name not in ("ffi.Array", "ffi.Map", "ffi.Shape", "Array",
+                                           "Map", "Shape", "ffi.List", "ffi.Dict", "Tuple"):
+        return spec_for_type(v, typ, None, where)
+    if name in _STR_TYPES:
+        raise InputError(f"{label} is not a string")
+    if name in ("ffi.Shape", "Shape"):
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+            raise InputError(f"{label} is not a list of ints (a Shape)")
+        return {"kind": "shape", "value": [json_to_spec(x, where)["value"] for x in v]}
+    if name in ("Tuple", "std::tuple", "ffi.Tuple") and args:
+        if not isinstance(v, list) or len(v) != len(args):
+            raise InputError(f"{label} is not a list of {len(args)} items")
+        return {"kind": "array", "items": [json_for_type(x, a, where) for x, a in zip(v, args)]}
+    if name in ("ffi.Array", "Array", "ffi.List", "List"):
+        if not isinstance(v, list):
+            raise InputError(f"{label} is not a JSON list")
+        elem = args[0] if args else None
+        return {"kind": "array", "items": [json_for_type(x, elem, where) for x in v]}
+    if name in ("ffi.Map", "Map", "ffi.Dict", "Dict"):
+        if not isinstance(v, dict):
+            raise InputError(f"{label} is not a JSON object")
+        kt = args[0] if args else None
+        vt = args[1] if len(args) > 1 else None
+        items = []
+        for k, x in v.items():
+            if _type_name(kt) in _INT_TYPES:
+                ks = {"kind": "int", "value": _wrap(parse_int, k, f"{where} key {k!r}", "int")}
+            elif _type_name(kt) in (None, "Any", "ffi.Any") or _type_name(kt) in _STR_TYPES:
+                ks = {"kind": "str", "value": k}
+            else:
+                ks = spec_for_type(k, kt, None, f"{where} key")
+            items.append([ks, json_for_type(x, vt, where)])
+        return {"kind": "map", "items": items}
+    raise InputError(f"{label} cannot be converted to {type_label(typ)}")
+
+
+# ---------------------------------------------------------------------------
+# the argument tail of `tvmffi call` / `tvmffi bench`
+
+# Flags that take one value and add an argument, in command-line order.
+VALUE_FLAGS = {
+    "--int": "int64 integer (decimal, 0x.., 0b..)",
+    "--float": "double (1.5, 1e-3, nan, inf)",
+    "--bool": "true/false (also 1/0, yes/no)",
+    "--str": "string, taken verbatim",
+    "--bytes": "bytes: hex digits (00ff10) or @file",
+    "--dtype": "data type (float32, bfloat16, int8x4, bool)",
+    "--device": "device (cpu, cuda:1, rocm:0)",
+    "--tensor": "tensor: x.npy, x.npz:key, or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
+    "--shape": "Shape: 2,3 or [2,3]",
+    "--value": "any JSON value: list -> Array, object -> Map (nested), numbers, strings, null",
+}
+ARG_FLAGS = dict(VALUE_FLAGS, **{"--none": "None (takes no value)"})
+
+
+def spec_from_flag(flag, value, cwd=None):
+    if flag == "--int":
+        return {"kind": "int", "value": parse_int(value)}
+    if flag == "--float":
+        return float_spec(parse_float(value))
+    if flag == "--bool":
+        return {"kind": "bool", "value": parse_bool(value)}
+    if flag == "--str":
+        return {"kind": "str", "value": value}
+    if flag == "--bytes":
+        return parse_bytes(value, cwd)
+    if flag == "--dtype":
+        return {"kind": "dtype", "value": canonical_dtype(value)}
+    if flag == "--device":
+        return device_spec(value)
+    if flag == "--tensor":
+        return parse_tensor(value, cwd)
+    if flag == "--shape":
+        return {"kind": "shape", "value": parse_shape(value)}
+    if flag == "--value":
+        return json_to_spec(parse_json(value), "--value")
+    raise InputError(f"unknown argument flag {flag}")
+
+
+class ArgvSpec:
+    """Parsed `LIB FUNC [ARGS...] [options]`."""
+
+    def __init__(self):
+        self.lib = None
+        self.func = None
+        self.args = []          # specs, in command-line order
+        self.options = {}       # option name -> value (True for flags)
+        self.help = False
+
+
+def parse_argv(tokens, options, cwd=None):
+    """Parse the raw argument tail of a command.
+
+    `options` maps each command option ("--json", "--timeout", ...) to whether it
+    takes a value. Value flags (ARG_FLAGS) add arguments in order; the first two
+    bare words are LIB and FUNC, later ones positional arguments. Mixing
+    positionals with value flags is refused. `--` ends option parsing.
+    """
+    out = ArgvSpec()
+    words = []
+    flagged = False
+    i, n = 0, len(tokens)
+    only_words = False
+    while i < n:
+        tok = tokens[i]
+        i += 1
+        if only_words or not tok.startswith("-") or tok == "-" or _is_number(tok):
+            words.append(tok)
+            continue
+        if tok == "--":
+            only_words = True
+            continue
+        name, eq, inline = tok.partition("=")
+        if name in ("-h", "--help"):
+            out.help = True
+            continue
+        if name == "--none":
+            if eq:
+                raise InputError("--none takes no value")
+            out.args.append({"kind": "none"})
+            flagged = True
+            continue
+        if name in VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i < n:
+                value = tokens[i]
+                i += 1
+            else:
+                raise InputError(f"{name} needs a value")
+            out.args.append(spec_from_flag(name, value, cwd))
+            flagged = True
+            continue
+        if name in options:
+            if options[name]:
+                if eq:
+                    value = inline
+                elif i < n:
+                    value = tokens[i]
+                    i += 1
+                else:
+                    raise InputError(f"{name} needs a value")
+                out.options[name] = value
+            else:
+                if eq:
+                    raise InputError(f"{name} takes no value")
+                out.options[name] = out.options.get(name, 0) + 1 if name in ("-v", "--verbose") \
+                    else True
+            continue
+        if re.fullmatch(r"-v+", tok) and "-v" in options:
+            out.options["-v"] = out.options.get("-v", 0) + len(tok) - 1
+            continue
+        import difflib
+
+        close = difflib.get_close_matches(name, list(options) + list(ARG_FLAGS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(f"unknown option {name}{hint}; pass a text starting with '-' "
+                         "with --str or after --")
+    if out.help:
+        return out
+    if len(words) < 2:
+        raise InputError("expected LIB FUNC [ARGS...]" + (" (FUNC is missing)" if words else ""))
+    out.lib, out.func = words[0], words[1]
+    positionals = words[2:]
+    if positionals and flagged:
+        raise InputError("mixing positional arguments with typed flags (--int, --tensor, ...) "
+                         "is ambiguous; use one style")
+    if positionals:
+        out.args = [infer_positional(w, cwd) for w in positionals]
+    return out
+
+
+def _is_number(tok):
+    return bool(_INT_RE.fullmatch(tok) or _FLOAT_RE.fullmatch(tok)) or tok.lower() in (
+        "-inf", "-infinity", "-nan")
