@@ -12,6 +12,8 @@ TVM-FFI library carries and the file names of runtime libraries.
     __TVMFFI<api>               writable pointer the loader fills with C API <api>
 """
 
+#: Common start of every function and special symbol.
+TVM_FFI_PREFIX = "__tvm_ffi"
 FUNC_PREFIX = "__tvm_ffi_"
 SPECIAL_PREFIX = "__tvm_ffi__"
 CTX_PREFIX = "__TVMFFI"

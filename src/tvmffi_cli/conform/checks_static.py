@@ -2,16 +2,19 @@
 
 import re
 
+from ..abi.symbols import (
+    CTX_PREFIX,
+    CUBIN_PREFIX,
+    DOC_PREFIX,
+    FUNC_PREFIX,
+    SPECIAL_PREFIX,
+    TVM_FFI_PREFIX,
+)
+from ..abi.symbols import LIBRARY_BIN as LIBBIN
+from ..abi.symbols import LIBRARY_CTX as LIBCTX
+from ..abi.symbols import METADATA_PREFIX as META_PREFIX
 from .results import FAIL, PASS, SKIP, Result
 
-FUNC_PREFIX = "__tvm_ffi_"
-SPECIAL_PREFIX = "__tvm_ffi__"
-META_PREFIX = "__tvm_ffi__metadata_"
-DOC_PREFIX = "__tvm_ffi__doc_"
-CUBIN_PREFIX = "__tvm_ffi__cubin_"
-LIBBIN = "__tvm_ffi__library_bin"
-LIBCTX = "__tvm_ffi__library_ctx"
-CTX_PREFIX = "__TVMFFI"
 _IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 
 
@@ -42,7 +45,7 @@ def _is_code(binary, sym):
 
 def inventory(binary):
     inv = Inventory()
-    for sym in binary.find_symbols(("__tvm_ffi", CTX_PREFIX)):
+    for sym in binary.find_symbols((TVM_FFI_PREFIX, CTX_PREFIX)):
         name = sym.name
         inv.symbols[name] = sym
         if name.startswith(CTX_PREFIX):
@@ -85,7 +88,7 @@ def inventory(binary):
 
 def check_export_names(binary, inv):
     if not inv.bad_names:
-        n = sum(1 for s in inv.symbols if s.startswith("__tvm_ffi"))
+        n = sum(1 for s in inv.symbols if s.startswith(TVM_FFI_PREFIX))
         return [Result("export-names", None, PASS, f"{n} exported __tvm_ffi names checked")]
     return [Result("export-names", name, FAIL, f"{name}: {why}") for name, why in inv.bad_names]
 

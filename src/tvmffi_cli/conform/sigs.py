@@ -10,15 +10,17 @@ Python, no ctypes: used by the parent and by the probe worker.
 
 import json
 
+from ..abi import constants as C
 from ..abi import typeschema as schema
 from ..errors import FormatError
 
 # Value kinds the probe can build, by the type index they carry.
-K_NONE, K_INT, K_BOOL, K_FLOAT = 0, 1, 2, 3
-K_DTYPE, K_DEVICE, K_DLTENSOR = 5, 6, 7
-K_RAWSTR, K_BYTEARRAY, K_SMALLSTR, K_SMALLBYTES = 8, 9, 11, 12
-K_OBJECT, K_STR, K_BYTES, K_FUNCTION, K_SHAPE, K_TENSOR, K_ARRAY, K_MAP = (
-    64, 65, 66, 68, 69, 70, 71, 72)
+K_NONE, K_INT, K_BOOL, K_FLOAT = C.kTVMFFINone, C.kTVMFFIInt, C.kTVMFFIBool, C.kTVMFFIFloat
+K_DTYPE, K_DEVICE, K_DLTENSOR = C.kTVMFFIDataType, C.kTVMFFIDevice, C.kTVMFFIDLTensorPtr
+K_RAWSTR, K_BYTEARRAY = C.kTVMFFIRawStr, C.kTVMFFIByteArrayPtr
+K_SMALLSTR, K_SMALLBYTES = C.kTVMFFISmallStr, C.kTVMFFISmallBytes
+K_OBJECT, K_STR, K_BYTES, K_FUNCTION = C.kTVMFFIObject, C.kTVMFFIStr, C.kTVMFFIBytes, C.kTVMFFIFunction
+K_SHAPE, K_TENSOR, K_ARRAY, K_MAP = C.kTVMFFIShape, C.kTVMFFITensor, C.kTVMFFIArray, C.kTVMFFIMap
 
 _ALIASES = {"str": "ffi.String", "bytes": "ffi.Bytes", "dtype": "DataType",
             "Tensor": "ffi.Tensor", "Object": "ffi.Object", "void": "None"}

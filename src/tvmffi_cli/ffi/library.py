@@ -20,13 +20,11 @@ from ctypes import byref, c_void_p
 from pathlib import Path
 
 from ..abi import structs as abi
+from ..abi.symbols import FUNC_PREFIX, SPECIAL_PREFIX
 from ..errors import InputError
 from . import errors as ffi_errors
 from . import tensors, values
 from .runtime import byte_array, get_runtime
-
-FUNC_PREFIX = "__tvm_ffi_"
-SPECIAL_PREFIX = "__tvm_ffi__"
 
 
 def exported_function_names(path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..abi.symbols import LIBRARY_CTX
 from .common import human_size, make_console
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def build(rep: dict[str, Any]) -> Tree:
     if rep["context_symbols"] or rep["library_ctx"]:
         knode = tree.add("[bold]Context symbols[/]")
         if rep["library_ctx"]:
-            knode.add("__tvm_ffi__library_ctx")
+            knode.add(LIBRARY_CTX)
         for c in rep["context_symbols"]:
             knode.add(escape(c["name"]) + ("" if c["known"] else " [yellow](unknown API)[/]"))
     if rep["globals"]:

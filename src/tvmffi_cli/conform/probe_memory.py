@@ -1,0 +1,92 @@
+"""Memory helpers of the conform probe (child side): a guard-page arena for
+argument arrays and a check that memory is readable without touching it."""
+
+import ctypes
+import mmap
+import os
+from ctypes import c_int, c_size_t, c_void_p
+
+from ..abi.structs import TVMFFIAny
+
+#: Size of one TVMFFIAny.
+ANY = ctypes.sizeof(TVMFFIAny)
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mmap.restype = c_void_p
+_LIBC.mmap.argtypes = [c_void_p, c_size_t, c_int, c_int, c_int, ctypes.c_long]
+_LIBC.mprotect.argtypes = [c_void_p, c_size_t, c_int]
+_LIBC.write.argtypes = [c_int, c_void_p, c_size_t]
+_LIBC.write.restype = ctypes.c_ssize_t
+
+
+class CannotSynthesize(Exception):
+    pass
+
+
+class GuardArena:
+    """Pages [rw ... rw][PROT_NONE]: args are placed to end at the guard."""
+
+    def __init__(self, rw_pages=4):
+        self.page = mmap.PAGESIZE
+        self.rw = rw_pages * self.page
+        size = self.rw + self.page
+        prot_rw = mmap.PROT_READ | mmap.PROT_WRITE
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        prot_none = getattr(mmap, "PROT_NONE", 0)
+        addr = _LIBC.mmap(None, size, prot_rw, flags, -1, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap failed")
+        self.base = addr
+        self.guard = addr + self.rw
+        if _LIBC.mprotect(self.guard, self.page, prot_none) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect failed")
+
+    def place(self, raw, guarded=True):
+        """Copy the bytes of an args array into the arena; returns its address.
+        guarded: the array ends at the guard page; else it starts the arena
+        and is followed by zeroed (readable) memory."""
+        n = len(raw)
+        if n > self.rw:
+            raise CannotSynthesize(f"{n // ANY} arguments do not fit the guard arena")
+        ctypes.memset(self.base, 0, self.rw)
+        addr = self.guard - n if guarded else self.base
+        if n:
+            ctypes.memmove(addr, raw, n)
+        return addr
+
+
+class Readable:
+    """readable(addr, n): can this process read [addr, addr+n)? Asks the
+    kernel (a write() from that memory into a pipe fails with EFAULT) instead
+    of touching it, so a garbage pointer in a result cannot crash the probe.
+    One byte per page is enough: protection is per page."""
+
+    LIMIT = 1 << 26
+
+    def __init__(self):
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        os.set_blocking(self.w, False)
+        self.page = mmap.PAGESIZE
+
+    def __call__(self, addr, n):
+        if not addr or addr < 4096 or n < 0 or n > self.LIMIT or addr + n >= 1 << 64:
+            return False
+        end = addr + max(n, 1)
+        p = addr
+        ok = True
+        while p < end:
+            if _LIBC.write(self.w, p, 1) != 1:
+                ok = False
+                break
+            p = (p // self.page + 1) * self.page
+            if p < end and (p - addr) // self.page % 4096 == 0:
+                self._drain()
+        self._drain()
+        return ok
+
+    def _drain(self):
+        try:
+            while os.read(self.r, 65536):
+                pass
+        except BlockingIOError:
+            pass
