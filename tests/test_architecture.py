@@ -208,3 +208,71 @@ def test_module_size(rel):
 def test_too_long_exceptions_exist():
     for rel in TOO_LONG_OK:
         assert (SRC / rel).is_file(), rel
+
+
+# --- every ABI fact defined once, in abi/ -------------------------------------
+
+#: Symbol families: a string constant starting with one of these is a symbol
+#: name (or prefix) and must come from abi/symbols.py.
+SYMBOL_STARTS = ("__tvm_ffi", "__TVMFFI")
+
+
+def _name_tables() -> dict[str, set[str]]:
+    from tvmffi_cli.abi import devices, dtypes
+
+    return {"dtype": set(dtypes.DTYPE_CODES) - {"int", "uint", "float", "bool"},
+            "device": set(devices.DEVICE_TYPE_NAMES.values()) - {"cpu", "cuda", "metal", "rocm",
+                                                                  "vulkan", "opencl", "webgpu"}}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = n.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def abi_fact_violations(sources: dict[str, str]) -> list[str]:
+    """Symbol-name constants and dtype/device name tables outside abi/.
+    sources: relative path -> text. A table is a literal container with two
+    or more names of the same kind (prose mentioning one is fine)."""
+    tables = _name_tables()
+    bad = []
+    for rel, text in sorted(sources.items()):
+        if rel.startswith("abi/"):
+            continue
+        tree = ast.parse(text)
+        docs = _docstrings(tree)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+                if n.value.startswith(SYMBOL_STARTS):
+                    bad.append(f"{rel}:{n.lineno}: symbol name {n.value!r} (use abi.symbols)")
+            if isinstance(n, (ast.Dict, ast.Set, ast.List, ast.Tuple)):
+                elts = n.keys + n.values if isinstance(n, ast.Dict) else n.elts
+                strs = {e.value for e in elts if isinstance(e, ast.Constant)
+                        and isinstance(e.value, str)}
+                for kind, names in tables.items():
+                    if len(strs & names) >= 2:
+                        bad.append(f"{rel}:{n.lineno}: a {kind} name table "
+                                   f"({', '.join(sorted(strs & names))}); use abi.{kind}s")
+    return bad
+
+
+def test_abi_facts_are_defined_only_in_abi():
+    sources = {str(p.relative_to(SRC)): p.read_text() for p in SRC.rglob("*.py")}
+    bad = abi_fact_violations(sources)
+    assert not bad, "ABI facts outside abi/:\n  " + "\n  ".join(bad)
+
+
+def test_abi_fact_checker_reports_planted_copies():
+    bad = abi_fact_violations({
+        "x/a.py": 'PREFIX = "__tvm_ffi_"\n',
+        "x/b.py": 'NAMES = {"cuda_host": 3, "ext_dev": 12}\n',
+        "x/c.py": 'CODES = ("bfloat", "float8_e4m3fn")\n',
+        "x/ok.py": '"""mentions __tvm_ffi_ in a docstring"""\nMSG = "no __tvm_ffi_x here"\n',
+        "abi/symbols.py": 'PREFIX = "__tvm_ffi_"\n',
+    })
+    assert [b.split(":")[0] for b in bad] == ["x/a.py", "x/b.py", "x/c.py"], bad
