@@ -146,18 +146,19 @@ def run_atheris(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0
     out_path = os.environ["TVMFFI_FUZZ_OUT"]
     with atheris.instrument_imports(include=["tvmffi_cli", "pefile"]):
         import pefile  # noqa: F401
-        import tvmffi_cli.binary  # noqa: F401
-        import tvmffi_cli.binary.elf  # noqa: F401
-        import tvmffi_cli.binary.macho  # noqa: F401
-        import tvmffi_cli.binary.pe  # noqa: F401
-        import tvmffi_cli.abi.symbols  # noqa: F401
-        import tvmffi_cli.binary.reader  # noqa: F401
-        import tvmffi_cli.cli.inspect  # noqa: F401
+
+        import tvmffi_cli.abi.symbols
+        import tvmffi_cli.abi.typeschema
+        import tvmffi_cli.binary
+        import tvmffi_cli.binary.elf
+        import tvmffi_cli.binary.libbin
+        import tvmffi_cli.binary.macho
+        import tvmffi_cli.binary.modformats
+        import tvmffi_cli.binary.pe
+        import tvmffi_cli.binary.reader
+        import tvmffi_cli.call.literals
+        import tvmffi_cli.cli.inspect
         import tvmffi_cli.inspect.engine  # noqa: F401
-        import tvmffi_cli.binary.libbin  # noqa: F401
-        import tvmffi_cli.call.literals  # noqa: F401
-        import tvmffi_cli.binary.modformats  # noqa: F401
-        import tvmffi_cli.abi.typeschema  # noqa: F401
 
     stats = Stats(target.name, "atheris", artifacts)
     deadline = time.monotonic() + seconds if seconds else None

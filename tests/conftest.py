@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fixturebuild  # noqa: E402
+import fixturebuild
 
 
 @pytest.fixture(scope="session")

@@ -64,3 +64,19 @@ def test_c_api_table_names(name):
 
     assert name in C_API
     assert len(C_API) == 50
+
+
+def test_c_function_declarations_agree():
+    """CFunctions (the typed attributes checkers see) and C_API (what the
+    loader binds) declare the same 50 functions with the same arity."""
+    import typing
+
+    from tvmffi_cli.abi.capi import C_API_NAMES
+    from tvmffi_cli.ffi import cfuncs
+
+    hints = typing.get_type_hints(cfuncs.CFunctions)
+    assert set(hints) == set(cfuncs.C_API) == C_API_NAMES
+    for name, (restype, argtypes) in cfuncs.C_API.items():
+        params, ret = typing.get_args(hints[name])
+        assert len(params) == len(argtypes), name
+        assert (ret is type(None)) == (restype is None), name

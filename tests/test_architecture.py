@@ -276,3 +276,16 @@ def test_abi_fact_checker_reports_planted_copies():
         "abi/symbols.py": 'PREFIX = "__tvm_ffi_"\n',
     })
     assert [b.split(":")[0] for b in bad] == ["x/a.py", "x/b.py", "x/c.py"], bad
+
+
+def test_abi_and_ffi_pass_mypy_strict():
+    """abi/ and ffi/ are fully annotated ([tool.mypy] in pyproject.toml)."""
+    pytest.importorskip("mypy", reason="mypy not installed (pip install mypy)")
+    import subprocess
+    import sys
+
+    root = SRC.parents[1]
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary",
+                        "src/tvmffi_cli/abi", "src/tvmffi_cli/ffi"], cwd=root,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tvmffi_cli.binary import open_binary, parse_bytes
-from tvmffi_cli.inspect.engine import static_report
 from tvmffi_cli.errors import FormatError
+from tvmffi_cli.inspect.engine import static_report
 
 
 def nm_defined(path):

@@ -8,8 +8,16 @@ import os
 import numpy as np
 import pytest
 
-from test_call_helpers import (InProcessCall, crashy, kernels, kitchen, runtime_problem, tvmffi,
-                               typed, validate)
+from test_call_helpers import (
+    InProcessCall,
+    crashy,
+    kernels,
+    kitchen,
+    runtime_problem,
+    tvmffi,
+    typed,
+    validate,
+)
 
 RUNTIMES = ["ours", "official"]
 

@@ -5,9 +5,9 @@ import gc
 import math
 
 import pytest
-from test_library import pick_runtime
 
 import tvmffi_cli
+from test_library import pick_runtime
 from tvmffi_cli.abi import structs as abi
 from tvmffi_cli.ffi import errors as ffi_errors
 from tvmffi_cli.ffi import runtime, tensors, values
@@ -258,7 +258,7 @@ def test_strided_array_passes_strides(lib, rt):
 
 
 def test_tensor_result_numpy_zero_copy(lib):
-    np = pytest.importorskip("numpy")
+    pytest.importorskip("numpy")
     t = lib.alloc_tensor(5)
     assert isinstance(t, values.Tensor)
     assert t.dtype == "float32" and t.shape == (5,) and t.device == Device("cpu:0")

@@ -6,9 +6,9 @@ import json
 import subprocess
 import sys
 
-import fixturebuild
 import pytest
 
+import fixturebuild
 from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import runtime
 from tvmffi_cli.sandbox import process as sandbox

@@ -144,8 +144,8 @@ def _umask():
 
 
 def test_unforced_write_never_clobbers(tmp_path):
-    from tvmffi_cli.errors import InputError
     from tvmffi_cli.call.task import _save_npy
+    from tvmffi_cli.errors import InputError
 
     target = tmp_path / "arg0.npy"
     np.save(target, np.ones(3))

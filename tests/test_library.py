@@ -7,9 +7,9 @@ import json
 import os
 import threading
 
-import fixturebuild
 import pytest
 
+import fixturebuild
 import tvmffi_cli
 from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import errors as ffi_errors

@@ -5,14 +5,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tvmffi_cli.abi.capi import C_API_NAMES as _C_API
-
 import fixturebuild
+from tvmffi_cli.abi.capi import C_API_NAMES as _C_API
 
 ROOT = Path(__file__).resolve().parents[1]
 C_DIR = Path(__file__).resolve().parent / "c"

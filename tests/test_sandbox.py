@@ -9,9 +9,9 @@ import time
 import pytest
 
 import fixturebuild
+from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import runtime
 from tvmffi_cli.sandbox import process as sandbox
-from tvmffi_cli.errors import InputError
 
 KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
 

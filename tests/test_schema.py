@@ -15,7 +15,7 @@ def fn(ret, *params):
     return {"type": "ffi.Function", "named_args": {"return": [ret], "params": list(params)}}
 
 
-T = lambda k, *a: {"type": k, "args": list(a)} if a else {"type": k}  # noqa: E731
+T = lambda k, *a: {"type": k, "args": list(a)} if a else {"type": k}
 
 
 @pytest.mark.parametrize("name,node,text", [

@@ -30,7 +30,13 @@ from ctypes import (
 from .constants import *  # noqa: F403
 from .constants import STATIC_TYPE_NAMES
 from .devices import *  # noqa: F403
-from .dtypes import kDLBfloat, kDLBool, kDLComplex, kDLFloat, kDLInt, kDLOpaqueHandle, kDLUInt  # noqa: F401
+from .dtypes import kDLBfloat as kDLBfloat
+from .dtypes import kDLBool as kDLBool
+from .dtypes import kDLComplex as kDLComplex
+from .dtypes import kDLFloat as kDLFloat
+from .dtypes import kDLInt as kDLInt
+from .dtypes import kDLOpaqueHandle as kDLOpaqueHandle
+from .dtypes import kDLUInt as kDLUInt
 
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 DLPACK_FLAG_BITMASK_IS_COPIED = 2
@@ -250,19 +256,19 @@ DLPackManagedTensorAllocator = CFUNCTYPE(
 OBJECT_HEADER_SIZE = ctypes.sizeof(TVMFFIObject)
 
 
-def cell_address(handle):
+def cell_address(handle: int) -> int:
     """Address of the cell that follows the object header of `handle`."""
     return handle + OBJECT_HEADER_SIZE
 
 
-def byte_array_bytes(ba):
+def byte_array_bytes(ba: TVMFFIByteArray) -> bytes:
     """Copy the bytes a TVMFFIByteArray points at (b"" for NULL/empty)."""
     if not ba.data or not ba.size:
         return b""
     return ctypes.string_at(ba.data, ba.size)
 
 
-def byte_array_str(ba):
+def byte_array_str(ba: TVMFFIByteArray) -> str:
     return byte_array_bytes(ba).decode("utf-8", errors="replace")
 
 

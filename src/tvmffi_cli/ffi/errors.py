@@ -5,6 +5,10 @@ Each error kind the ABI names after a Python built-in ("ValueError",
 built-in; every other kind becomes FFIError (a RuntimeError).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from ..abi import structs as abi
 
 
@@ -15,16 +19,16 @@ class FFIErrorBase(Exception):
     message: the library's message; backtrace: as recorded by the runtime.
     str(e) is the message alone, so `f"{e.kind}: {e}"` renders it."""
 
-    def __init__(self, kind, message, backtrace=""):
+    def __init__(self, kind: str, message: str, backtrace: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.backtrace = backtrace
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
         return (error_class(self.kind), (self.kind, self.message, self.backtrace))
 
 
@@ -32,7 +36,7 @@ class FFIError(FFIErrorBase, RuntimeError):
     """RuntimeError and every kind without a matching Python exception."""
 
 
-def _make(name, base):
+def _make(name: str, base: type[BaseException]) -> type[FFIErrorBase]:
     cls = type(name, (FFIErrorBase, base), {"__doc__": f"Library-raised {base.__name__}."})
     cls.__module__ = __name__
     return cls
@@ -50,7 +54,7 @@ FFIZeroDivisionError = _make("FFIZeroDivisionError", ZeroDivisionError)
 FFIAssertionError = _make("FFIAssertionError", AssertionError)
 FFITimeoutError = _make("FFITimeoutError", TimeoutError)
 
-ERROR_CLASSES = {
+ERROR_CLASSES: dict[str, type[FFIErrorBase]] = {
     "ValueError": FFIValueError,
     "TypeError": FFITypeError,
     "IndexError": FFIIndexError,
@@ -66,11 +70,11 @@ ERROR_CLASSES = {
 }
 
 
-def error_class(kind):
+def error_class(kind: str) -> type[FFIErrorBase]:
     return ERROR_CLASSES.get(kind, FFIError)
 
 
-def error_from_handle(rt, handle, _depth=0):
+def error_from_handle(rt: object, handle: int, _depth: int = 0) -> FFIErrorBase:
     """Exception for an ffi.Error object (borrowed: no reference is taken)."""
     cell = abi.TVMFFIErrorCell.from_address(abi.cell_address(handle))
     kind = abi.byte_array_str(cell.kind)
@@ -83,7 +87,7 @@ def error_from_handle(rt, handle, _depth=0):
     return exc
 
 
-def _kind_of(exc):
+def _kind_of(exc: BaseException) -> str:
     if isinstance(exc, FFIErrorBase):
         return exc.kind
     for cls in type(exc).__mro__:

@@ -12,42 +12,37 @@ ffi.ModuleLoadFromFile on the official one, and as a last resort with a plain
 dlopen + dlsym of `__tvm_ffi_<name>` wrapped by TVMFFIFunctionCreate.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import threading
 from ctypes import byref, c_void_p
 from pathlib import Path
+from typing import Any, Optional, Union
 
 from ..abi import structs as abi
 from ..abi.symbols import FUNC_PREFIX, SPECIAL_PREFIX
 from ..errors import InputError
 from . import errors as ffi_errors
 from . import tensors, values
-from .runtime import byte_array, get_runtime
+from .runtime import Runtime, byte_array, get_runtime
 
 
-def exported_function_names(path):
+def exported_function_names(path: Union[str, os.PathLike[str]]) -> list[str]:
     """Sorted names <name> of the `__tvm_ffi_<name>` code exports of a file
     (special `__tvm_ffi__*` symbols excluded), read from its symbol table."""
-    names = None
-    try:
-        from .. import binary as binfmt  # the inspect engineer's reader, when present
+    from ..binary import open_binary
 
-        open_binary = getattr(binfmt, "open_binary", None)
-        if open_binary is not None:
-            b = open_binary(str(path))
-            try:
-                syms = getattr(b, "symbols", None)
-                if syms is not None:
-                    names = [s.name for s in syms if getattr(s, "kind", "code") == "code"]
-            finally:
-                close = getattr(b, "close", None)
-                if close is not None:
-                    close()
-    except ImportError:
-        pass
-    except Exception:
+    names: Optional[list[str]] = None
+    try:
+        b = open_binary(str(path))
+        try:
+            names = [s.name for s in b.symbols if s.kind == "code"]
+        finally:
+            b.close()
+    except Exception:  # a file our readers refuse: ask pyelftools
         names = None
     if names is None:
         names = _elf_code_exports(path)
@@ -58,15 +53,16 @@ def exported_function_names(path):
     return sorted(out)
 
 
-def _elf_code_exports(path):
+def _elf_code_exports(path: Union[str, os.PathLike[str]]) -> list[str]:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)
             sec = elf.get_section_by_name(".dynsym")
-            if sec is None:
+            if not isinstance(sec, SymbolTableSection):
                 return []
             return [s.name for s in sec.iter_symbols()
                     if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] in ("STT_FUNC",
@@ -80,8 +76,9 @@ def _elf_code_exports(path):
 class Library:
     """A loaded library. Attribute access and [] return callable Functions."""
 
-    def __init__(self, path, rt, module, dl, globals_registered, types_registered,
-                 tensor_mode=None):
+    def __init__(self, path: Path, rt: Runtime, module: Optional[values.Module],
+                 dl: Optional[ctypes.CDLL], globals_registered: list[str],
+                 types_registered: list[str], tensor_mode: Optional[str] = None) -> None:
         self.path = path
         self.runtime = rt
         self.module = module  # values.Module, or None on the plain-dlopen path
@@ -89,12 +86,12 @@ class Library:
         self.globals_registered = globals_registered
         self.types_registered = types_registered
         self.tensor_mode = tensor_mode or values.DEFAULT_TENSOR_MODE
-        self._funcs = {}
+        self._funcs: dict[str, values.Function] = {}
         self._lock = threading.Lock()
-        self._names = None
+        self._names: Optional[list[str]] = None
 
     # -- functions ----------------------------------------------------------
-    def get_function(self, name):
+    def get_function(self, name: str) -> Optional[values.Function]:
         """The `__tvm_ffi_<name>` export as a Function, or None."""
         f = self._funcs.get(name)
         if f is not None:
@@ -108,7 +105,7 @@ class Library:
             self._funcs[name] = f
         return f
 
-    def _lookup(self, name):
+    def _lookup(self, name: str) -> Optional[values.Function]:
         rt = self.runtime
         if self.module is not None:
             getter = rt.rt.get("tvmffi_rt_module_get_function")
@@ -121,7 +118,7 @@ class Library:
             return f if isinstance(f, values.Function) else None
         return self._dlsym_function(FUNC_PREFIX + name)
 
-    def _dlsym_function(self, symbol):
+    def _dlsym_function(self, symbol: str) -> Optional[values.Function]:
         try:
             addr = ctypes.cast(getattr(self._dl, symbol), c_void_p).value
         except AttributeError:
@@ -129,9 +126,9 @@ class Library:
         rt = self.runtime
         out = c_void_p()
         rt.check(rt.TVMFFIFunctionCreate(None, addr, None, byref(out)))
-        return values.Function(out.value, rt)
+        return values.Function(out.value, rt) if out.value else None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> values.Function:
         if name.startswith("_"):
             raise AttributeError(name)
         f = self.get_function(name)
@@ -139,27 +136,27 @@ class Library:
             raise AttributeError(f"{self.path} has no function {name!r}")
         return f
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> values.Function:
         f = self.get_function(name)
         if f is None:
             raise KeyError(name)
         return f
 
-    def __contains__(self, name):
-        return self.get_function(name) is not None
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get_function(name) is not None
 
-    def function_names(self):
+    def function_names(self) -> list[str]:
         """Names of the library's `__tvm_ffi_<name>` exports, sorted."""
         if self._names is None:
             self._names = exported_function_names(self.path)
         return list(self._names)
 
     # -- metadata and docs ---------------------------------------------------
-    def metadata_raw(self, name):
+    def metadata_raw(self, name: str) -> Optional[str]:
         """The string returned by `__tvm_ffi__metadata_<name>`, or None."""
         return self._special(name, "ffi.ModuleGetFunctionMetadata", "metadata")
 
-    def metadata(self, name):
+    def metadata(self, name: str) -> Any:
         """Parsed metadata JSON of a function, or None (absent or not JSON)."""
         raw = self.metadata_raw(name)
         if raw is None:
@@ -169,11 +166,11 @@ class Library:
         except ValueError:
             return None
 
-    def doc(self, name):
+    def doc(self, name: str) -> Optional[str]:
         """Docstring of a function (`__tvm_ffi__doc_<name>`), or None."""
         return self._special(name, "ffi.ModuleGetFunctionDoc", "doc")
 
-    def _special(self, name, global_name, what):
+    def _special(self, name: str, global_name: str, what: str) -> Optional[str]:
         rt = self.runtime
         if self.module is not None:
             g = values.get_global(rt, global_name)
@@ -189,14 +186,14 @@ class Library:
         return v if isinstance(v, str) else None
 
     # -- globals -------------------------------------------------------------
-    def get_global(self, name):
-        f = values.get_global(self.runtime, name)
+    def get_global(self, name: str) -> Optional[values.Function]:
+        f: Optional[values.Function] = values.get_global(self.runtime, name)
         if f is not None:
             f.name = name
             f.tensor_mode = self.tensor_mode
         return f
 
-    def describe(self):
+    def describe(self) -> Any:
         """tvmffi_rt_module_describe JSON of the library module (our runtime), or None."""
         f = self.runtime.rt.get("tvmffi_rt_module_describe")
         if f is None or self.module is None:
@@ -206,24 +203,26 @@ class Library:
         v = values.any_to_py(self.runtime, out)
         return json.loads(v) if isinstance(v, str) else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Library {self.path}>"
 
 
 # Library modules stay referenced for the life of the process: values a
 # library made (Tensors with its deleter, Functions running its code) may
 # outlive the Library object, and unloading the code under them would crash.
-_keep_modules = []
+_keep_modules: list[values.Module] = []
 
 
-def _type_keys(rt):
+def _type_keys(rt: Runtime) -> set[str]:
     try:
         return set(values.registered_type_keys(rt))
     except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
         return set()
 
 
-def load(path, runtime=None, tensor_mode=None):
+def load(path: Union[str, os.PathLike[str]],
+         runtime: Union[str, os.PathLike[str], None] = None,
+         tensor_mode: Optional[str] = None) -> Library:
     """Load the library at `path` into this process and return a Library.
 
     runtime: path of the libtvm_ffi.so to host it (default: the one already
@@ -239,13 +238,14 @@ def load(path, runtime=None, tensor_mode=None):
     tensors.ensure_cpu_allocator(rt)
     before_globals = set(values.list_globals(rt))
     before_types = _type_keys(rt)
-    module = dl = None
+    module: Optional[values.Module] = None
+    dl: Optional[ctypes.CDLL] = None
     loader = rt.rt.get("tvmffi_rt_library_load")
     try:
         if loader is not None:
             out = c_void_p()
             rt.check(loader(os.fsencode(str(p)), byref(out)))
-            module = values.Module(out.value, rt)
+            module = values.Module(out.value, rt) if out.value else None
         elif rt.get_global_handle("ffi.ModuleLoadFromFile") is not None:
             m = values.global_func(rt, "ffi.ModuleLoadFromFile")(str(p))
             module = m if isinstance(m, values.Module) else None

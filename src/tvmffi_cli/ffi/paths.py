@@ -1,5 +1,7 @@
 """Where the built runtime library and our C headers live."""
 
+from __future__ import annotations
+
 import os
 import sys
 from pathlib import Path

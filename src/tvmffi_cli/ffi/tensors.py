@@ -3,26 +3,34 @@ made from them (DLManagedTensorVersioned), NumPy views of CPU tensors and a
 NumPy-backed CPU allocator for runtimes that have none.
 """
 
+from __future__ import annotations
+
 import ctypes
 import threading
 from ctypes import byref, c_void_p
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor
 from .errors import _kind_of
-from .objects import DataType
+from .objects import DataType, Triple
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+Array = Any  # a numpy.ndarray (numpy is imported only when used)
 
 
 class _ArrayHolder:
     """Exposes __array_interface__ for Tensor.numpy(); as the array's base it
     keeps the Tensor (and thus the memory) alive."""
 
-    def __init__(self, tensor, iface):
+    def __init__(self, tensor: object, iface: dict[str, Any]) -> None:
         self.tensor = tensor
         self.__array_interface__ = iface
 
 
-def _numpy_typestr(dt):
+def _numpy_typestr(dt: DataType) -> str:
     code, bits, lanes = dt.code, dt.bits, dt.lanes
     if lanes != 1:
         raise TypeError(f"dtype {dt} has {lanes} lanes; NumPy has no vector types")
@@ -34,7 +42,7 @@ def _numpy_typestr(dt):
     return f"{'|' if bits == 8 else '<'}{kind}{bits // 8}"
 
 
-def _dl_dtype_of_numpy(np_dtype):
+def _dl_dtype_of_numpy(np_dtype: Any) -> Triple:
     k = np_dtype.kind
     if k == "b":
         return (abi.kDLBool, 8, 1)
@@ -44,7 +52,7 @@ def _dl_dtype_of_numpy(np_dtype):
     return (code, np_dtype.itemsize * 8, 1)
 
 
-def _numpy_layout(arr):
+def _numpy_layout(arr: Array) -> tuple[list[int], list[int]]:
     """(shape, strides in elements) of an array, or raise TypeError."""
     item = arr.itemsize
     strides = []
@@ -55,7 +63,7 @@ def _numpy_layout(arr):
     return list(arr.shape), strides
 
 
-def _fill_dltensor(dl, arr, keep):
+def _fill_dltensor(dl: DLTensor, arr: Array, keep: list[Any]) -> None:
     shape, strides = _numpy_layout(arr)
     nd = arr.ndim
     shape_arr = (ctypes.c_int64 * max(nd, 1))(*shape)
@@ -70,7 +78,7 @@ def _fill_dltensor(dl, arr, keep):
     dl.byte_offset = 0
 
 
-def dltensor_of_numpy(arr, keep):
+def dltensor_of_numpy(arr: Array, keep: list[Any]) -> DLTensor:
     """A DLTensor viewing `arr` (zero-copy); it and `arr` are appended to keep."""
     dl = DLTensor()
     _fill_dltensor(dl, arr, keep)
@@ -80,12 +88,12 @@ def dltensor_of_numpy(arr, keep):
 
 # Owned tensors made from NumPy arrays: manager_ctx token -> (array, struct,
 # shape/strides). The runtime's deleter call drops the entry (and the array).
-_dlpack_keep = {}
+_dlpack_keep: dict[int, tuple[Array, DLManagedTensorVersioned, list[Any]]] = {}
 _dlpack_lock = threading.Lock()
 _dlpack_next = [1]
 
 
-def _dlpack_deleter_impl(ptr):
+def _dlpack_deleter_impl(ptr: Any) -> None:
     try:
         token = ptr.contents.manager_ctx
         with _dlpack_lock:
@@ -97,10 +105,10 @@ def _dlpack_deleter_impl(ptr):
 _DLPACK_DELETER = abi.DLManagedTensorVersionedDeleter(_dlpack_deleter_impl)
 
 
-def _managed_from_numpy(arr):
+def _managed_from_numpy(arr: Array) -> tuple[DLManagedTensorVersioned, int]:
     """A DLManagedTensorVersioned viewing `arr`; registered in _dlpack_keep until
     its deleter runs (or the caller drops it on failure). Returns (mt, token)."""
-    keep = []
+    keep: list[Any] = []
     mt = DLManagedTensorVersioned()
     mt.version.major = abi.DLPACK_MAJOR_VERSION
     mt.version.minor = abi.DLPACK_MINOR_VERSION
@@ -115,7 +123,7 @@ def _managed_from_numpy(arr):
     return mt, token
 
 
-def tensor_from_numpy(rt, arr, owned=None):
+def tensor_from_numpy(rt: Runtime, arr: Array, owned: Optional[list[int]] = None) -> int:
     """Owned ffi.Tensor handle viewing `arr` without copying (the Tensor keeps
     the array alive until the runtime releases it)."""
     mt, token = _managed_from_numpy(arr)
@@ -125,15 +133,16 @@ def tensor_from_numpy(rt, arr, owned=None):
         with _dlpack_lock:
             _dlpack_keep.pop(token, None)
         raise rt.take_error()
+    handle = h.value or 0  # rc 0 means the runtime stored a tensor
     if owned is not None:
-        owned.append(h.value)
-    return h.value
+        owned.append(handle)
+    return handle
 
 
 _SetErrorFn = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_char_p, ctypes.c_char_p)
 
 
-def _numpy_allocator(proto, out, error_ctx, set_error):
+def _numpy_allocator(proto: Any, out: Any, error_ctx: Any, set_error: Any) -> int:
     try:
         import numpy as np
 
@@ -157,7 +166,7 @@ def _numpy_allocator(proto, out, error_ctx, set_error):
 _NUMPY_ALLOCATOR = abi.DLPackManagedTensorAllocator(_numpy_allocator)
 
 
-def ensure_cpu_allocator(rt):
+def ensure_cpu_allocator(rt: Runtime) -> bool:
     """Give the runtime a NumPy-backed CPU allocator for TVMFFIEnvTensorAlloc
     when it has none (the official runtime starts without one)."""
     if rt.TVMFFIEnvGetDLPackManagedTensorAllocator():
@@ -167,7 +176,7 @@ def ensure_cpu_allocator(rt):
     return True
 
 
-def tensor_numpy(tensor):
+def tensor_numpy(tensor: Any) -> Array:
     """Zero-copy NumPy view of a CPU Tensor; the view keeps the tensor alive."""
     import numpy as np
 

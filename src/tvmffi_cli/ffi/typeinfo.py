@@ -1,9 +1,16 @@
 """Registered types as JSON-able descriptions (for introspection)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
 from ..abi import structs as abi
 
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
-def type_info_dict(rt, type_index):
+
+def type_info_dict(rt: Runtime, type_index: int) -> Optional[dict[str, Any]]:
     """JSON-able description of a registered type (for introspection)."""
     info = rt.type_info(type_index)
     if info is None:

@@ -18,16 +18,19 @@ Value types (DataType, Device, Shape, OpaquePtr) are in objects.py; here:
 Arrays and Lists come back as Python lists, Maps and Dicts as dicts.
 """
 
+from __future__ import annotations
+
 import ctypes
 import sys
 import threading
 from ctypes import addressof, byref, c_void_p
+from typing import Any, Callable, Optional
 
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray
 from .errors import FFIErrorBase, _kind_of, error_from_handle
 from .objects import DataType, Device, OpaquePtr, Shape, _Borrowed, _ObjectRef, _parse_dtype
-from .runtime import byte_array
+from .runtime import Runtime, byte_array
 from .tensors import _dl_dtype_of_numpy, dltensor_of_numpy, tensor_from_numpy, tensor_numpy
 
 #: How NumPy arrays are passed: "dltensor" (zero-copy DLTensor*) or "object"
@@ -45,18 +48,19 @@ class Function(_ObjectRef):
 
     __slots__ = ("tensor_mode", "name")
 
-    def __init__(self, handle, rt, type_index=abi.kTVMFFIFunction, name=None):
+    def __init__(self, handle: int, rt: Runtime, type_index: int = abi.kTVMFFIFunction,
+                 name: Optional[str] = None) -> None:
         super().__init__(handle, rt, type_index)
         self.tensor_mode = DEFAULT_TENSOR_MODE
         self.name = name
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         return call_function(self._rt, self.handle, args, self.tensor_mode)
 
-    def call(self, args, tensor_mode=None):
+    def call(self, args: Any, tensor_mode: Optional[str] = None) -> Any:
         return call_function(self._rt, self.handle, args, tensor_mode or self.tensor_mode)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Function {self.name or hex(self.handle or 0)}>"
 
 
@@ -66,16 +70,16 @@ class Module(_ObjectRef):
     __slots__ = ()
 
     @property
-    def kind(self):
+    def kind(self) -> Any:
         return global_func(self._rt, "ffi.ModuleGetKind")(self)
 
-    def get_function(self, name, query_imports=False):
+    def get_function(self, name: str, query_imports: bool = False) -> Any:
         f = global_func(self._rt, "ffi.ModuleGetFunction")(self, name, bool(query_imports))
         if isinstance(f, Function):
             f.name = name
         return f
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Module {self.kind}>"
 
 
@@ -84,18 +88,18 @@ class Object(_ObjectRef):
 
     __slots__ = ("_fields",)
 
-    def __init__(self, handle, rt, type_index=None):
+    def __init__(self, handle: int, rt: Runtime, type_index: Optional[int] = None) -> None:
         super().__init__(handle, rt, type_index)
-        self._fields = None
+        self._fields: Optional[dict[str, Any]] = None
 
     @property
-    def fields(self):
+    def fields(self) -> dict[str, Any]:
         """{name: value} of the reflected fields, parents' first (read once)."""
         if self._fields is None:
             self._fields = read_fields(self._rt, self.handle, self.type_index)
         return self._fields
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         fields = self.fields
@@ -103,7 +107,7 @@ class Object(_ObjectRef):
             return fields[name]
         raise AttributeError(f"{self.type_key} has no field {name!r}")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         try:
             body = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
         except Exception as e:  # a broken getter must not break repr
@@ -116,31 +120,32 @@ class Tensor(_ObjectRef):
 
     __slots__ = ("_dl_addr", "_owner")
 
-    def __init__(self, handle, rt, type_index=abi.kTVMFFITensor, dl_addr=None, owner=None):
+    def __init__(self, handle: Optional[int], rt: Runtime, type_index: int = abi.kTVMFFITensor,
+                 dl_addr: Optional[int] = None, owner: object = None) -> None:
         if handle is None:
             self.handle = None
             self._rt = rt
             self.type_index = abi.kTVMFFIDLTensorPtr
         else:
             super().__init__(handle, rt, type_index)
-        self._dl_addr = dl_addr if dl_addr is not None else abi.cell_address(handle)
+        self._dl_addr = dl_addr if dl_addr is not None else abi.cell_address(handle or 0)
         self._owner = owner
 
     @property
-    def dltensor(self):
+    def dltensor(self) -> DLTensor:
         return DLTensor.from_address(self._dl_addr)
 
     @property
-    def ndim(self):
-        return self.dltensor.ndim
+    def ndim(self) -> int:
+        return int(self.dltensor.ndim)
 
     @property
-    def shape(self):
+    def shape(self) -> Shape:
         t = self.dltensor
         return Shape(t.shape[i] for i in range(t.ndim)) if t.ndim else Shape()
 
     @property
-    def strides(self):
+    def strides(self) -> Optional[tuple[int, ...]]:
         """Strides in elements, or None when the tensor says compact (NULL)."""
         t = self.dltensor
         if not t.strides:
@@ -148,32 +153,32 @@ class Tensor(_ObjectRef):
         return tuple(t.strides[i] for i in range(t.ndim))
 
     @property
-    def dtype(self):
+    def dtype(self) -> DataType:
         return _dtype_from_dl(self._rt, self.dltensor.dtype)
 
     @property
-    def device(self):
+    def device(self) -> Device:
         d = self.dltensor.device
         return Device(d.device_type, d.device_id)
 
     @property
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         t = self.dltensor
-        return (t.data or 0) + t.byte_offset
+        return int((t.data or 0) + t.byte_offset)
 
-    def numpy(self):
+    def numpy(self) -> Any:
         """Zero-copy NumPy view of a CPU tensor; the view keeps the tensor alive."""
         return tensor_numpy(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Tensor {self.dtype}{list(self.shape)} on {self.device}>"
 
 
 # --- dtype results ---------------------------------------------------------------
-_dtype_cache = {}
+_dtype_cache: dict[tuple[int, int, int], DataType] = {}
 
 
-def _dtype_from_dl(rt, dl):
+def _dtype_from_dl(rt: Runtime, dl: DLDataType) -> DataType:
     key = (dl.code, dl.bits, dl.lanes)
     d = _dtype_cache.get(key)
     if d is None:
@@ -185,13 +190,15 @@ def _dtype_from_dl(rt, dl):
 
 
 # --- Python -> AnyView -------------------------------------------------------
-def _new_object(rt, global_name, items, keep, owned, tensor_mode):
+def _new_object(rt: Runtime, global_name: str, items: list[Any], keep: list[Any],
+                owned: list[int], tensor_mode: Optional[str]) -> tuple[int, int]:
     """Call a constructor global (ffi.Array, ffi.Map, ffi.Shape) and return the
     owned handle of its result."""
     fn = global_func(rt, global_name)
     n = len(items)
     args = (TVMFFIAny * n)() if n else None
     for i, v in enumerate(items):
+        assert args is not None
         py_to_any(rt, v, args[i], keep, owned, tensor_mode)
     out = TVMFFIAny()
     rt.check(rt.TVMFFIFunctionCall(fn.handle, args, n, byref(out)))
@@ -201,13 +208,14 @@ def _new_object(rt, global_name, items, keep, owned, tensor_mode):
     return out.type_index, out.v_obj
 
 
-def _set_obj(out, tindex, handle):
+def _set_obj(out: TVMFFIAny, tindex: int, handle: Optional[int]) -> None:
     out.type_index = tindex
     out.zero_padding = 0
     out.v_obj = handle
 
 
-def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
+def py_to_any(rt: Runtime, value: Any, out: TVMFFIAny, keep: list[Any], owned: list[int],
+              tensor_mode: Optional[str] = None) -> None:
     """Fill `out` with an AnyView of `value`. C memory goes to `keep`; handles
     created here go to `owned` (the caller releases them after the call)."""
     out.zero_padding = 0
@@ -218,7 +226,7 @@ def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
         out.type_index = abi.kTVMFFIBool
         out.v_int64 = int(value)
     elif isinstance(value, (_ObjectRef, _Borrowed)):
-        if value.handle is None:  # a borrowed DLTensor* result passed back
+        if value.handle is None and isinstance(value, Tensor):  # a borrowed DLTensor* result
             out.type_index = abi.kTVMFFIDLTensorPtr
             out.v_ptr = value._dl_addr
         else:
@@ -301,7 +309,7 @@ def py_to_any(rt, value, out, keep, owned, tensor_mode=None):
             raise TypeError(f"cannot pass a {type(value).__name__} to a TVM-FFI function")
 
 
-def _set_bigint(rt, value, out, owned):
+def _set_bigint(rt: Runtime, value: int, out: TVMFFIAny, owned: list[int]) -> None:
     nbytes = (value.bit_length() + 8) // 8
     nbytes = (nbytes + 7) // 8 * 8  # whole little-endian 64-bit words
     ba, _keep = byte_array(value.to_bytes(nbytes, "little", signed=True))
@@ -310,29 +318,30 @@ def _set_bigint(rt, value, out, owned):
         owned.append(out.v_obj)
 
 
-def _make_error(rt, exc, owned):
+def _make_error(rt: Runtime, exc: FFIErrorBase, owned: list[int]) -> int:
     k, kk = byte_array(exc.kind)
     m, mk = byte_array(exc.message)
     b, bk = byte_array(exc.backtrace or "")
     h = c_void_p()
     rt.check(rt.TVMFFIErrorCreate(byref(k), byref(m), byref(b), byref(h)))
-    owned.append(h.value)
-    return h.value
+    handle = h.value or 0
+    owned.append(handle)
+    return handle
 
 
-def numpy_to_tensor(rt, arr):
+def numpy_to_tensor(rt: Runtime, arr: Any) -> Tensor:
     """Tensor wrapper (owned) viewing a NumPy array."""
     return Tensor(tensor_from_numpy(rt, arr), rt)
 
 
 # --- Python callables as ffi.Function ------------------------------------------
-_callbacks = {}
+_callbacks: dict[int, tuple[Callable[..., Any], Runtime]] = {}
 _callback_lock = threading.Lock()
 _callback_next = [1]
 
 
-def _callback_safe_call(self_ptr, args, num_args, result):
-    entry = _callbacks.get(self_ptr)
+def _callback_safe_call(self_ptr: Optional[int], args: Any, num_args: int, result: Any) -> int:
+    entry = _callbacks.get(self_ptr or 0)
     if entry is None:
         return -1
     fn, rt = entry
@@ -349,16 +358,16 @@ def _callback_safe_call(self_ptr, args, num_args, result):
         return -1
 
 
-def _callback_deleter(self_ptr):
+def _callback_deleter(self_ptr: Optional[int]) -> None:
     with _callback_lock:
-        _callbacks.pop(self_ptr, None)
+        _callbacks.pop(self_ptr or 0, None)
 
 
 _CB_SAFE_CALL = abi.TVMFFISafeCallType(_callback_safe_call)
 _CB_DELETER = abi.TVMFFISelfDeleter(_callback_deleter)
 
 
-def function_from_callable(rt, fn, owned=False):
+def function_from_callable(rt: Runtime, fn: Callable[..., Any], owned: bool = False) -> Any:
     """ffi.Function calling the Python callable `fn`; returns an owned handle
     (owned=True) or a Function wrapper."""
     with _callback_lock:
@@ -372,12 +381,13 @@ def function_from_callable(rt, fn, owned=False):
         with _callback_lock:
             _callbacks.pop(token, None)
         raise rt.take_error()
-    return h.value if owned else Function(h.value, rt)
+    return h.value if owned else Function(h.value or 0, rt)
 
 
-def py_to_owned_any(rt, value, out):
+def py_to_owned_any(rt: Runtime, value: Any, out: TVMFFIAny) -> None:
     """Write an owned Any of `value` into `out` (results of Python callbacks)."""
-    keep, owned = [], []
+    keep: list[Any] = []
+    owned: list[int] = []
     view = TVMFFIAny()
     try:
         py_to_any(rt, value, view, keep, owned)
@@ -388,13 +398,16 @@ def py_to_owned_any(rt, value, out):
 
 
 # --- calling ------------------------------------------------------------------
-def call_function(rt, handle, args, tensor_mode=None):
+def call_function(rt: Runtime, handle: Optional[int], args: Any,
+                  tensor_mode: Optional[str] = None) -> Any:
     """Call the ffi.Function `handle` with Python values; return the decoded result."""
     n = len(args)
     argv = (TVMFFIAny * n)() if n else None
-    keep, owned = [], []
+    keep: list[Any] = []
+    owned: list[int] = []
     try:
         for i, a in enumerate(args):
+            assert argv is not None
             py_to_any(rt, a, argv[i], keep, owned, tensor_mode)
         result = TVMFFIAny()
         if rt.TVMFFIFunctionCall(handle, argv, n, byref(result)) != 0:
@@ -406,14 +419,14 @@ def call_function(rt, handle, args, tensor_mode=None):
 
 
 # --- AnyView / Any -> Python ---------------------------------------------------
-def any_view_to_py(rt, view):
+def any_view_to_py(rt: Runtime, view: TVMFFIAny) -> Any:
     """Decode a borrowed Any (an argument given to us): objects gain a reference."""
     if view.type_index >= abi.kTVMFFIStaticObjectBegin and view.v_obj:
         rt.TVMFFIObjectIncRef(view.v_obj)
     return any_to_py(rt, view)
 
 
-def any_to_py(rt, a):
+def any_to_py(rt: Runtime, a: TVMFFIAny) -> Any:
     """Decode an owned Any and consume it: copied values release their
     reference here, wrappers take it over."""
     t = a.type_index
@@ -447,12 +460,12 @@ def any_to_py(rt, a):
     return _object_to_py(rt, a.v_obj, t, a)
 
 
-def _small(a):
+def _small(a: TVMFFIAny) -> bytes:
     n = min(a.small_str_len, 8)
     return ctypes.string_at(addressof(a) + 8, n)
 
 
-def _object_to_py(rt, h, t, a=None):
+def _object_to_py(rt: Runtime, h: Optional[int], t: int, a: Optional[TVMFFIAny] = None) -> Any:
     """Decode an owned object reference."""
     if not h:
         return None
@@ -493,7 +506,7 @@ def _object_to_py(rt, h, t, a=None):
         rt.TVMFFIObjectDecRef(h)
 
 
-def read_seq(rt, h):
+def read_seq(rt: Runtime, h: int) -> list[Any]:
     """Elements of an Array/List object (borrowed) read through its TVMFFISeqCell."""
     cell = abi.TVMFFISeqCell.from_address(abi.cell_address(h))
     n = cell.size
@@ -503,7 +516,7 @@ def read_seq(rt, h):
     return [any_view_to_py(rt, items[i]) for i in range(n)]
 
 
-def _hashable(k):
+def _hashable(k: Any) -> Any:
     if isinstance(k, list):
         return tuple(_hashable(x) for x in k)
     if isinstance(k, dict):
@@ -511,10 +524,10 @@ def _hashable(k):
     return k
 
 
-def _read_map(rt, h, t, iter_name, size_name):
+def _read_map(rt: Runtime, h: int, t: int, iter_name: str, size_name: str) -> dict[Any, Any]:
     ref = _Borrowed(h, t)
     n = global_func(rt, size_name)(ref)
-    out = {}
+    out: dict[Any, Any] = {}
     if n <= 0:
         return out
     it = global_func(rt, iter_name)(ref)
@@ -525,7 +538,7 @@ def _read_map(rt, h, t, iter_name, size_name):
     return out
 
 
-def read_fields(rt, handle, type_index):
+def read_fields(rt: Runtime, handle: Optional[int], type_index: int) -> dict[str, Any]:
     """{name: value} of the reflected fields of an object (ancestors first)."""
     info = rt.type_info(type_index)
     if info is None:
@@ -533,7 +546,7 @@ def read_fields(rt, handle, type_index):
     infos = [info.type_ancestors[i].contents for i in range(info.type_depth)
              if info.type_ancestors and info.type_ancestors[i]]
     infos.append(info)
-    fields = {}
+    fields: dict[str, Any] = {}
     for ti in infos:
         for j in range(ti.num_fields):
             f = ti.fields[j]
@@ -549,7 +562,7 @@ def read_fields(rt, handle, type_index):
 
 
 # --- globals ------------------------------------------------------------------
-def global_func(rt, name):
+def global_func(rt: Runtime, name: str) -> Function:
     """Cached Function wrapper of a global the runtime itself provides."""
     f = rt._globals.get(name)
     if f is None:
@@ -562,13 +575,13 @@ def global_func(rt, name):
     return f
 
 
-def get_global(rt, name):
+def get_global(rt: Runtime, name: str) -> Optional[Function]:
     """Function wrapper of a global, or None."""
     h = rt.get_global_handle(name)
     return None if h is None else Function(h, rt)
 
 
-def list_globals(rt):
+def list_globals(rt: Runtime) -> list[str]:
     """Sorted names of all registered global functions."""
     f = rt.rt.get("tvmffi_rt_list_globals")
     if f is not None:
@@ -580,5 +593,5 @@ def list_globals(rt):
     return sorted(functor(i) for i in range(n))
 
 
-def registered_type_keys(rt):
+def registered_type_keys(rt: Runtime) -> list[str]:
     return list(global_func(rt, "ffi.GetRegisteredTypeKeys")())
