@@ -20,12 +20,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import fixturebuild
 import pytest
 
+import fixturebuild
+from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import runtime
 from tvmffi_cli.sandbox import process as sandbox
-from tvmffi_cli.errors import InputError
 
 DRIVER = fixturebuild.FIXTURES / "cxx" / "module_sub_driver.py"
 
@@ -346,7 +346,8 @@ def test_module_sub_under_asan_ubsan(module_sub_results: tuple[dict[str, Any], d
 
 TVM_DRIVER = r'''
 import sys, tvmffi_cli
-from tvmffi_cli.ffi import convert as C
+from tvmffi_cli.ffi import errors as E
+from tvmffi_cli.ffi import values as C
 rt_path, tvm_runtime, plain_path = sys.argv[1:4]
 lib = tvmffi_cli.load(tvm_runtime, runtime=rt_path)
 def g(name):
@@ -355,7 +356,7 @@ def show(label, fn, *args):
     try:
         v = fn(*args)
         print(label, type(v).__name__ if isinstance(v, (C.Module, C.Function)) else repr(v))
-    except C.FFIErrorBase as e:
+    except E.FFIErrorBase as e:
         print(label, "raised", e.kind, e.message)
 print("globals", len(lib.globals_registered))
 m = g("ffi.Module.create.const_loader")({}, {})

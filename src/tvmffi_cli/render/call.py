@@ -7,7 +7,6 @@ from typing import Any
 
 from ..call import describe as values
 
-
 # ---------------------------------------------------------------------------
 # call
 
