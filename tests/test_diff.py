@@ -5,11 +5,11 @@ libraries whose embedded kernels change (compared statically)."""
 import functools
 import json
 
-import fixturebuild
 import pytest
+
+import fixturebuild
 import tools_fixtures as tf
 from test_call_helpers import schema, tvmffi, validate
-
 from tvmffi_cli import diff
 from tvmffi_cli.inspect.api import Api, Func, TypeRef
 

@@ -8,9 +8,9 @@ import os
 import re
 
 import pytest
+
 import tools_fixtures as tf
 from test_call_helpers import tvmffi, validate
-
 from tvmffi_cli import extract
 from tvmffi_cli.binary import open_binary
 

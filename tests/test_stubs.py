@@ -9,11 +9,11 @@ import shutil
 import subprocess
 import sys
 
-import fixturebuild
 import pytest
+
+import fixturebuild
 import tools_fixtures as tf
 from test_call_helpers import kitchen, tvmffi, validate
-
 from tvmffi_cli import stubs
 
 

@@ -8,7 +8,6 @@ import os
 import struct
 
 import fixturebuild
-
 from tvmffi_cli.binary import libbin, modformats
 
 SRC = fixturebuild.BUILD / "tools-src"  # stable path: the build cache keys on it

@@ -71,7 +71,7 @@ def _global_info(lib, names, errors):
     for name in sorted(names):
         try:
             raw = getter(name)
-        except Exception as e:  # noqa: BLE001  (library state: report, go on)
+        except Exception as e:
             errors.append(f"global {name}: metadata lookup failed: {_describe(e)}")
             continue
         out[name] = {"metadata": raw if isinstance(raw, str) and raw else None}
