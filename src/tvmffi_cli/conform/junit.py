@@ -1,40 +1,66 @@
-"""JUnit XML of a conformance report: one testcase per (check, function)."""
+"""JUnit XML of a conformance report: one testcase per (check, function).
+
+Only blocking findings (severity error, not suppressed) are <failure> or
+<error> elements, so a CI test-report never shows red for a run that exits 0.
+Warnings are written as a `warning` property and in <system-out>; suppressed
+findings are <skipped> with the configured reason.
+"""
+
+from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .results import ERROR, FAIL, SKIP
+from .results import ERROR, FAIL, SKIP, Report, Result
 
 
-def to_xml(report):
+def _case(suite: ET.Element, cls: str, r: Result) -> None:
+    where = r.function if r.function is not None else "(library)"
+    case = ET.SubElement(suite, "testcase", classname=f"{cls}.{where}", name=r.check)
+    text = f"{r.title}\n{r.message}" + (f"\nreproduce: {r.reproduce}" if r.reproduce else "")
+    if r.suppressed is not None and r.bad:
+        ET.SubElement(case, "skipped", message=f"suppressed: {r.suppressed}")
+        out = ET.SubElement(case, "system-out")
+        out.text = f"{r.status} (suppressed: {r.suppressed})\n{text}"
+    elif r.blocking and r.status == FAIL:
+        el = ET.SubElement(case, "failure", message=r.message, type=r.severity)
+        el.text = text
+    elif r.blocking and r.status == ERROR:
+        el = ET.SubElement(case, "error", message=r.message, type="error")
+        el.text = text
+    elif r.bad:  # a warning: visible, never a failure
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="warning", value=r.message)
+        if r.reproduce:
+            ET.SubElement(props, "property", name="reproduce", value=r.reproduce)
+        out = ET.SubElement(case, "system-out")
+        out.text = f"warning: {text}"
+    elif r.status == SKIP:
+        ET.SubElement(case, "skipped", message=r.message)
+
+
+def to_xml(report: Report) -> str:
     lib = Path(report.path).name
     # Dots in a classname mean packages to JUnit viewers: keep the file name one level.
     cls = lib.replace(".", "_")
     suite = ET.Element("testsuite", name=f"tvmffi conform {lib}")
-    counts = report.counts()
     suite.set("tests", str(len(report.results)))
-    suite.set("failures", str(counts[FAIL]))
-    suite.set("errors", str(counts[ERROR]))
-    suite.set("skipped", str(counts[SKIP]))
+    suite.set("failures", str(sum(r.blocking and r.status == FAIL for r in report.results)))
+    suite.set("errors", str(sum(r.blocking and r.status == ERROR for r in report.results)))
+    suite.set("skipped", str(sum(r.status == SKIP or (r.bad and r.suppressed is not None)
+                                 for r in report.results)))
     if report.elapsed is not None:
         suite.set("time", f"{report.elapsed:.3f}")
     for r in report.results:
-        where = r.function if r.function is not None else "(library)"
-        case = ET.SubElement(suite, "testcase", classname=f"{cls}.{where}", name=r.check)
-        if r.status == FAIL:
-            el = ET.SubElement(case, "failure", message=r.message, type=r.severity)
-            el.text = f"{r.title}\n{r.message}"
-        elif r.status == ERROR:
-            el = ET.SubElement(case, "error", message=r.message, type="error")
-            el.text = r.message
-        elif r.status == SKIP:
-            ET.SubElement(case, "skipped", message=r.message)
+        _case(suite, cls, r)
+    out = ET.SubElement(suite, "system-out")
+    out.text = report.summary_line()
     root = ET.Element("testsuites")
     root.append(suite)
     return ET.tostring(root, encoding="unicode", xml_declaration=False)
 
 
-def write(report, path):
+def write(report: Report, path: str) -> None:
     from ..errors import InputError
 
     text = '<?xml version="1.0" encoding="UTF-8"?>\n' + to_xml(report) + "\n"

@@ -5,7 +5,11 @@ Ids never change once released (CI configurations pass them to --select and
 `python -m tvmffi_cli.conform.registry --markdown` and a test keeps them equal.
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 ERROR = "error"
 WARNING = "warning"
@@ -18,24 +22,19 @@ LOAD = "load"  # loads the library in a worker process
 PROBE = "probe"  # calls functions in a worker process
 
 
+@dataclass(frozen=True)
 class Check:
-    __slots__ = ("id", "title", "severity", "scope", "stage", "what", "why", "fix")
-
-    def __init__(self, id, title, severity, scope, stage, what, why, fix):
-        self.id = id
-        self.title = title
-        self.severity = severity
-        self.scope = scope
-        self.stage = stage
-        self.what = what
-        self.why = why
-        self.fix = fix
-
-    def __repr__(self):
-        return f"Check({self.id!r})"
+    id: str
+    title: str
+    severity: str
+    scope: str
+    stage: str
+    what: str
+    why: str
+    fix: str
 
 
-CHECKS = [
+CHECKS: list[Check] = [
     Check(
         "export-names", "Exported names follow the TVM-FFI families", WARNING, FUNCTION, STATIC,
         what="Every exported symbol starting with `__tvm_ffi` is either a function "
@@ -94,12 +93,36 @@ CHECKS = [
         fix="Use only the stable C API functions, or link the implementation of the extra "
             "symbol into the library."),
     Check(
+        "min-runtime", "The library runs on the oldest runtime it must support", ERROR,
+        LIBRARY, STATIC,
+        what="With `--min-runtime VERSION` (or `min-runtime` in the configuration), every C "
+             "API function the library imports (or receives through a `__TVMFFI<name>` "
+             "context symbol), and every struct layout those imply, exists in apache-tvm-ffi "
+             "VERSION. Without it the check passes and reports the oldest runtime the "
+             "library needs (the table is `src/tvmffi_cli/abi/versions.py`).",
+        why="A library built against a newer runtime than its users have fails to load with "
+            "an unresolved symbol, or reads past a struct that was smaller in the older "
+            "release.",
+        fix="Build against the headers of the oldest runtime you support, or raise the "
+            "minimum version you declare (`apache-tvm-ffi>=VERSION`)."),
+    Check(
         "library-load", "The library loads", ERROR, LIBRARY, LOAD,
         what="The library loads through the runtime in a worker process without crashing, "
              "hanging or raising, with every embedded module kind accounted for.",
         why="Nothing else can be checked, or used, when loading fails.",
         fix="Look at the message: missing dependencies, unresolved symbols and crashing static "
             "constructors are the usual causes."),
+    Check(
+        "exit-clean", "The process exits cleanly after loading the library", ERROR, LIBRARY,
+        LOAD,
+        what="A fresh process loads the library, releases it and exits normally: no crash "
+             "and no hang (within --timeout) in its destructors, `atexit` handlers or the "
+             "release of the objects and globals it registered.",
+        why="A crash at exit turns every successful program using the library into a "
+            "failing one (a core dump and a non-zero status in CI); a hang never lets it "
+            "end.",
+        fix="Do not touch other libraries' state (the runtime, CUDA, Python) from static "
+            "destructors; release global objects explicitly or leak them on purpose."),
     Check(
         "metadata-json", "Metadata getters return valid JSON with a parsable type_schema",
         ERROR, FUNCTION, LOAD,
@@ -120,7 +143,8 @@ CHECKS = [
     Check(
         "arg-bounds", "No argument read past num_args", ERROR, FUNCTION, PROBE,
         what="Called with zero arguments, and (with metadata) with one argument too few, the "
-             "function never reads beyond `args[num_args-1]`. The argument array is placed "
+             "function never reads beyond `args[num_args-1]`. Exported functions and the "
+             "global functions the library registers while loading are both probed. The argument array is placed "
              "right before an unreadable guard page, so such a read faults.",
         why="Callers pass exactly `num_args` values; the memory after them belongs to "
             "someone else. Reading it returns garbage or crashes.",
@@ -138,7 +162,8 @@ CHECKS = [
     Check(
         "arg-refcount", "Object arguments keep their reference counts", ERROR, FUNCTION, PROBE,
         what="After the call (and after its result is released) every object argument has the "
-             "same strong reference count as before.",
+             "same strong reference count as before. Functions without metadata are called "
+             "with a String, an Array, a Tensor and a Function to find out.",
         why="Arguments are borrowed views. A callee that keeps an extra reference leaks the "
             "object; one that releases a reference frees the caller's object under it.",
         fix="Only increment a reference when storing the object somewhere that outlives the "
@@ -199,8 +224,11 @@ CHECKS = [
         fix="Make the declared signature match what the function accepts and returns."),
     Check(
         "thread-safety", "Concurrent calls agree", WARNING, FUNCTION, PROBE,
-        what="When the valid call succeeds, the same call made from 4 threads at once gives "
-             "4 results identical to each other and to the single-threaded result.",
+        what="When the valid call succeeds, the same call made from N threads at once "
+             "(`--threads N`, default 4) gives N results identical to each other and to the "
+             "single-threaded result, with no crash and unchanged reference counts. The ABI "
+             "does not promise thread safety: this is a warning unless `--threads` is given, "
+             "then an error.",
         why="Kernels are called from many threads (data loaders, servers); hidden shared "
             "state gives racy results.",
         fix="Avoid writable static state, or guard it; keep per-call state on the stack."),
@@ -210,16 +238,16 @@ BY_ID = {c.id: c for c in CHECKS}
 assert len(BY_ID) == len(CHECKS)
 
 
-def get(check_id):
+def get(check_id: str) -> Check:
     return BY_ID[check_id]
 
 
-def parse_ids(values):
+def parse_ids(values: Iterable[str] | None) -> set[str]:
     """Comma- or space-separated check ids (repeatable option values) -> set of ids.
     Unknown ids raise InputError naming the valid ones."""
     from ..errors import InputError
 
-    ids = set()
+    ids: set[str] = set()
     for v in values or ():
         for part in v.replace(",", " ").split():
             if part not in BY_ID:
@@ -228,15 +256,16 @@ def parse_ids(values):
     return ids
 
 
-def selected(select=None, ignore=None):
+def selected(select: set[str] | frozenset[str] | None = None,
+             ignore: set[str] | frozenset[str] | None = None) -> list[str]:
     """The ids to run: all, or `select`, minus `ignore` (sets of ids)."""
     ids = [c.id for c in CHECKS if not select or c.id in select]
     return [i for i in ids if not ignore or i not in ignore]
 
 
-def markdown():
+def markdown() -> str:
     """docs/checks.md: every check with its docs, and the CI snippet."""
-    out = []
+    out: list[str] = []
     w = out.append
     w("# `tvmffi conform` checks\n")
     w("Generated from `src/tvmffi_cli/conform/registry.py` by "
@@ -247,6 +276,23 @@ def markdown():
       "`--ignore ID,ID`. Static checks read the file; the others load the library in worker "
       "processes (`-j N` of them) and call each function with a timeout (`--timeout S`), so a "
       "crash or a hang is reported for that function and the run goes on.\n")
+    w("Every exported `__tvm_ffi_<name>` function and every global function the library "
+      "registers while it loads is probed. Each failed check carries a `reproduce` command "
+      "(printed in the report, a field in `--json`) that shows the failure again and exits "
+      "1. `--min-runtime VERSION` fails a library that needs a newer apache-tvm-ffi runtime; "
+      "`--runtime official|PATH` runs the checks against another runtime (checks that need "
+      "tvmffi's instrumented runtime are then skipped with the reason). `--threads N` makes "
+      "`thread-safety` an error checked with N threads.\n")
+    w("Settings and suppressions live in `[tool.tvmffi.conform]` of `pyproject.toml` (or a "
+      "file given with `--config`); every suppression names a check and gives a reason, and "
+      "suppressed findings stay in the report without failing the run:\n")
+    w("```toml")
+    w(CONFIG_SNIPPET.rstrip("\n"))
+    w("```\n")
+    w("Only findings of severity *error* fail the run; in JUnit XML they are the only "
+      "`<failure>` elements (warnings are a `warning` property and system-out, suppressed "
+      "findings are skipped with their reason). GitHub annotations carry `file=` (the "
+      "library), one per check, the most severe first.\n")
     w("| id | title | severity | scope | how |")
     w("|---|---|---|---|---|")
     for c in CHECKS:
@@ -268,6 +314,18 @@ def markdown():
     w("```")
     return "\n".join(out) + "\n"
 
+
+CONFIG_SNIPPET = """\
+[tool.tvmffi.conform]
+ignore = ["doc-utf8"]
+threads = 8
+min-runtime = "0.1.8"
+
+[[tool.tvmffi.conform.suppress]]
+check = "no-leak"
+function = "fill_cache"
+reason = "keeps a process-wide cache by design"
+"""
 
 CI_SNIPPET = """\
 name: tvm-ffi conformance

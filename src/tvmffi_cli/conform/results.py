@@ -1,5 +1,10 @@
 """The outcome of a conformance run: a flat list of results and what it means."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
 from . import registry
 
 PASS = "pass"
@@ -9,88 +14,155 @@ ERROR = "error"  # the check could not be evaluated (a problem of the tool or se
 STATUSES = (PASS, FAIL, SKIP, ERROR)
 
 
+@dataclass(frozen=True)
 class Result:
-    __slots__ = ("check", "function", "status", "message", "details")
+    check: str
+    function: str | None  # None for library-level results
+    status: str
+    message: str = ""
+    details: dict[str, Any] | None = None
+    #: a command that shows this failure again and exits 1
+    reproduce: str | None = None
+    #: why a configuration suppressed this finding (it then never blocks)
+    suppressed: str | None = None
+    #: the severity for this run when it differs from the registry's
+    #: (thread-safety is an error only with --threads)
+    severity_override: str | None = None
 
-    def __init__(self, check, function, status, message="", details=None):
-        assert check in registry.BY_ID, check
-        assert status in STATUSES, status
-        self.check = check
-        self.function = function  # None for library-level results
-        self.status = status
-        self.message = message
-        self.details = details
+    def __post_init__(self) -> None:
+        assert self.check in registry.BY_ID, self.check
+        assert self.status in STATUSES, self.status
 
     @property
-    def severity(self):
-        return registry.BY_ID[self.check].severity
+    def severity(self) -> str:
+        return self.severity_override or registry.BY_ID[self.check].severity
 
     @property
-    def title(self):
+    def title(self) -> str:
         return registry.BY_ID[self.check].title
 
     @property
-    def blocking(self):
-        """True when this result makes the run fail (exit 1)."""
-        return self.severity == registry.ERROR and self.status in (FAIL, ERROR)
-
-    def to_json(self):
-        d = {"check": self.check, "function": self.function, "status": self.status,
-             "message": self.message, "severity": self.severity, "title": self.title}
-        if self.details:
-            d["details"] = self.details
-        return d
-
-    def __repr__(self):
-        return f"Result({self.check}, {self.function}, {self.status}, {self.message!r})"
-
-
-class Report:
-    def __init__(self, path, results, functions, elapsed=None, jobs=1):
-        self.path = str(path)
-        self.results = results
-        self.functions = functions  # names of the functions found, in order
-        self.elapsed = elapsed
-        self.jobs = jobs
+    def bad(self) -> bool:
+        """A finding (failed, or could not be evaluated)."""
+        return self.status in (FAIL, ERROR)
 
     @property
-    def passed(self):
+    def blocking(self) -> bool:
+        """True when this result makes the run fail (exit 1)."""
+        return self.severity == registry.ERROR and self.bad and self.suppressed is None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"check": self.check, "function": self.function,
+                             "status": self.status, "message": self.message,
+                             "severity": self.severity, "title": self.title}
+        if self.details:
+            d["details"] = self.details
+        if self.reproduce:
+            d["reproduce"] = self.reproduce
+        if self.suppressed is not None:
+            d["suppressed"] = self.suppressed
+        return d
+
+
+@dataclass(frozen=True)
+class Report:
+    path: str
+    results: list[Result]
+    functions: list[str]  # names of the exported functions found, in order
+    elapsed: float | None = None
+    jobs: int = 1
+    globals: list[str] = field(default_factory=list)  # globals registered while loading
+    min_runtime: str | None = None  # the oldest runtime the imports need
+
+    @property
+    def passed(self) -> bool:
         return not any(r.blocking for r in self.results)
 
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         c = {s: 0 for s in STATUSES}
         for r in self.results:
             c[r.status] += 1
         return c
 
-    def failures(self):
-        return [r for r in self.results if r.status in (FAIL, ERROR)]
+    def failures(self) -> list[Result]:
+        """Findings that were not suppressed."""
+        return [r for r in self.results if r.bad and r.suppressed is None]
 
-    def to_json(self):
-        d = {"library": self.path, "passed": self.passed, "summary": self.counts(),
-             "functions": list(self.functions), "results": [r.to_json() for r in self.results]}
+    def summary_line(self) -> str:
+        """One plain line for a CI log."""
+        from pathlib import Path
+
+        bad = self.failures()
+        errors = sum(r.blocking for r in bad)
+        warnings = len(bad) - errors
+        fns = {r.function for r in bad if r.function is not None}
+        sup = sum(r.suppressed is not None for r in self.results)
+        n_fn = len(self.functions) + len(self.globals)
+        verdict = "PASSED" if self.passed else "FAILED"
+        line = (f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
+                f"{warnings} warning(s)")
+        if fns:
+            line += f" in {len(fns)} of {n_fn} function(s)"
+        else:
+            line += f" over {n_fn} function(s)"
+        if sup:
+            line += f", {sup} suppressed"
+        if self.elapsed is not None:
+            line += f" ({self.elapsed:.2f} s, -j {self.jobs})"
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"library": self.path, "passed": self.passed,
+                             "summary": self.counts(), "functions": list(self.functions),
+                             "globals": list(self.globals),
+                             "results": [r.to_json() for r in self.results],
+                             "summary_line": self.summary_line()}
+        if self.min_runtime is not None:
+            d["min_runtime_version"] = self.min_runtime
         if self.elapsed is not None:
             d["elapsed_s"] = round(self.elapsed, 3)
         return d
 
-    def exit_code(self):
+    def exit_code(self) -> int:
         return 0 if self.passed else 1
 
 
-def github_annotations(report):
-    """Workflow-command lines (::error / ::warning) for failed checks."""
-    lines = []
+#: GitHub shows at most this many annotations of one level per step.
+GH_SHOWN = 10
+
+
+def github_annotations(report: Report) -> list[str]:
+    """Workflow-command lines (::error / ::warning), one per check that found
+    something, with `file=` the library; blocking findings first, then by the
+    number of functions affected, so the first ten carry the most severe."""
+    groups: dict[tuple[str, str], list[Result]] = {}
     for r in report.failures():
-        level = "error" if r.severity == registry.ERROR else "warning"
-        where = r.function if r.function is not None else "(library)"
-        title = _gh_escape_prop(f"tvmffi conform {r.check}: {where}")
-        lines.append(f"::{level} title={title}::{_gh_escape_data(r.message or r.title)}")
+        groups.setdefault((r.check, r.severity), []).append(r)
+
+    def rank(item: tuple[tuple[str, str], list[Result]]) -> tuple[int, int, str]:
+        (check, _sev), rs = item
+        return (0 if any(r.blocking for r in rs) else 1, -len(rs), check)
+
+    lines = []
+    for (check, sev), rs in sorted(groups.items(), key=rank):
+        level = "error" if any(r.blocking for r in rs) else "warning"
+        where = [r.function if r.function is not None else "(library)" for r in rs]
+        shown = ", ".join(where[:5]) + (f" (+{len(where) - 5} more)" if len(where) > 5 else "")
+        title = _gh_escape_prop(f"tvmffi conform {check} ({sev}): {shown}")
+        first = rs[0]
+        text = f"{first.title}. {where[0]}: {first.message or first.title}"
+        if first.reproduce:
+            text += f"\nreproduce: {first.reproduce}"
+        if len(rs) > 1:
+            text += f"\n{len(rs) - 1} more function(s): " + ", ".join(where[1:20])
+        lines.append(f"::{level} file={_gh_escape_prop(report.path)},title={title}::"
+                     f"{_gh_escape_data(text)}")
     return lines
 
 
-def _gh_escape_data(s):
+def _gh_escape_data(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _gh_escape_prop(s):
+def _gh_escape_prop(s: str) -> str:
     return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")

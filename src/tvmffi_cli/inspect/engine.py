@@ -25,6 +25,7 @@ from ..abi.symbols import (
     RUNTIME_LIBS,
     SPECIAL_PREFIX,
 )
+from ..abi.versions import BASELINE, min_runtime
 
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
 
@@ -52,6 +53,7 @@ def static_report(binary):
         "functions": [], "modules": [], "library_bin": None, "library_ctx": None,
         "context_symbols": [], "cubins": [], "globals": [], "types": [],
         "runtime_imports": [], "unsupported_imports": [], "needs_runtime": False,
+        "min_runtime_version": BASELINE, "min_runtime_reasons": [],
         "errors": [], "warnings": list(b.warnings),
     }
     rep.update({k: v for k, v in b.extra.items() if k not in rep})
@@ -109,6 +111,11 @@ def static_report(binary):
                               f"the loader cannot store {api} there")
         if not c["known"]:
             rep["warnings"].append(f"context symbol {s.name} names no C API function")
+
+    # The oldest runtime whose C API the imports (and context symbols) need.
+    req = min_runtime(rep["runtime_imports"] + [c["api"] for c in rep["context_symbols"]])
+    rep["min_runtime_version"] = req.version
+    rep["min_runtime_reasons"] = list(req.reasons)
 
     # __tvm_ffi__library_ctx: a writable void* the loader points at the module.
     ctx = by_name.get(LIBRARY_CTX)

@@ -36,6 +36,10 @@ def build(rep: dict[str, Any]) -> Tree:
         deps.add("runtime: yes")
     else:
         deps.add("runtime C functions: none imported")
+    if rep.get("min_runtime_version"):
+        why = rep.get("min_runtime_reasons") or []
+        deps.add(f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}"
+                 + (f" ({escape('; '.join(why))})" if why else ""))
     if rep["unsupported_imports"]:
         node = deps.add(f"[red]C++ symbols of the official runtime "
                         f"({len(rep['unsupported_imports'])}): only the official runtime can "

@@ -1,0 +1,54 @@
+"""The `exit-clean` check (parent side): does a process that loaded the
+library exit cleanly?
+
+A fresh worker loads the library (conform/exit_task.py) and is then asked to
+exit; a crash or a hang at exit (static destructors, atexit handlers, the
+release of registered globals) fails the check. Loading problems are
+library-load's business: then this check is skipped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from ..sandbox import process as sandbox
+from .results import FAIL, PASS, SKIP, Result
+
+
+def run(path: str, timeout: float, runtime: str | None = None) -> Result:
+    w = sandbox.Worker(runtime=runtime, stderr=subprocess.DEVNULL)
+    try:
+        w.start()
+        try:
+            w.call("conform.exit_task", {"path": path}, timeout=timeout + 30)
+        except sandbox.ChildCrashed as e:
+            return Result("exit-clean", None, SKIP,
+                          f"loading the library killed the process ({e.signal or e.returncode}); "
+                          "see library-load")
+        except sandbox.ChildTimeout:
+            return Result("exit-clean", None, SKIP, "loading the library hangs; see library-load")
+        except Exception as e:  # noqa: BLE001 - a load failure is library-load's finding
+            return Result("exit-clean", None, SKIP, f"the library did not load ({e})")
+        proc = w.proc
+        assert proc is not None
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # end of requests: the worker returns and exits
+        except OSError:
+            pass
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            return Result("exit-clean", None, FAIL,
+                          f"the process hangs at exit: no exit within {timeout:g} s of "
+                          "the end of its work (destructors or atexit handlers)")
+    finally:
+        w.kill()
+    if rc == 0:
+        return Result("exit-clean", None, PASS, "loaded, released and exited with status 0")
+    sig = sandbox.signal_name(rc)
+    what = f"is killed by {sig}" if sig else f"exits with status {rc}"
+    return Result("exit-clean", None, FAIL,
+                  f"the process {what} at exit, after the library loaded and every call "
+                  "returned (a crash in a destructor or atexit handler)")
