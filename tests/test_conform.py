@@ -71,7 +71,9 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
     from tvmffi_cli.conform import registry
 
     caught = {c for c, _ in bad_results(zoo[2])}
-    library_level = {"library-bin", "context-symbols", "c-api-imports", "library-load"}
+    # Library-level checks have their own fixtures (here and in test_conform_ci.py).
+    library_level = {"library-bin", "context-symbols", "c-api-imports", "library-load",
+                     "min-runtime", "exit-clean"}
     assert caught | library_level == set(registry.BY_ID)
 
 
@@ -214,11 +216,17 @@ def test_junit_xml(zoo, tmp_path, build_lib):
     assert failed == {("symbol_kind__table", "symbol-kind"),
                       ("error_protocol__returns_one", "error-protocol"),
                       ("error_protocol__no_error", "error-protocol"),
-                      ("error_protocol__stale_error", "error-protocol"),
-                      ("thread_safety__counter", "thread-safety")}
+                      ("error_protocol__stale_error", "error-protocol")}
     assert int(suite.get("failures")) == len(failed)
-    warn = [c for c in cases if c.get("name") == "thread-safety" and c.find("failure") is not None]
-    assert warn[0].find("failure").get("type") == "warning"
+    # A warning is never a <failure>: a property and system-out carry it.
+    warn = [c for c in cases if c.get("name") == "thread-safety"
+            and c.get("classname").endswith("thread_safety__counter")]
+    assert warn[0].find("failure") is None
+    props = {p.get("name"): p.get("value") for p in warn[0].iter("property")}
+    assert "different results" in props["warning"]
+    assert props["reproduce"].endswith("--select thread-safety --function "
+                                       "thread_safety__counter --threads 4 --timeout 1")
+    assert "warning: " in warn[0].find("system-out").text
 
 
 def test_github_annotations(build_lib):
@@ -226,15 +234,17 @@ def test_github_annotations(build_lib):
     r = conform(lib, "--select", "symbol-kind,orphan-getter", env={"GITHUB_ACTIONS": "true",
                                                                    "NO_COLOR": "1"})
     lines = [x for x in r.stdout.splitlines() if x.startswith("::")]
-    assert lines == [
-        "::warning title=tvmffi conform orphan-getter%3A orphan_getter__ghost::doc getter for "
-        "`orphan_getter__ghost` but no `__tvm_ffi_orphan_getter__ghost` is exported",
-        "::error title=tvmffi conform symbol-kind%3A symbol_kind__table::"
-        "__tvm_ffi_symbol_kind__table is a data symbol in .rodata, not code",
-    ]
+    f = str(lib).replace(":", "%3A").replace(",", "%2C")
+    # The error first (most severe), each with file= the library.
+    assert lines[0].startswith(f"::error file={f},title=tvmffi conform symbol-kind (error)%3A "
+                               "symbol_kind__table::Function symbols are code. symbol_kind__table"
+                               ": __tvm_ffi_symbol_kind__table is a data symbol in .rodata")
+    assert lines[1].startswith(f"::warning file={f},title=tvmffi conform orphan-getter "
+                               "(warning)%3A orphan_getter__ghost::")
+    assert "%0Areproduce: tvmffi conform" in lines[0] and len(lines) == 2
     r = conform(lib, "--select", "symbol-kind", "--json", env={"GITHUB_ACTIONS": "true"})
     json.loads(r.stdout)  # annotations never mix into the JSON
-    assert "::error title=" in r.stderr
+    assert "::error file=" in r.stderr
 
 
 def test_people_output_groups_by_function(build_lib):

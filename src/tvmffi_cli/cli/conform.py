@@ -1,7 +1,10 @@
 """`tvmffi conform LIB`: check a library against the TVM-FFI ABI rules."""
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -15,29 +18,58 @@ import click
               help="Run only these check ids (comma-separated, repeatable).")
 @click.option("--ignore", "ignore", multiple=True, metavar="IDS",
               help="Do not run these check ids (comma-separated, repeatable).")
-@click.option("--timeout", type=float, default=10.0, show_default=True, metavar="S",
-              help="Seconds each probe call may take before it counts as a hang.")
+@click.option("--function", "functions", multiple=True, metavar="NAME",
+              help="Check only these functions (exports or globals; repeatable).")
+@click.option("--config", "config_path", metavar="PATH",
+              help="Settings and suppressions (default: [tool.tvmffi.conform] of the "
+                   "nearest pyproject.toml).")
+@click.option("--timeout", type=float, default=None, metavar="S",
+              help="Seconds each probe call may take before it counts as a hang [10].")
 @click.option("-j", "--jobs", type=int, default=None, metavar="N",
               help="Worker processes probing in parallel (default: number of CPUs).")
+@click.option("--threads", type=int, default=None, metavar="N",
+              help="Call each function from N threads at once; thread-safety then fails "
+                   "the run (without it, a 4-thread check only warns).")
+@click.option("--min-runtime", "min_runtime", metavar="VERSION",
+              help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.")
+@click.option("--runtime", "runtime", metavar="official|PATH",
+              help="Run the checks with this libtvm_ffi.so (checks that need tvmffi's "
+                   "instrumented runtime are skipped with the reason).")
+@click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
-def command(library, as_json, junit_xml, select, ignore, timeout, jobs, verbose):
+def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[str, ...],
+            ignore: tuple[str, ...], functions: tuple[str, ...], config_path: str | None,
+            timeout: float | None, jobs: int | None, threads: int | None,
+            min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
     Exit 0 when no error-severity check fails, 1 when one does, 2 when the
-    file cannot be read.
+    file, an option or the configuration is wrong.
     """
+    from ..conform import config as conf
     from ..conform import registry, runner
     from ..conform.results import github_annotations
     from ..errors import InputError
 
-    sel = registry.parse_ids(select)
-    ign = registry.parse_ids(ignore)
+    cfg = conf.load(config_path)
+    sel = frozenset(registry.parse_ids(select)) or cfg.select
+    ign = frozenset(registry.parse_ids(ignore)) | cfg.ignore
+    timeout = timeout if timeout is not None else (cfg.timeout or runner.DEFAULT_TIMEOUT)
     if timeout <= 0:
         raise InputError("--timeout must be positive")
     if jobs is not None and jobs < 1:
         raise InputError("-j must be at least 1")
+    threads = threads if threads is not None else cfg.threads
+    if threads is not None and not 2 <= threads <= 256:
+        raise InputError("--threads must be between 2 and 256")
+    if min_runtime is not None:
+        min_runtime = conf.check_version(min_runtime, "--min-runtime")
+    min_runtime = min_runtime or cfg.min_runtime
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
+    rt = resolve_runtime(runtime)
+    opts = runner.Options(sel, ign, timeout, jobs, threads, min_runtime, rt,
+                          frozenset(functions), strict, cfg)
 
     progress = None
     bar = None
@@ -45,8 +77,7 @@ def command(library, as_json, junit_xml, select, ignore, timeout, jobs, verbose)
         bar = _ProgressBar()
         progress = bar.update
     try:
-        report = runner.run(library, select=sel, ignore=ign, timeout=timeout, jobs=jobs,
-                            progress=progress)
+        report = runner.run(library, progress=progress, options=opts)
     finally:
         if bar is not None:
             bar.close()
@@ -71,15 +102,44 @@ def command(library, as_json, junit_xml, select, ignore, timeout, jobs, verbose)
     return report.exit_code()
 
 
+def resolve_runtime(value: str | None) -> str | None:
+    """--runtime: None (ours), "builtin" (ours), "official" (the installed
+    apache-tvm-ffi's libtvm_ffi.so, found without importing it) or a path."""
+    from ..errors import InputError
+
+    if value is None or value in ("builtin", "auto"):
+        return None
+    if value == "official":
+        import importlib.util
+        from pathlib import Path
+
+        spec = importlib.util.find_spec("tvm_ffi")
+        for d in (spec.submodule_search_locations or []) if spec else []:
+            p = Path(d) / "lib" / "libtvm_ffi.so"
+            if p.is_file():
+                return str(p)
+        raise InputError("--runtime official: apache-tvm-ffi is not installed "
+                         "(pip install apache-tvm-ffi)")
+    if not os.path.isfile(value):
+        raise InputError(f"--runtime {value}: no such file")
+    return os.path.abspath(value)
+
+
+#: Below this many functions the run is short: no progress bar.
+PROGRESS_MIN = 10
+
+
 class _ProgressBar:
-    """A rich progress bar on stderr, created on the first update (static
-    checks alone never show one)."""
+    """A rich progress bar on stderr, created on the first update of a long
+    run (static checks alone, or a few functions, never show one)."""
 
-    def __init__(self):
-        self._p = None
-        self._task = None
+    def __init__(self) -> None:
+        self._p: Any = None
+        self._task: Any = None
 
-    def update(self, done, total, name):
+    def update(self, done: int, total: int, name: str) -> None:
+        if total < PROGRESS_MIN:
+            return
         if self._p is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -92,6 +152,6 @@ class _ProgressBar:
             self._task = self._p.add_task("", total=total)
         self._p.update(self._task, completed=done, description=name)
 
-    def close(self):
+    def close(self) -> None:
         if self._p is not None:
             self._p.stop()

@@ -8,17 +8,26 @@ the step that died, records it, and resumes that function in a fresh worker
 after the failed step.
 """
 
+from __future__ import annotations
+
 import os
 import queue
+import shlex
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field, replace
 
 from ..sandbox import process as sandbox
-from . import checks_probe, checks_static, registry
+from . import checks_probe, checks_static, checks_version, exit_check, registry
+from .config import Config
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
+#: Library-level checks that load the library (not run per function).
+LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
+
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_THREADS = 4
 _SEGV = ("SIGSEGV", "SIGBUS")
 
 
@@ -36,11 +45,12 @@ class Worker:
     (a request line in, event lines out; the library's own output never
     reaches the event pipe)."""
 
-    def __init__(self, path, timeout):
+    def __init__(self, path, timeout, runtime=None):
         self.path = path
         self.timeout = timeout
         self.loaded = None
-        self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL)
+        self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL,
+                                 runtime=runtime)
 
     def alive(self):
         return self._w.alive()
@@ -91,14 +101,16 @@ class Worker:
 class Prober:
     """Probe functions with one worker, restarting it after crashes."""
 
-    def __init__(self, path, timeout):
+    def __init__(self, path, timeout, runtime=None, threads=None):
         self.path = path
         self.timeout = timeout
+        self.runtime = runtime
+        self.threads = threads
         self.worker = None
 
     def ensure(self):
         if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.path, self.timeout)
+            self.worker = Worker(self.path, self.timeout, self.runtime)
             self.worker.start()
             ev = self.worker.load()
             if not ev.get("ok"):
@@ -144,10 +156,11 @@ class Prober:
             return e
         return None
 
-    def probe(self, name, getters):
+    def probe(self, name, getters, is_global=False):
         f = checks_probe.FunctionFacts(name, getters)
         f.timeout = self.timeout
-        base = {"op": "probe", "name": name, "getters": sorted(getters), "timeout": self.timeout}
+        base = {"op": "probe", "name": name, "getters": sorted(getters), "timeout": self.timeout,
+                "global": is_global, "threads": self.threads or DEFAULT_THREADS}
         skip = set()
         no_meta = False
         try:
@@ -198,28 +211,53 @@ def _load_result(ev, died):
     return Result("library-load", None, PASS, msg, {"describe": desc} if desc else None)
 
 
-def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None):
+@dataclass(frozen=True)
+class Options:
+    """What to run, beyond the library path (the CLI fills it from its options
+    and the configuration)."""
+
+    select: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+    timeout: float = DEFAULT_TIMEOUT
+    jobs: int | None = None
+    threads: int | None = None  # --threads N: thread-safety is then an error
+    min_runtime: str | None = None
+    runtime: str | None = None  # libtvm_ffi.so for the workers (None: ours)
+    only: frozenset[str] = frozenset()  # --function: restrict to these functions
+    strict: bool = False  # warnings fail the run too
+    config: Config = field(default_factory=Config)
+
+
+def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None,
+        options: Options | None = None) -> Report:
     """Run the checks; returns a Report. `progress(done, total, name)` is
     called as functions finish."""
     from ..binary import open_binary
 
+    o = options or Options(frozenset(select or ()), frozenset(ignore or ()), timeout, jobs)
+    timeout, jobs = o.timeout, o.jobs
     t0 = time.monotonic()
     path = os.path.abspath(os.fspath(path))
-    ids = set(registry.selected(select, ignore))
+    ids = set(registry.selected(o.select, o.ignore))
     binary = open_binary(path)  # InputError/FormatError -> exit 2
     try:
         inv = checks_static.inventory(binary)
         results = checks_static.run(binary, inv, ids)
+        req = checks_version.needed(binary, [n[len("__TVMFFI"):] for n in inv.symbols
+                                             if n.startswith("__TVMFFI")])
+        if "min-runtime" in ids:
+            results.append(checks_version.check_min_runtime(req, o.min_runtime))
     finally:
         binary.close()
 
     dynamic = {c.id for c in registry.CHECKS if c.stage != registry.STATIC} & ids
-    fn_checks = dynamic - {"library-load"}
-    targets = inv.probe_targets()
+    fn_checks = dynamic - LIBRARY_DYNAMIC
+    exports = [n for n in inv.probe_targets() if not o.only or n in o.only]
     per_function = {}
+    globals_: list[str] = []
+    loaded = False
     if dynamic:
-        jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
-        first = Worker(path, timeout)
+        first = Worker(path, timeout, o.runtime)
         died = None
         ev = {}
         try:
@@ -230,25 +268,70 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
         load = _load_result(ev, died)
         if "library-load" in ids:
             results.append(load)
-        if died is not None or not ev.get("ok"):
+        loaded = died is None and bool(ev.get("ok"))
+        globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
+        targets = exports + [g for g in globals_ if not o.only or g in o.only]
+        jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
+        if not loaded:
             first.kill()
-            for name in targets:
+            for name in exports:
                 per_function[name] = checks_probe.skipped(name, fn_checks,
                                                           "the library did not load")
-        elif fn_checks:
-            per_function = _probe_all(path, timeout, jobs, first, targets, inv, fn_checks,
-                                      progress)
+        elif fn_checks and targets:
+            per_function = _probe_all(path, o, jobs, first, targets, set(globals_), inv,
+                                      fn_checks, progress)
         else:
             first.stop()
         for name in inv.functions:
-            if name not in inv.code:
+            if name not in inv.code and (not o.only or name in o.only):
                 per_function[name] = checks_probe.skipped(
                     name, fn_checks, "not probed: the symbol is not code (see symbol-kind)")
+        if "exit-clean" in ids:
+            if loaded:
+                results.append(exit_check.run(path, timeout, o.runtime))
+            else:
+                results.append(Result("exit-clean", None, SKIP, "the library did not load"))
+    if o.only:
+        results = [r for r in results if r.function is None or r.function in o.only]
     results = _order(results, per_function, inv)
-    return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1)
+    results = o.config.apply([_finish(r, path, o) for r in results])
+    return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1,
+                  globals=globals_, min_runtime=req.version)
 
 
-def _probe_all(path, timeout, jobs, first, targets, inv, ids, progress):
+def _finish(r: Result, path: str, o: Options) -> Result:
+    """Severity for this run and the reproducer of a finding."""
+    sev = None
+    if r.check == "thread-safety" and o.threads:
+        sev = registry.ERROR
+    elif o.strict and r.severity == registry.WARNING:
+        sev = registry.ERROR
+    if sev is not None:
+        r = replace(r, severity_override=sev)
+    if r.bad:
+        r = replace(r, reproduce=reproducer(r, path, o))
+    return r
+
+
+def reproducer(r: Result, path: str, o: Options) -> str:
+    """A command that shows the finding again and exits 1."""
+    cmd = ["tvmffi", "conform", path, "--select", r.check]
+    if r.function is not None:
+        cmd += ["--function", r.function]
+    if r.check == "min-runtime" and o.min_runtime:
+        cmd += ["--min-runtime", o.min_runtime]
+    if r.check == "thread-safety":
+        cmd += ["--threads", str(o.threads or DEFAULT_THREADS)]
+    elif r.severity == registry.WARNING or (o.strict and r.severity_override):
+        cmd += ["--strict"]
+    if o.runtime:
+        cmd += ["--runtime", o.runtime]
+    if o.timeout != DEFAULT_TIMEOUT:
+        cmd += ["--timeout", f"{o.timeout:g}"]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress):
     todo = queue.Queue()
     for name in targets:
         todo.put(name)
@@ -263,7 +346,7 @@ def _probe_all(path, timeout, jobs, first, targets, inv, ids, progress):
                     name = todo.get_nowait()
                 except queue.Empty:
                     return
-                f = prober.probe(name, inv.getters.get(name, ()))
+                f = prober.probe(name, inv.getters.get(name, ()), name in globals_)
                 res = checks_probe.evaluate(f, ids)
                 with lock:
                     out[name] = res
@@ -273,7 +356,7 @@ def _probe_all(path, timeout, jobs, first, targets, inv, ids, progress):
         finally:
             prober.close()
 
-    probers = [Prober(path, timeout) for _ in range(jobs)]
+    probers = [Prober(path, o.timeout, o.runtime, o.threads) for _ in range(jobs)]
     probers[0].worker = first
     threads = [threading.Thread(target=work, args=(p,), daemon=True) for p in probers]
     for t in threads:
@@ -293,10 +376,10 @@ def _order(results, per_function, inv):
     for name, rs in per_function.items():
         by_fn.setdefault(name, []).extend(rs)
     order = {cid: i for i, cid in enumerate(registry.BY_ID)}
-    out = list(lib)
+    out = sorted(lib, key=lambda r: order[r.check])
     for name in sorted(by_fn):
         out.extend(sorted(by_fn[name], key=lambda r: order[r.check]))
     return out
 
 
-__all__ = ["run", "DEFAULT_TIMEOUT", "PASS", "FAIL", "SKIP", "ERROR"]
+__all__ = ["run", "Options", "DEFAULT_TIMEOUT", "DEFAULT_THREADS", "PASS", "FAIL", "SKIP", "ERROR"]

@@ -38,8 +38,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         skips = [r for r in rs if r.status == SKIP]
         if any(r.blocking for r in bad):
             status = Text("FAIL", style="bold red")
-        elif bad:
+        elif any(r.suppressed is None for r in bad):
             status = Text("WARN", style="yellow")
+        elif bad:
+            status = Text("ok*", style="green")
         else:
             status = Text("ok", style="green")
         lines = Text()
@@ -48,6 +50,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             style = _STYLE[r.status] if r.severity == "error" else "yellow"
             if lines:
                 lines.append("\n")
+            if r.suppressed is not None:
+                lines.append(f"{r.check}{sev} (suppressed: {r.suppressed}): ", style="dim")
+                lines.append(r.message, style="dim")
+                continue
             lines.append(f"{r.check}{sev}: ", style=f"bold {style}")
             lines.append(r.message)
         if verbose:
@@ -61,11 +67,26 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             counts += f" ({len(skips)} skip)"
         table.add_row("(library)" if fn is None else fn, status, counts, lines)
     console.print(table)
+    shown = [r for r in report.results if r.bad and r.reproduce and r.suppressed is None]
+    if shown:
+        console.print(Text("Reproduce:", style="bold"))
+        for r in shown[:REPRODUCE_SHOWN]:
+            where = r.function if r.function is not None else "(library)"
+            console.print(Text.assemble(f"  {r.check} {where}: ", (r.reproduce or "", "cyan")),
+                          soft_wrap=True)
+        if len(shown) > REPRODUCE_SHOWN:
+            console.print(f"  ... {len(shown) - REPRODUCE_SHOWN} more in --json (field "
+                          "reproduce)", markup=False)
+    sup = [r for r in report.results if r.bad and r.suppressed is not None]
+    if sup:
+        console.print(Text(f"{len(sup)} finding(s) suppressed by the configuration", style="dim"))
     c = report.counts()
-    verdict = Text("PASSED", style="bold green") if report.passed else Text("FAILED",
-                                                                             style="bold red")
-    summary = Text.assemble(verdict, f"  {c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, "
-                                     f"{c[SKIP]} skipped over {len(report.functions)} functions")
-    if report.elapsed is not None:
-        summary.append(f" in {report.elapsed:.2f} s (-j {report.jobs})")
-    console.print(summary)
+    console.print(Text(f"{c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, "
+                       f"{c[SKIP]} skipped", style="dim"))
+    verdict = Text.assemble(("", "bold green" if report.passed else "bold red"))
+    verdict.append(report.summary_line(), style="bold green" if report.passed else "bold red")
+    console.print(verdict, soft_wrap=True)
+
+
+#: How many reproducer commands the people's report lists.
+REPRODUCE_SHOWN = 20
