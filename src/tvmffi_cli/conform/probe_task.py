@@ -32,7 +32,7 @@ from ctypes import byref, c_void_p
 from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, FUNC_PREFIX, METADATA_PREFIX
-from . import sigs
+from . import probe_extra, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
@@ -55,6 +55,7 @@ class Prober(ProbeValues):
         self.c = _RawApi(self.rt.lib)
         self.arena = GuardArena()
         describe = None
+        before = probe_extra.global_names(self)
         loader = self._rt("tvmffi_rt_library_load")
         if loader is not None:
             mod = c_void_p()
@@ -81,8 +82,11 @@ class Prober(ProbeValues):
             self.dl = ctypes.CDLL(path, mode=mode)
         except OSError as e:
             return {"ok": False, "error": str(e)}
+        after = probe_extra.global_names(self)
+        new = sorted(set(after) - set(before)) if before is not None and after else []
         return {"ok": True, "describe": describe, "runtime": str(self.rt.path),
-                "instrumented": self._rt("tvmffi_rt_live_objects") is not None}
+                "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
+                "globals": new}
 
     def symbol(self, name):
         try:
@@ -91,9 +95,8 @@ class Prober(ProbeValues):
             return None
 
     # -- one call -------------------------------------------------------------------
-    def call(self, addr, raws, guarded=True, owned_objs=()):
-        """Call a safe-call function once and record what happened."""
-        fn = _SAFE_CALL(addr)
+    def call(self, fn, raws, guarded=True, owned_objs=()):
+        """Call a function once (fn: probe_extra.caller) and record what happened."""
         raw = b"".join(raws)
         args = self.arena.place(raw, guarded)
         objs = self._objects(raws)
@@ -121,10 +124,9 @@ class Prober(ProbeValues):
         self._restore(objs, before, after, extra=1)
         return obs
 
-    def call_threads(self, addr, raws, n=4):
+    def call_threads(self, fn, raws, n=4):
         """The same call from n threads released together; results compared by
         the parent through their fingerprints."""
-        fn = _SAFE_CALL(addr)
         raw = b"".join(raws)
         bufs = [(ctypes.c_char * max(len(raw), ANY)).from_buffer_copy(raw.ljust(ANY, b"\0"))
                 for _ in range(n)]
@@ -186,7 +188,7 @@ class Prober(ProbeValues):
         return obs
 
     # -- one function --------------------------------------------------------------------
-    def plan(self, name, getters):
+    def plan(self, name, getters, is_global=False):
         """(steps, sig, note) for a function; deterministic so a resumed run
         after a crash computes the same steps."""
         steps = []
@@ -208,6 +210,12 @@ class Prober(ProbeValues):
                     sig = None
         if sig is None:
             note = "no usable metadata" if "metadata" in getters else "no metadata"
+            if is_global:
+                note = "a global function without metadata"
+            # Untyped: object arguments find kept/dropped references and
+            # written argument arrays; threads repeat the zero-argument call.
+            steps.extend(probe_extra.OBJECT_STEPS)
+            steps.append("threads")
             return steps, sig, note
         n = len(sig.params)
         if n >= 2:
@@ -219,25 +227,26 @@ class Prober(ProbeValues):
         steps.append("threads")
         return steps, sig, note
 
-    def run_step(self, name, step, sig, getters, valid_ok):
+    def run_step(self, name, step, sig, getters, valid_ok, is_global=False, threads=4):
         if step in ("metadata", "doc"):
             prefix = METADATA_PREFIX if step == "metadata" else DOC_PREFIX
             addr = self.symbol(prefix + name)
             if not addr:
                 return {"skipped": f"{prefix}{name} cannot be resolved"}
             return self.call_getter(addr)
-        addr = self.symbol(FUNC_PREFIX + name)
-        if not addr:
-            return {"skipped": f"{FUNC_PREFIX}{name} cannot be resolved"}
+        addr, why = probe_extra.caller(self, name, is_global)
+        if addr is None:
+            return {"skipped": why}
         base, _, variant = step.partition("/")
         guarded = variant != "readable"
         owned = []
         try:
             if base == "threads":
                 if not valid_ok:
-                    return {"skipped": "the valid call did not succeed"}
-                raws = [self.make(p, owned) for p in sig.params]
-                return self.call_threads(addr, raws)
+                    return {"skipped": "the valid call did not succeed" if sig is not None
+                            else "the zero-argument call did not succeed"}
+                raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
+                return self.call_threads(addr, raws, threads)
             extra = {}
             if base == "zero-args":
                 raws = []
@@ -252,6 +261,8 @@ class Prober(ProbeValues):
                          "wrong_kind": kind}
             elif base == "valid":
                 raws = [self.make(p, owned) for p in sig.params]
+            elif base in probe_extra.OBJECT_STEPS:
+                raws = probe_extra.object_args(self, base, owned)
             else:
                 return {"skipped": f"unknown step {step}"}
             obs = self.call(addr, raws, guarded)
@@ -274,7 +285,9 @@ class Prober(ProbeValues):
         name = req["name"]
         getters = set(req.get("getters", ()))
         self.timeout = float(req.get("timeout", self.timeout))
-        steps, sig, note = self.plan(name, getters)
+        is_global = bool(req.get("global"))
+        threads = int(req.get("threads") or 4)
+        steps, sig, note = self.plan(name, getters, is_global)
         only = req.get("only")
         if only:
             steps = list(only)
@@ -287,9 +300,9 @@ class Prober(ProbeValues):
                 continue
             self.emit({"event": "start", "step": step})
             self.step, self.step_started = step, time.monotonic()
-            obs = self.run_step(name, step, sig, getters, valid_ok)
+            obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
             self.step = None
-            if step == "valid":
+            if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
             obs["event"] = "obs"
             obs["step"] = step

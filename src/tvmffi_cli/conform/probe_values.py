@@ -102,8 +102,10 @@ class ProbeValues:
         f = self._rt("tvmffi_rt_type_index_valid")
         if f is not None:
             return bool(f(ti))
-        # Without our runtime only the static indices are known.
-        return K.kTVMFFIStaticObjectBegin <= ti < K.kTVMFFIStaticObjectEnd
+        # Without our runtime's registry query, a dynamic index (types a
+        # library registers) cannot be told from garbage: accept every object
+        # index; the header check in result_problems still applies.
+        return ti >= K.kTVMFFIStaticObjectBegin
 
     def take_error(self):
         """Move the raised error out: (kind, message) or None."""

@@ -1,0 +1,121 @@
+"""Child side: what the probe needs beyond exported, typed functions.
+
+- Global functions a library registers while it loads (TVMFFIFunctionSetGlobal
+  from a constructor, or static registration in C++): real libraries such as
+  xgrammar expose their whole API that way. `global_names` lists the registry;
+  the loader diffs it around the load, and `caller` calls a global through
+  TVMFFIFunctionCall so the probe treats it like an export.
+- Functions without metadata: besides the zero-argument call they are called
+  with object arguments (`OBJECT_STEPS`), enough to see a callee that keeps or
+  drops a reference to an argument or writes into the argument array.
+
+Works on the probe worker's Prober (conform/probe_task*.py), duck-typed: it
+needs `rt`, `c` (raw C functions), `call_global`, `string_of`, `release`,
+`string_any`, `tensor`, `function`, `pod` and `take_error`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from . import sigs
+
+ANY = 16
+_SAFE_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                              ctypes.c_void_p)
+
+#: Probe steps with object arguments for functions without metadata:
+#: step -> the kinds of the arguments passed.
+OBJECT_STEPS: dict[str, tuple[str, ...]] = {
+    "objects:1": ("str",),
+    "objects:4": ("str", "array", "tensor", "function"),
+}
+
+Caller = Callable[[Any, int, int, int], int]
+
+
+def global_names(p: Any) -> list[str] | None:
+    """Names of every registered global function (None when the runtime
+    cannot list them)."""
+    try:
+        functor = p.call_global("ffi.FunctionListGlobalNamesFunctor", [])
+    except Exception:  # noqa: BLE001 - a runtime without it: no globals probed
+        return None
+    try:
+        ti, = struct.unpack_from("<i", functor)
+        if ti != sigs.K_FUNCTION:
+            return None
+        (h,) = struct.unpack_from("<Q", functor, 8)
+        n_raw = _call_handle(p, h, [p.pod(sigs.K_INT, struct.pack("<q", -1))])
+        if n_raw is None:
+            return None
+        n = struct.unpack_from("<q", n_raw, 8)[0]
+        names = []
+        for i in range(max(0, min(n, 1 << 20))):
+            raw = _call_handle(p, h, [p.pod(sigs.K_INT, struct.pack("<q", i))])
+            if raw is None:
+                continue
+            s = p.string_of(raw)
+            p.release(raw)
+            if s is not None:
+                names.append(s.decode("utf-8", "replace"))
+        return names
+    finally:
+        p.release(functor)
+
+
+def _call_handle(p: Any, h: int, arg_raws: list[bytes]) -> bytes | None:
+    args = (ctypes.c_char * max(ANY, ANY * len(arg_raws))).from_buffer_copy(
+        b"".join(arg_raws).ljust(ANY, b"\0"))
+    out = (ctypes.c_char * ANY)()
+    rc = p.c.TVMFFIFunctionCall(h, ctypes.cast(args, ctypes.c_void_p), len(arg_raws),
+                                ctypes.cast(out, ctypes.c_void_p))
+    if rc != 0:
+        p.take_error()
+        return None
+    return bytes(out)
+
+
+def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | None]:
+    """(call(self, args, num_args, result) -> rc, why not) for an export
+    `__tvm_ffi_<name>` or a registered global `name`."""
+    if is_global:
+        h = p.rt.get_global_handle(name)
+        if not h:
+            return None, f"the global function {name} is no longer registered"
+        p._keep.append(h)  # owned for the worker's life
+
+        def call_global(_self: Any, args: int, n: int, result: int) -> int:
+            return int(p.c.TVMFFIFunctionCall(h, args, n, result))
+
+        return call_global, None
+    addr = p.symbol("__tvm_ffi_" + name)
+    if not addr:
+        return None, f"__tvm_ffi_{name} cannot be resolved"
+    fn = _SAFE_CALL(addr)
+
+    def call_export(_self: Any, args: int, n: int, result: int) -> int:
+        return int(fn(None, args, n, result))
+
+    return call_export, None
+
+
+def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:
+    """The argument Anys of an object step; every object goes to `owned`."""
+    raws = []
+    for kind in OBJECT_STEPS[step]:
+        if kind == "str":
+            raw = p.string_any(b"tvmffi-conform-probe-object")
+        elif kind == "array":
+            items = [p.pod(sigs.K_INT, struct.pack("<q", 1)), p.pod(sigs.K_INT, struct.pack("<q", 2))]
+            raw = p.call_global("ffi.Array", items)
+        elif kind == "tensor":
+            raw = p.tensor()
+        else:
+            raw = p.function()
+        owned.append(raw)
+        raws.append(raw)
+    return raws
