@@ -1,0 +1,113 @@
+"""`tvmffi conform` probes everything: globals registered at load (a library
+with no `__tvm_ffi_` export at all), functions without metadata called with
+object arguments, and --threads N."""
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+from test_conform import bad_results, conform_json
+
+GLOBALS = ["conform_globals.bad_clobber", "conform_globals.bad_keep",
+           "conform_globals.count_args", "conform_globals.kind_of"]
+
+
+def test_globals_registered_at_load_are_probed(build_lib):
+    lib = build_lib("conform/globals_only.c")
+    r, doc = conform_json(lib, "-j", "2")
+    assert doc["functions"] == [] and doc["globals"] == GLOBALS
+    assert r.returncode == 1
+    assert bad_results(doc) == {("arg-refcount", "conform_globals.bad_keep"),
+                                ("args-unchanged", "conform_globals.bad_clobber")}
+    keep = [x for x in doc["results"] if x["function"] == "conform_globals.bad_keep"
+            and x["check"] == "arg-refcount"][0]
+    assert "objects:1: object argument 0 has +1 strong reference(s) after the call (2 -> 3)" \
+        in keep["message"]
+    # Every global got the full per-function check set, and the probes ran.
+    for g in GLOBALS:
+        got = {x["check"]: x["status"] for x in doc["results"] if x["function"] == g}
+        assert got["no-crash"] == "pass" and got["error-protocol"] == "pass", (g, got)
+    good = {x["check"]: x["status"] for x in doc["results"]
+            if x["function"] == "conform_globals.count_args"}
+    assert good["arg-refcount"] == "pass" and good["args-unchanged"] == "pass"
+    assert good["thread-safety"] == "pass"
+
+
+def test_reproducer_of_a_global_finding_exits_1(build_lib):
+    lib = build_lib("conform/globals_only.c")
+    _r, doc = conform_json(lib, "--select", "arg-refcount")
+    res = [x for x in doc["results"] if x["status"] == "fail"][0]
+    cmd = shlex.split(res["reproduce"])
+    assert cmd == ["tvmffi", "conform", str(lib), "--select", "arg-refcount", "--function",
+                   "conform_globals.bad_keep"]
+    again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *cmd[1:], "--json"],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and "(2 -> 3)" in again.stdout
+
+
+def test_well_behaved_globals_pass(build_lib):
+    lib = build_lib("conform/globals_only.c", defines=("CONFORM_GOOD_ONLY",))
+    r, doc = conform_json(lib)
+    assert r.returncode == 0 and bad_results(doc) == set()
+    assert doc["globals"] == ["conform_globals.count_args", "conform_globals.kind_of"]
+
+
+def test_untyped_exports_are_probed_with_object_arguments(build_lib):
+    r, doc = conform_json(build_lib("conform/untyped.c"))
+    assert r.returncode == 1
+    assert bad_results(doc) == {("arg-refcount", "keeps_ref"),
+                                ("args-unchanged", "clobbers_args")}
+    msg = [x["message"] for x in doc["results"]
+           if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args")][0]
+    assert msg == "the argument array was modified by the call (objects:1, objects:4)"
+    # four object kinds in one call: String, Array, Tensor, Function
+    ok = [x["message"] for x in doc["results"]
+          if (x["check"], x["function"]) == ("arg-refcount", "count")][0]
+    assert ok == "5 object argument(s) unchanged"
+
+
+def test_threads_option_turns_concurrency_findings_into_errors(build_lib):
+    lib = build_lib("conform/zoo.c")
+    sel = ("--select", "thread-safety", "--function", "thread_safety__counter")
+    r, doc = conform_json(lib, *sel)
+    res = doc["results"][0]
+    assert r.returncode == 0 and res["status"] == "fail" and res["severity"] == "warning"
+    assert "4 concurrent calls" in res["message"]
+    r, doc = conform_json(lib, *sel, "--threads", "8")
+    res = doc["results"][0]
+    assert r.returncode == 1 and res["status"] == "fail" and res["severity"] == "error"
+    assert "8 concurrent calls" in res["message"]
+    assert res["reproduce"].endswith("--threads 8")
+
+
+@pytest.mark.parametrize("n", ["1", "1000"])
+def test_threads_out_of_range_is_a_usage_error(build_lib, n):
+    from test_conform import conform
+
+    r = conform(build_lib("conform/good.c"), "--threads", n)
+    assert r.returncode == 2 and "--threads" in r.stderr
+
+
+def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib,
+                                                                       official_runtime):
+    lib = build_lib("conform/good_official.cc", headers="official",
+                    defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+    r, doc = conform_json(lib, "--runtime", "official", "-j", "2")
+    assert r.returncode == 0 and bad_results(doc) == set(), doc["summary_line"]
+    load = [x for x in doc["results"] if x["check"] == "library-load"][0]
+    assert str(official_runtime) in load["message"]
+    assert "runtime without instrumentation" in load["message"]
+    leak = {x["status"] for x in doc["results"] if x["check"] == "no-leak"}
+    assert leak == {"skip"}
+    assert all("live-object count" in x["message"] for x in doc["results"]
+               if x["check"] == "no-leak")
+    # Checks that do not need instrumentation still ran.
+    assert any(x["check"] == "valid-call" and x["status"] == "pass" for x in doc["results"])
+
+
+def test_runtime_path_must_exist(build_lib, tmp_path):
+    from test_conform import conform
+
+    r = conform(build_lib("conform/good.c"), "--runtime", tmp_path / "nope.so")
+    assert r.returncode == 2 and "no such file" in r.stderr
