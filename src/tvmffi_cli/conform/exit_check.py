@@ -1,8 +1,11 @@
 """The `exit-clean` check (parent side): does a process that loaded the
 library exit cleanly?
 
-A fresh worker loads the library (conform/exit_task.py) and is then asked to
-exit; a crash or a hang at exit (static destructors, atexit handlers, the
+The probe workers, which loaded the library and called its functions, are
+asked to exit at the end of the run and their exit statuses are judged
+(`from_workers`); when none ended that way (every one was killed after a
+crash), a fresh worker loads the library (conform/exit_task.py) and exits
+(`run`). A crash or a hang at exit (static destructors, atexit handlers, the
 release of registered globals) fails the check. Loading problems are
 library-load's business: then this check is skipped.
 """
@@ -13,6 +16,31 @@ import subprocess
 
 from ..sandbox import process as sandbox
 from .results import FAIL, PASS, SKIP, Result
+
+
+def from_workers(exits: list[int | str], timeout: float) -> Result | None:
+    """The verdict from the exit statuses of the probe workers asked to exit
+    (None when there is none)."""
+    if not exits:
+        return None
+    if "hang" in exits:
+        return Result("exit-clean", None, FAIL,
+                      f"the process hangs at exit: no exit within {timeout:g} s of the end "
+                      "of its work (destructors or atexit handlers)")
+    bad = [rc for rc in exits if rc != 0]
+    if bad:
+        return _died(int(bad[0]))
+    return Result("exit-clean", None, PASS,
+                  f"{len(exits)} worker process(es) that loaded the library and called its "
+                  "functions exited with status 0")
+
+
+def _died(rc: int) -> Result:
+    sig = sandbox.signal_name(rc)
+    what = f"is killed by {sig}" if sig else f"exits with status {rc}"
+    return Result("exit-clean", None, FAIL,
+                  f"the process {what} at exit, after the library loaded and every call "
+                  "returned (a crash in a destructor or atexit handler)")
 
 
 def run(path: str, timeout: float, runtime: str | None = None) -> Result:
@@ -47,8 +75,4 @@ def run(path: str, timeout: float, runtime: str | None = None) -> Result:
         w.kill()
     if rc == 0:
         return Result("exit-clean", None, PASS, "loaded, released and exited with status 0")
-    sig = sandbox.signal_name(rc)
-    what = f"is killed by {sig}" if sig else f"exits with status {rc}"
-    return Result("exit-clean", None, FAIL,
-                  f"the process {what} at exit, after the library loaded and every call "
-                  "returned (a crash in a destructor or atexit handler)")
+    return _died(rc)

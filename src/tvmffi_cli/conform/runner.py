@@ -92,10 +92,26 @@ class Worker:
     def kill(self):
         self._w.kill()
 
-    def stop(self):
+    def stop(self, wait=None):
+        """Ask the worker to exit. With `wait` seconds, return how it ended:
+        its exit status, "hang" (killed after `wait`), or None (already dead)."""
+        status = None
+        proc = self._w.proc
         if self._w.alive():
             self.send({"op": "exit"})
+            if wait is not None and proc is not None:
+                try:
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+                except OSError:
+                    pass
+                try:
+                    status = proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    self._w.kill()
+                    status = "hang"
         self._w.close()
+        return status
 
 
 class Prober:
@@ -117,9 +133,12 @@ class Prober:
                 raise RuntimeError(f"the library no longer loads in a fresh worker: "
                                    f"{ev.get('error')}")
 
-    def close(self):
+    def close(self, exits=None):
+        """Stop the worker; its exit status goes to `exits` (for exit-clean)."""
         if self.worker is not None:
-            self.worker.stop()
+            status = self.worker.stop(self.timeout if exits is not None else None)
+            if exits is not None and status is not None:
+                exits.append(status)
 
     def _run(self, f, req):
         """Send one probe request; fold events into f. Returns None when the
@@ -255,6 +274,7 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
     exports = [n for n in inv.probe_targets() if not o.only or n in o.only]
     per_function = {}
     globals_: list[str] = []
+    exits: list[int | str] = []  # how the probe workers ended (exit-clean)
     loaded = False
     if dynamic:
         first = Worker(path, timeout, o.runtime)
@@ -279,16 +299,19 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
                                                           "the library did not load")
         elif fn_checks and targets:
             per_function = _probe_all(path, o, jobs, first, targets, set(globals_), inv,
-                                      fn_checks, progress)
+                                      fn_checks, progress, exits)
         else:
-            first.stop()
+            status = first.stop(timeout)
+            if status is not None:
+                exits.append(status)
         for name in inv.functions:
             if name not in inv.code and (not o.only or name in o.only):
                 per_function[name] = checks_probe.skipped(
                     name, fn_checks, "not probed: the symbol is not code (see symbol-kind)")
         if "exit-clean" in ids:
             if loaded:
-                results.append(exit_check.run(path, timeout, o.runtime))
+                results.append(exit_check.from_workers(exits, timeout)
+                               or exit_check.run(path, timeout, o.runtime))
             else:
                 results.append(Result("exit-clean", None, SKIP, "the library did not load"))
     if o.only:
@@ -331,7 +354,7 @@ def reproducer(r: Result, path: str, o: Options) -> str:
     return " ".join(shlex.quote(c) for c in cmd)
 
 
-def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress):
+def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress, exits):
     todo = queue.Queue()
     for name in targets:
         todo.put(name)
@@ -354,7 +377,7 @@ def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress):
                     if progress:
                         progress(done[0], len(targets), name)
         finally:
-            prober.close()
+            prober.close(exits)
 
     probers = [Prober(path, o.timeout, o.runtime, o.threads) for _ in range(jobs)]
     probers[0].worker = first
