@@ -32,7 +32,7 @@ def test_min_runtime_table():
 def test_inspect_reports_min_runtime_version(build_lib):
     lib = build_lib("conform/needs_0_1_8.c")
     r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--json", "--static",
-                        str(lib)], capture_output=True, text=True, timeout=60)
+                        str(lib)], capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     schema = json.loads((ROOT / "src/tvmffi_cli/schemas/inspect.schema.json").read_text())
@@ -40,7 +40,7 @@ def test_inspect_reports_min_runtime_version(build_lib):
     assert doc["min_runtime_version"] == "0.1.8"
     assert "TVMFFIErrorCreateWithCauseAndExtraContext needs 0.1.8" in doc["min_runtime_reasons"]
     r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--static", str(lib)],
-                       capture_output=True, text=True, timeout=60,
+                       capture_output=True, text=True, check=False, timeout=60,
                        env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "300"})
     assert "apache-tvm-ffi runtime >= 0.1.8" in r.stdout
 
@@ -49,12 +49,12 @@ def test_min_runtime_fails_a_library_needing_a_newer_runtime(build_lib):
     lib = build_lib("conform/needs_0_1_8.c")
     r, doc = conform_json(lib, "--min-runtime", "0.1.5")
     assert r.returncode == 1 and bad_results(doc) == {("min-runtime", None)}
-    res = [x for x in doc["results"] if x["check"] == "min-runtime"][0]
+    res = next(x for x in doc["results"] if x["check"] == "min-runtime")
     assert "needs apache-tvm-ffi >= 0.1.8 but must run on 0.1.5" in res["message"]
     assert doc["min_runtime_version"] == "0.1.8"
     # The reproducer shows the failure again and exits 1.
     again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *shlex.split(res["reproduce"])[1:]],
-                           capture_output=True, text=True, timeout=120,
+                           capture_output=True, text=True, check=False, timeout=120,
                            env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "300"})
     assert again.returncode == 1 and "must run on 0.1.5" in again.stdout
     r, doc = conform_json(lib, "--min-runtime", "0.1.8")
@@ -73,12 +73,12 @@ def test_exit_clean_catches_crash_and_hang_at_exit(build_lib, defines, needle):
     r, doc = conform_json(lib, "--timeout", "2")
     assert r.returncode == 1
     assert bad_results(doc) == {("exit-clean", None)}
-    res = [x for x in doc["results"] if x["check"] == "exit-clean"][0]
+    res = next(x for x in doc["results"] if x["check"] == "exit-clean")
     assert needle in res["message"]
     cmd = shlex.split(res["reproduce"])
     assert cmd[:5] == ["tvmffi", "conform", str(lib), "--select", "exit-clean"]
     again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *cmd[1:], "--json"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, check=False, timeout=120)
     assert again.returncode == 1 and needle in again.stdout
 
 
@@ -101,17 +101,17 @@ def test_pyproject_suppression_with_reason(build_lib, tmp_path):
                              '[[tool.tvmffi.conform.suppress]]\ncheck = "exit-clean"\n'
                              'reason = "the vendor driver crashes at exit; tracked upstream"\n')
     r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "--json",
-                        "--junit-xml", "out.xml"], capture_output=True, text=True, cwd=d,
+                        "--junit-xml", "out.xml"], capture_output=True, text=True, cwd=d, check=False,
                        timeout=120)
     assert r.returncode == 0, r.stdout
     doc = json.loads(r.stdout)
-    res = [x for x in doc["results"] if x["check"] == "exit-clean"][0]
+    res = next(x for x in doc["results"] if x["check"] == "exit-clean")
     assert res["status"] == "fail"
     assert res["suppressed"] == "the vendor driver crashes at exit; tracked upstream"
     assert not any(x["check"] == "doc-utf8" for x in doc["results"])
     suite = ET.parse(d / "out.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("errors") == "0"
-    case = [c for c in suite.iter("testcase") if c.get("name") == "exit-clean"][0]
+    case = next(c for c in suite.iter("testcase") if c.get("name") == "exit-clean")
     assert "tracked upstream" in case.find("skipped").get("message")
 
 

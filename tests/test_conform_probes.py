@@ -20,8 +20,8 @@ def test_globals_registered_at_load_are_probed(build_lib):
     assert r.returncode == 1
     assert bad_results(doc) == {("arg-refcount", "conform_globals.bad_keep"),
                                 ("args-unchanged", "conform_globals.bad_clobber")}
-    keep = [x for x in doc["results"] if x["function"] == "conform_globals.bad_keep"
-            and x["check"] == "arg-refcount"][0]
+    keep = next(x for x in doc["results"] if x["function"] == "conform_globals.bad_keep"
+            and x["check"] == "arg-refcount")
     assert "objects:1: object argument 0 has +1 strong reference(s) after the call (2 -> 3)" \
         in keep["message"]
     # Every global got the full per-function check set, and the probes ran.
@@ -37,12 +37,12 @@ def test_globals_registered_at_load_are_probed(build_lib):
 def test_reproducer_of_a_global_finding_exits_1(build_lib):
     lib = build_lib("conform/globals_only.c")
     _r, doc = conform_json(lib, "--select", "arg-refcount")
-    res = [x for x in doc["results"] if x["status"] == "fail"][0]
+    res = next(x for x in doc["results"] if x["status"] == "fail")
     cmd = shlex.split(res["reproduce"])
     assert cmd == ["tvmffi", "conform", str(lib), "--select", "arg-refcount", "--function",
                    "conform_globals.bad_keep"]
     again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *cmd[1:], "--json"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, check=False, timeout=120)
     assert again.returncode == 1 and "(2 -> 3)" in again.stdout
 
 
@@ -58,12 +58,12 @@ def test_untyped_exports_are_probed_with_object_arguments(build_lib):
     assert r.returncode == 1
     assert bad_results(doc) == {("arg-refcount", "keeps_ref"),
                                 ("args-unchanged", "clobbers_args")}
-    msg = [x["message"] for x in doc["results"]
-           if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args")][0]
+    msg = next(x["message"] for x in doc["results"]
+           if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args"))
     assert msg == "the argument array was modified by the call (objects:1, objects:4)"
     # four object kinds in one call: String, Array, Tensor, Function
-    ok = [x["message"] for x in doc["results"]
-          if (x["check"], x["function"]) == ("arg-refcount", "count")][0]
+    ok = next(x["message"] for x in doc["results"]
+          if (x["check"], x["function"]) == ("arg-refcount", "count"))
     assert ok == "5 object argument(s) unchanged"
 
 
@@ -95,7 +95,7 @@ def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib,
                     defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
     r, doc = conform_json(lib, "--runtime", "official", "-j", "2")
     assert r.returncode == 0 and bad_results(doc) == set(), doc["summary_line"]
-    load = [x for x in doc["results"] if x["check"] == "library-load"][0]
+    load = next(x for x in doc["results"] if x["check"] == "library-load")
     assert str(official_runtime) in load["message"]
     assert "runtime without instrumentation" in load["message"]
     leak = {x["status"] for x in doc["results"] if x["check"] == "no-leak"}

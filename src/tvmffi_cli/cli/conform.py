@@ -141,7 +141,12 @@ class _ProgressBar:
         if total < PROGRESS_MIN:
             return
         if self._p is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+            )
 
             from ..render.common import make_console
 

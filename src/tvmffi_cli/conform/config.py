@@ -21,7 +21,6 @@ file whose top level is this table). Options on the command line win.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -89,10 +88,15 @@ def load(path: str | None = None, cwd: Path | None = None) -> Config:
             return Config()
         p = found
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{p}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
+    if path is None and "tvmffi.conform" not in text:
+        return Config()  # a pyproject.toml without our table: nothing to parse
+    toml = _toml()
+    try:
+        doc = toml.loads(text)
+    except toml.TOMLDecodeError as e:
         raise InputError(f"{p}: not valid TOML: {e}") from None
     table = doc.get("tool", {}).get("tvmffi", {}).get("conform")
     if table is None and path is not None and p.name != "pyproject.toml":
@@ -100,6 +104,22 @@ def load(path: str | None = None, cwd: Path | None = None) -> Config:
     if table is None:
         return Config()
     return parse(table, str(p))
+
+
+def _toml() -> Any:
+    """tomllib (Python 3.11+) or the tomli backport."""
+    try:
+        import tomllib  # type: ignore[import-not-found, unused-ignore]
+
+        return tomllib
+    except ImportError:
+        try:
+            import tomli  # type: ignore[import-not-found, unused-ignore]
+
+            return tomli
+        except ImportError:
+            raise InputError("reading the conform configuration needs Python 3.11 or the "
+                             "tomli package (pip install tomli)") from None
 
 
 def _ids(value: Any, where: str) -> frozenset[str]:

@@ -15,7 +15,8 @@ from typing import Any
 def run(request: dict[str, Any]) -> dict[str, Any]:
     from ..ffi import library
 
-    lib = library.load(str(request["path"]))
+    load: Any = library.load  # (ffi.library is not annotated yet)
+    lib = load(str(request["path"]))
     names = sorted(getattr(lib, "globals", None) or ())
     del lib
     gc.collect()

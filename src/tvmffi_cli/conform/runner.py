@@ -325,9 +325,7 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
 def _finish(r: Result, path: str, o: Options) -> Result:
     """Severity for this run and the reproducer of a finding."""
     sev = None
-    if r.check == "thread-safety" and o.threads:
-        sev = registry.ERROR
-    elif o.strict and r.severity == registry.WARNING:
+    if r.check == "thread-safety" and o.threads or o.strict and r.severity == registry.WARNING:
         sev = registry.ERROR
     if sev is not None:
         r = replace(r, severity_override=sev)
@@ -405,4 +403,4 @@ def _order(results, per_function, inv):
     return out
 
 
-__all__ = ["run", "Options", "DEFAULT_TIMEOUT", "DEFAULT_THREADS", "PASS", "FAIL", "SKIP", "ERROR"]
+__all__ = ["DEFAULT_THREADS", "DEFAULT_TIMEOUT", "ERROR", "FAIL", "PASS", "SKIP", "Options", "run"]
