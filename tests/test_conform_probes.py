@@ -111,3 +111,16 @@ def test_runtime_path_must_exist(build_lib, tmp_path):
 
     r = conform(build_lib("conform/good.c"), "--runtime", tmp_path / "nope.so")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_a_crash_only_under_concurrency_is_a_warning_without_threads(build_lib):
+    lib = build_lib("conform/racy.c")
+    r, doc = conform_json(lib)
+    assert r.returncode == 0 and bad_results(doc) == {("thread-safety", "racy_crash")}
+    res = next(x for x in doc["results"] if x["check"] == "thread-safety")
+    assert res["severity"] == "warning"
+    assert res["message"] == "concurrent calls killed by SIGSEGV; the single call succeeded"
+    assert next(x for x in doc["results"] if x["check"] == "no-crash")["status"] == "pass"
+    r, doc = conform_json(lib, "--threads", "3")
+    res = next(x for x in doc["results"] if x["check"] == "thread-safety")
+    assert r.returncode == 1 and res["severity"] == "error" and res["status"] == "fail"

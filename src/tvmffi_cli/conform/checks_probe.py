@@ -285,6 +285,8 @@ def _explained(step, c):
         return True
     if step.startswith("wrong-type:"):
         return True
+    if step == "threads":
+        return True  # thread-safety reports it (an error only with --threads)
     if step.startswith("objects:"):
         # Without metadata nothing says which types the function takes; a
         # crash on object arguments is noted by arg-refcount, not failed.
