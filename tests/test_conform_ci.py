@@ -167,3 +167,19 @@ def test_summary_line_is_last_and_plain(build_lib):
     last = r.stdout.rstrip("\n").splitlines()[-1]
     assert last.startswith("tvmffi conform FAILED zoo-") and "1 error(s), 0 warning(s)" in last
     assert "Reproduce:" in r.stdout and r.stderr == ""  # no progress bar without a terminal
+
+
+@pytest.mark.parametrize("fn, first, needle", [
+    ("no_crash__abort", ["tvmffi", "call"], "crashed the worker process (SIGABRT)"),
+    ("no_crash__segv", ["tvmffi", "conform"], "valid: killed by SIGSEGV"),
+])
+def test_crash_reproducers_exit_1(build_lib, fn, first, needle):
+    lib = build_lib("conform/zoo.c")
+    r, doc = conform_json(lib, "--select", "no-crash", "--function", fn)
+    assert r.returncode == 1 and [x["function"] for x in doc["results"]] == [fn]
+    cmd = shlex.split(doc["results"][0]["reproduce"])
+    assert cmd[:2] == first and cmd[2] == str(lib)
+    again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *cmd[1:]], check=False,
+                           capture_output=True, text=True, timeout=120,
+                           env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "300"})
+    assert again.returncode == 1 and needle in again.stdout + again.stderr

@@ -295,17 +295,21 @@ def _explained(step, c):
 
 
 def check_no_crash(f):
-    bad = [f"{s}: {_crash_text(c, f.timeout)}" for s, c in f.crashes.items()
-           if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s]
-    if bad:
-        return Result("no-crash", f.name, FAIL, "; ".join(bad))
+    steps = [s for s, c in f.crashes.items()
+             if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s]
+    if steps:
+        return Result("no-crash", f.name, FAIL,
+                      "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
+                      {"steps": steps})
     return Result("no-crash", f.name, PASS, "no probe call crashed")
 
 
 def check_no_hang(f):
-    bad = [f"{s}: {_crash_text(c, f.timeout)}" for s, c in f.crashes.items() if c.get("hang")]
-    if bad:
-        return Result("no-hang", f.name, FAIL, "; ".join(bad))
+    steps = [s for s, c in f.crashes.items() if c.get("hang")]
+    if steps:
+        return Result("no-hang", f.name, FAIL,
+                      "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
+                      {"steps": steps})
     return Result("no-hang", f.name, PASS, "every probe call returned in time")
 
 

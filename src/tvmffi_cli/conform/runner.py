@@ -335,7 +335,17 @@ def _finish(r: Result, path: str, o: Options) -> Result:
 
 
 def reproducer(r: Result, path: str, o: Options) -> str:
-    """A command that shows the finding again and exits 1."""
+    """A command that shows the finding again and exits 1: `tvmffi call` when
+    a plain call without arguments crashes or hangs, else `tvmffi conform`
+    narrowed to the check and the function."""
+    steps = (r.details or {}).get("steps")
+    if r.check in ("no-crash", "no-hang") and steps == ["zero-args"] and r.function:
+        cmd = ["tvmffi", "call", path, r.function]
+        if r.check == "no-hang":
+            cmd += ["--timeout", f"{o.timeout:g}"]
+        if o.runtime:
+            cmd += ["--runtime", o.runtime]
+        return " ".join(shlex.quote(c) for c in cmd)
     cmd = ["tvmffi", "conform", path, "--select", r.check]
     if r.function is not None:
         cmd += ["--function", r.function]
