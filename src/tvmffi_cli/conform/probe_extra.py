@@ -11,7 +11,7 @@
 
 Works on the probe worker's Prober (conform/probe_task*.py), duck-typed: it
 needs `rt`, `c` (raw C functions), `call_global`, `string_of`, `release`,
-`string_any`, `tensor`, `function`, `pod` and `take_error`.
+`string_any`, `tensor`, `function`, `symbol`, `_keep` and `take_error`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ OBJECT_STEPS: dict[str, tuple[str, ...]] = {
 Caller = Callable[[Any, int, int, int], int]
 
 
+def _int(v: int) -> bytes:
+    """The raw bytes of an int Any."""
+    return struct.pack("<iIq", sigs.K_INT, 0, v)
+
+
 def global_names(p: Any) -> list[str] | None:
     """Names of every registered global function (None when the runtime
     cannot list them)."""
@@ -49,13 +54,13 @@ def global_names(p: Any) -> list[str] | None:
         if ti != sigs.K_FUNCTION:
             return None
         (h,) = struct.unpack_from("<Q", functor, 8)
-        n_raw = _call_handle(p, h, [p.pod(sigs.K_INT, struct.pack("<q", -1))])
+        n_raw = _call_handle(p, h, [_int(-1)])
         if n_raw is None:
             return None
         n = struct.unpack_from("<q", n_raw, 8)[0]
         names = []
         for i in range(max(0, min(n, 1 << 20))):
-            raw = _call_handle(p, h, [p.pod(sigs.K_INT, struct.pack("<q", i))])
+            raw = _call_handle(p, h, [_int(i)])
             if raw is None:
                 continue
             s = p.string_of(raw)
@@ -110,7 +115,7 @@ def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:
         if kind == "str":
             raw = p.string_any(b"tvmffi-conform-probe-object")
         elif kind == "array":
-            items = [p.pod(sigs.K_INT, struct.pack("<q", 1)), p.pod(sigs.K_INT, struct.pack("<q", 2))]
+            items = [_int(1), _int(2)]
             raw = p.call_global("ffi.Array", items)
         elif kind == "tensor":
             raw = p.tensor()
