@@ -124,3 +124,10 @@ def test_a_crash_only_under_concurrency_is_a_warning_without_threads(build_lib):
     r, doc = conform_json(lib, "--threads", "3")
     res = next(x for x in doc["results"] if x["check"] == "thread-safety")
     assert r.returncode == 1 and res["severity"] == "error" and res["status"] == "fail"
+
+
+def test_unknown_function_is_a_usage_error(build_lib):
+    from test_conform import conform
+
+    r = conform(build_lib("conform/globals_only.c"), "--function", "conform_globals.nope")
+    assert r.returncode == 2 and "no such exported or registered function" in r.stderr

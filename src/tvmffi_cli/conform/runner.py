@@ -315,6 +315,13 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
             else:
                 results.append(Result("exit-clean", None, SKIP, "the library did not load"))
     if o.only:
+        known = set(inv.functions) | set(inv.getters) | set(globals_)
+        unknown = sorted(o.only - known)
+        if unknown and (loaded or not dynamic):
+            from ..errors import InputError
+
+            raise InputError(f"--function {unknown[0]}: the library has no such exported "
+                             "or registered function")
         results = [r for r in results if r.function is None or r.function in o.only]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
