@@ -69,7 +69,7 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
         raise InputError(f"{library}: is a directory")
     rt = resolve_runtime(runtime)
     opts = runner.Options(sel, ign, timeout, jobs, threads, min_runtime, rt,
-                          frozenset(functions), strict, cfg)
+                          frozenset(functions), strict, cfg, runtime)
 
     progress = None
     bar = None

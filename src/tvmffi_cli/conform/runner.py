@@ -245,6 +245,7 @@ class Options:
     only: frozenset[str] = frozenset()  # --function: restrict to these functions
     strict: bool = False  # warnings fail the run too
     config: Config = field(default_factory=Config)
+    runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
 
 
 def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None,
@@ -351,7 +352,7 @@ def reproducer(r: Result, path: str, o: Options) -> str:
         if r.check == "no-hang":
             cmd += ["--timeout", f"{o.timeout:g}"]
         if o.runtime:
-            cmd += ["--runtime", o.runtime]
+            cmd += ["--runtime", o.runtime_arg or o.runtime]
         return " ".join(shlex.quote(c) for c in cmd)
     cmd = ["tvmffi", "conform", path, "--select", r.check]
     if r.function is not None:
@@ -363,7 +364,7 @@ def reproducer(r: Result, path: str, o: Options) -> str:
     elif r.severity == registry.WARNING or (o.strict and r.severity_override):
         cmd += ["--strict"]
     if o.runtime:
-        cmd += ["--runtime", o.runtime]
+        cmd += ["--runtime", o.runtime_arg or o.runtime]
     if o.timeout != DEFAULT_TIMEOUT:
         cmd += ["--timeout", f"{o.timeout:g}"]
     return " ".join(shlex.quote(c) for c in cmd)
