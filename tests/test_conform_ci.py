@@ -183,3 +183,24 @@ def test_crash_reproducers_exit_1(build_lib, fn, first, needle):
                            capture_output=True, text=True, timeout=120,
                            env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "300"})
     assert again.returncode == 1 and needle in again.stdout + again.stderr
+
+
+def test_exit_failure_under_a_runtime_that_itself_fails_is_not_blamed(monkeypatch):
+    from tvmffi_cli.conform import exit_check
+    from tvmffi_cli.conform.results import Result
+
+    bad = Result("exit-clean", None, "fail", "the process is killed by SIGSEGV at exit")
+    assert exit_check.blame_runtime(bad, 1.0, None) is bad  # our runtime: no control run
+    calls = []
+
+    def control(path, timeout, runtime):
+        calls.append((path, runtime))
+        return Result("exit-clean", None, "fail", "killed by SIGABRT at exit")
+
+    monkeypatch.setattr(exit_check, "run", control)
+    got = exit_check.blame_runtime(bad, 1.0, "/rt/libtvm_ffi.so")
+    assert calls == [(None, "/rt/libtvm_ffi.so")] and got.status == "skip"
+    assert "alone does not exit cleanly either" in got.message
+    monkeypatch.setattr(exit_check, "run",
+                        lambda *a: Result("exit-clean", None, "pass", "exited with status 0"))
+    assert exit_check.blame_runtime(bad, 1.0, "/rt/libtvm_ffi.so") is bad

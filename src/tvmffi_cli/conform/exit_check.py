@@ -46,7 +46,21 @@ def _died(rc: int) -> Result:
                   "returned (a crash in a destructor or atexit handler)")
 
 
-def run(path: str, timeout: float, runtime: str | None = None) -> Result:
+def blame_runtime(verdict: Result, timeout: float, runtime: str | None) -> Result:
+    """A failure under another runtime (--runtime) may be that runtime's own
+    teardown: when a process that loads only the runtime fails to exit the
+    same way, the library is not to blame and the check is skipped."""
+    if verdict.status != FAIL or runtime is None:
+        return verdict
+    control = run(None, timeout, runtime)
+    if control.status == FAIL:
+        return Result("exit-clean", None, SKIP,
+                      f"the runtime {runtime} alone does not exit cleanly either "
+                      f"({control.message}); the library cannot be judged with it")
+    return verdict
+
+
+def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
     w = sandbox.Worker(runtime=runtime, stderr=subprocess.DEVNULL)
     try:
         w.start()

@@ -13,6 +13,12 @@ from typing import Any
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("path") is None:  # the control run: the runtime alone
+        from ..ffi import runtime
+
+        get: Any = runtime.get_runtime
+        get()
+        return {"loaded": False, "globals": []}
     from ..ffi import library
 
     load: Any = library.load  # (ffi.library is not annotated yet)

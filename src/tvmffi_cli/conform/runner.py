@@ -311,8 +311,9 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
                     name, fn_checks, "not probed: the symbol is not code (see symbol-kind)")
         if "exit-clean" in ids:
             if loaded:
-                results.append(exit_check.from_workers(exits, timeout)
-                               or exit_check.run(path, timeout, o.runtime))
+                verdict = (exit_check.from_workers(exits, timeout)
+                           or exit_check.run(path, timeout, o.runtime))
+                results.append(exit_check.blame_runtime(verdict, timeout, o.runtime))
             else:
                 results.append(Result("exit-clean", None, SKIP, "the library did not load"))
     if o.only:
