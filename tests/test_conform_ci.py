@@ -204,3 +204,14 @@ def test_exit_failure_under_a_runtime_that_itself_fails_is_not_blamed(monkeypatc
     monkeypatch.setattr(exit_check, "run",
                         lambda *a: Result("exit-clean", None, "pass", "exited with status 0"))
     assert exit_check.blame_runtime(bad, 1.0, "/rt/libtvm_ffi.so") is bad
+
+
+def test_progress_bar_only_on_long_runs():
+    from tvmffi_cli.cli.conform import PROGRESS_MIN, _ProgressBar
+
+    bar = _ProgressBar()
+    bar.update(1, PROGRESS_MIN - 1, "f")
+    assert bar._p is None  # a short run: no bar
+    bar.update(1, PROGRESS_MIN, "f")
+    assert bar._p is not None
+    bar.close()
