@@ -21,6 +21,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ..abi.symbols import FUNC_PREFIX
 from . import sigs
 
 ANY = 16
@@ -97,9 +98,9 @@ def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | Non
             return int(p.c.TVMFFIFunctionCall(h, args, n, result))
 
         return call_global, None
-    addr = p.symbol("__tvm_ffi_" + name)
+    addr = p.symbol(FUNC_PREFIX + name)
     if not addr:
-        return None, f"__tvm_ffi_{name} cannot be resolved"
+        return None, f"{FUNC_PREFIX}{name} cannot be resolved"
     fn = _SAFE_CALL(addr)
 
     def call_export(_self: Any, args: int, n: int, result: int) -> int:

@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 
+from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_probe, checks_static, checks_version, exit_check, registry
 from .config import Config
@@ -263,8 +264,8 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
     try:
         inv = checks_static.inventory(binary)
         results = checks_static.run(binary, inv, ids)
-        req = checks_version.needed(binary, [n[len("__TVMFFI"):] for n in inv.symbols
-                                             if n.startswith("__TVMFFI")])
+        req = checks_version.needed(binary, [n[len(CTX_PREFIX):] for n in inv.symbols
+                                             if n.startswith(CTX_PREFIX)])
         if "min-runtime" in ids:
             results.append(checks_version.check_min_runtime(req, o.min_runtime))
     finally:
