@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import jsonschema
 import pytest
-from test_conform import ROOT, bad_results, conform, conform_json
 
+from test_conform import ROOT, bad_results, conform, conform_json
 from tvmffi_cli.abi import versions
 
 

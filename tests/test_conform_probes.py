@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from test_conform import bad_results, conform_json
 
 GLOBALS = ["conform_globals.bad_clobber", "conform_globals.bad_keep",

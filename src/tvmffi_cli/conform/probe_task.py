@@ -31,7 +31,7 @@ from ctypes import byref, c_void_p
 
 from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
-from ..abi.symbols import DOC_PREFIX, FUNC_PREFIX, METADATA_PREFIX
+from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from . import probe_extra, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
