@@ -1,46 +1,92 @@
-"""`tvmffi config`: where our runtime and headers are, in tvm-ffi-config's conventions."""
+"""`tvmffi config`: where our runtime, headers and CMake package are, in the
+conventions of the reference package's `tvm-ffi-config`.
+
+Every flag given is printed, one line each, in the order given on the command
+line (`--cflags --libs` prints two lines), so one call fills a compiler line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
 
 import click
 
+# flag -> help. The listing without flags uses the flag's spelling; --json
+# (always every value) the same name with "_" for "-".
+FLAGS: dict[str, str] = {
+    "runtime": "Absolute path of the built runtime library.",
+    "includedir": "Directory holding tvm/ffi/c_api.h.",
+    "dlpack-includedir": "Directory holding dlpack/dlpack.h.",
+    "libdir": "Directory holding libtvm_ffi.so.",
+    "libfiles": "Full path of the library file(s) to link.",
+    "cmakedir": "Directory of the CMake package tvm_ffi (for CMAKE_PREFIX_PATH).",
+    "cflags": "C compiler flags.",
+    "cxxflags": "C++ compiler flags.",
+    "ldflags": "Linker flags (-L).",
+    "libs": "Libraries to link (-ltvm_ffi).",
+}
+_ORDER_KEY = "tvmffi.config.order"
 
-@click.command("config")
-@click.option("--runtime", "what", flag_value="runtime", help="Absolute path of the built runtime library.")
-@click.option("--includedir", "what", flag_value="includedir", help="Directory holding tvm/ffi/c_api.h and dlpack/dlpack.h.")
-@click.option("--libdir", "what", flag_value="libdir", help="Directory holding libtvm_ffi.so.")
-@click.option("--libfiles", "what", flag_value="libfiles", help="Full path of the library file(s) to link.")
-@click.option("--cflags", "what", flag_value="cflags", help="C compiler flags.")
-@click.option("--ldflags", "what", flag_value="ldflags", help="Linker flags (-L).")
-@click.option("--libs", "what", flag_value="libs", help="Libraries to link (-ltvm_ffi).")
-@click.option("--json", "as_json", is_flag=True, help="Print every value as one JSON object.")
-def command(what, as_json):
-    """Print paths and flags to compile and link a C library against our runtime.
 
-    Example: gcc -shared -fPIC add.c $(tvmffi config --cflags) $(tvmffi config --ldflags) $(tvmffi config --libs)
-    """
+def values() -> dict[str, str]:
+    """Every value `config` can print, keyed by flag name (without dashes)."""
     from ..ffi import paths
 
-    def values():
-        lib = paths.runtime_library()
-        inc = paths.include_dir()
-        return {
-            "runtime": str(lib),
-            "includedir": str(inc),
-            "libdir": str(lib.parent),
-            "libfiles": str(lib),
-            "cflags": f"-I{inc}",
-            "ldflags": f"-L{lib.parent}",
-            "libs": "-ltvm_ffi",
-        }
+    lib = paths.runtime_library()
+    inc = paths.include_dir()
+    return {
+        "runtime": str(lib),
+        "includedir": str(inc),
+        "dlpack-includedir": str(inc),
+        "libdir": str(lib.parent),
+        "libfiles": str(lib),
+        "cmakedir": str(paths.cmake_dir()),
+        "cflags": f"-I{inc}",
+        "cxxflags": f"-I{inc} -std=c++17",
+        "ldflags": f"-L{lib.parent}",
+        "libs": "-ltvm_ffi",
+    }
 
+
+def _remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    # click runs the callbacks of the options given in command-line order.
+    if value and param.name is not None:
+        ctx.meta.setdefault(_ORDER_KEY, []).append(param.name)
+    return value
+
+
+def _flag(name: str, help_: str) -> Callable[[click.Command], click.Command]:
+    return click.option(f"--{name}", name.replace("-", "_"), is_flag=True, help=help_,
+                        expose_value=False, callback=_remember)
+
+
+@click.command("config")
+@click.option("--json", "as_json", is_flag=True, help="Print every value as one JSON object.")
+@click.pass_context
+def command(ctx: click.Context, as_json: bool) -> int:
+    """Print paths and flags to compile and link against our runtime.
+
+    Each flag prints one line, in the order given; without flags, every value
+    is listed. Examples:
+
+      gcc -shared -fPIC add.c $(tvmffi config --cflags --ldflags --libs)
+
+      cmake -DCMAKE_PREFIX_PATH="$(tvmffi config --cmakedir)" ..
+    """
+    order: list[str] = ctx.meta.get(_ORDER_KEY, [])
+    v = values()
     if as_json:
-        import json
-
-        v = values()
-        click.echo(json.dumps(v, indent=2))
+        click.echo(json.dumps({k.replace("-", "_"): val for k, val in v.items()}, indent=2))
         return 0
-    if what is None:
-        for k, v in values().items():
-            click.echo(f"{k}: {v}")
+    if not order:
+        for k, val in v.items():
+            click.echo(f"{k}: {val}")
         return 0
-    click.echo(values()[what])
+    for name in order:
+        click.echo(v[name.replace("_", "-")])
     return 0
+
+
+for _name, _help in FLAGS.items():  # appended to the built command, in this order
+    command = _flag(_name, _help)(command)

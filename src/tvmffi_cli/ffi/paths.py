@@ -50,3 +50,14 @@ def include_dir() -> Path:
     if (src / "tvm" / "ffi" / "c_api.h").is_file():
         return src
     raise InputError("the tvmffi C headers are not installed; reinstall with `pip install .`")
+
+
+def cmake_dir() -> Path:
+    """Directory of our CMake package config (tvm_ffi-config.cmake), or raise InputError."""
+    from ..errors import InputError
+
+    for d in _package_dirs():
+        p = d / "share" / "cmake" / "tvm_ffi"
+        if (p / "tvm_ffi-config.cmake").is_file():
+            return p.resolve()
+    raise InputError("the tvmffi CMake package is not installed; reinstall with `pip install .`")
