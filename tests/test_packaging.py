@@ -39,7 +39,7 @@ def _tool(name: str) -> ModuleType:
 
 
 def _build(cmd: list[str], what: str) -> None:
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         if _OFFLINE.search(r.stdout + r.stderr):
             pytest.skip(f"cannot build the {what}: the build backend cannot be fetched "
@@ -136,7 +136,7 @@ def test_glibc_check_catches_an_unpinned_build(tmp_path: Path) -> None:
     build = tmp_path / "b"
     for cmd in (["cmake", "-S", str(ROOT), "-B", str(build), "-DTVMFFI_RT_GLIBC_FLOOR=OFF",
                  "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", str(build), "-j2"]):
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
     _needed, versions = _needed_versions(build / "runtime" / "libtvm_ffi.so")
     assert "GLIBC_2.34" in versions.get("libc.so.6", [])
@@ -217,7 +217,7 @@ def test_every_declared_dependency_is_imported() -> None:
     for text in project["dependencies"]:
         name = Requirement(text).name
         mod = _IMPORT_NAME.get(name, name)
-        if not re.search(rf"^\s*(import|from)\s+{re.escape(mod)}\b", source, re.M):
+        if not re.search(rf"^\s*(import|from)\s+{re.escape(mod)}\b", source, re.MULTILINE):
             unused.append(name)
     assert unused == []
 
@@ -232,14 +232,14 @@ def test_source_has_no_syntax_newer_than_python_3_9() -> None:
         pytest.skip("ruff is not installed (pip install ruff)")
     r = subprocess.run([ruff, "check", "--no-cache", "--target-version", "py39", "--select",
                         "FA102", "--output-format", "concise", "src", "tools"],
-                       cwd=ROOT, capture_output=True, text=True)
+                       cwd=ROOT, check=False, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     # The check itself must catch 3.10 syntax.
     probe = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--target-version",
                             "py39", "--select", "FA102", "--stdin-filename", "probe.py", "-"],
                            input="def f(x: int | None) -> None:\n    match x:\n"
                                  "        case _:\n            pass\n",
-                           capture_output=True, text=True)
+                           check=False, capture_output=True, text=True)
     assert probe.returncode == 1 and "FA102" in probe.stdout and "match" in probe.stdout
 
 
@@ -285,9 +285,9 @@ def test_cmake_project_builds_and_runs_against_the_package(tmp_path: Path) -> No
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
     tv = [sys.executable, "-m", "tvmffi_cli"]
-    cmakedir = subprocess.run([*tv, "config", "--cmakedir"], capture_output=True, text=True)
+    cmakedir = subprocess.run([*tv, "config", "--cmakedir"], check=False, capture_output=True, text=True)
     assert cmakedir.returncode == 0, cmakedir.stderr
-    libfile = subprocess.run([*tv, "config", "--libfiles"], capture_output=True,
+    libfile = subprocess.run([*tv, "config", "--libfiles"], check=False, capture_output=True,
                              text=True).stdout.strip()
     assert (Path(cmakedir.stdout.strip()) / "tvm_ffi-config.cmake").is_file()
     proj = tmp_path / "proj"
@@ -327,9 +327,9 @@ int main(void) {
     for cmd in (["cmake", "-S", str(proj), "-B", str(build),
                  f"-DCMAKE_PREFIX_PATH={cmakedir.stdout.strip()}"],
                 ["cmake", "--build", str(build)]):
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
-    run = subprocess.run([str(build / "probe")], capture_output=True, text=True)
+    run = subprocess.run([str(build / "probe")], check=False, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     first, where = run.stdout.splitlines()
     assert first == "65 2 32 4"  # kTVMFFIStr; kDLFloat, 32 bits, 4 lanes
@@ -354,6 +354,6 @@ def test_cmake_package_missing_library_is_reported(tmp_path: Path) -> None:
         "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES NONE)\n"
         "find_package(tvm_ffi CONFIG REQUIRED)\n")
     r = subprocess.run(["cmake", "-S", str(proj), "-B", str(tmp_path / "b"),
-                        f"-DCMAKE_PREFIX_PATH={pkg}"], capture_output=True, text=True)
+                        f"-DCMAKE_PREFIX_PATH={pkg}"], check=False, capture_output=True, text=True)
     assert r.returncode != 0
     assert "reinstall the tvmffi package" in r.stderr

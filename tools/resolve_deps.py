@@ -34,7 +34,7 @@ EXTRAS = ("test",)
 _NETWORK = re.compile(
     r"Failed to establish a new connection|Network is unreachable|Temporary failure in name "
     r"resolution|Name or service not known|Max retries exceeded|ProxyError|ConnectTimeout|"
-    r"ReadTimeout|Could not fetch URL|connection broken", re.I)
+    r"ReadTimeout|Could not fetch URL|connection broken", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def resolve(python: str, timeout: float = 240.0, extra: tuple[str, ...] = ()) ->
                "--target", str(Path(tmp) / "t"), "--python-version", python,
                "--only-binary=:all:", "--report", str(report), *reqs]
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+            p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
                                env={**os.environ, "PIP_NO_INPUT": "1"})
         except subprocess.TimeoutExpired:
             return Resolution(python, False, True, reqs, (), f"pip took over {timeout:.0f} s")
