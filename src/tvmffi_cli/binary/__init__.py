@@ -18,7 +18,8 @@ from .model import CODE, DATA, OTHER, Binary, Section, Symbol
 if TYPE_CHECKING:
     from .model import FileData
 
-__all__ = ["open_binary", "parse_bytes", "Binary", "Section", "Symbol", "CODE", "DATA", "OTHER"]
+__all__ = ["CODE", "DATA", "OTHER", "Binary", "Section", "Symbol", "open_binary", "parse_bytes",
+           "require_library"]
 
 _MMAP_FROM = 1 << 20  # small files are read whole; large ones are mapped
 
@@ -57,6 +58,19 @@ def parse_bytes(data: FileData, path: str = "<bytes>") -> Binary:
         # Defence in depth: a reader bug on hostile input still reports as a
         # format problem of the file, not a crash of the tool.
         raise FormatError(f"malformed {cls.format.upper()} file ({type(e).__name__}: {e})")
+
+
+# Kinds of file that no dynamic loader loads as a library.
+_NOT_LOADABLE = ("executable", "object", "core")
+
+
+def require_library(binary: Binary) -> None:
+    """FormatError (exit 2) unless `binary` is something a loader loads as a
+    library: a program (/bin/ls, a PIE), an object file or a core dump is what
+    the user got wrong, not a library that failed."""
+    if binary.kind in _NOT_LOADABLE:
+        raise FormatError(f"{binary.path}: not a shared library but an {binary.kind} file "
+                          f"({binary.format.upper()})")
 
 
 def open_binary(path: str | os.PathLike[str]) -> Binary:

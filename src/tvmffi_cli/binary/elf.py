@@ -46,6 +46,8 @@ SHN_UNDEF, SHN_LORESERVE, SHN_XINDEX = 0, 0xFF00, 0xFFFF
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_OBJECT, STT_FUNC, STT_COMMON, STT_TLS, STT_GNU_IFUNC = 1, 2, 5, 6, 10
 DT_NULL, DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 14, 15, 29
+DT_FLAGS_1 = 0x6FFFFFFB
+DF_1_PIE = 0x08000000  # a position-independent executable (ET_DYN, but not a library)
 
 _NATIVE_LITTLE = sys.byteorder == "little"
 # Symbol and string tables are decoded up to this size each (about 2.8
@@ -203,6 +205,9 @@ class ElfBinary(Binary):
         for tag, val in struct.iter_unpack(fmt, raw[:len(raw) - len(raw) % esz]):
             if tag == DT_NULL:
                 break
+            if tag == DT_FLAGS_1 and val & DF_1_PIE and self.kind == "shared":
+                self.kind = "executable"
+                continue
             if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
                 s = _cstr(strtab, val)
                 if s is None:

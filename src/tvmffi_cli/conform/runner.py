@@ -253,7 +253,7 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
         options: Options | None = None) -> Report:
     """Run the checks; returns a Report. `progress(done, total, name)` is
     called as functions finish."""
-    from ..binary import open_binary
+    from ..binary import open_binary, require_library
 
     o = options or Options(frozenset(select or ()), frozenset(ignore or ()), timeout, jobs)
     timeout, jobs = o.timeout, o.jobs
@@ -262,6 +262,7 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
     ids = set(registry.selected(o.select, o.ignore))
     binary = open_binary(path)  # InputError/FormatError -> exit 2
     try:
+        require_library(binary)  # a program or object file -> exit 2
         inv = checks_static.inventory(binary)
         results = checks_static.run(binary, inv, ids)
         req = checks_version.needed(binary, [n[len(CTX_PREFIX):] for n in inv.symbols
@@ -279,6 +280,15 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
     exits: list[int | str] = []  # how the probe workers ended (exit-clean)
     loaded = False
     if dynamic:
+        from pathlib import Path
+
+        from ..ffi import paths
+
+        # A missing or bad runtime (TVMFFI_RUNTIME, --runtime) is exit 2, before any load.
+        if o.runtime is None:
+            paths.runtime_library()
+        elif os.path.isfile(o.runtime):
+            paths.check_runtime_file(Path(o.runtime), f"--runtime {o.runtime}")
         first = Worker(path, timeout, o.runtime)
         died = None
         ev = {}

@@ -27,6 +27,7 @@ def runtime_library() -> Path:
         p = Path(env).resolve()
         if not p.is_file():
             raise InputError(f"{RUNTIME_ENV}={env}: no such file")
+        check_runtime_file(p, f"{RUNTIME_ENV}={env}")
         return p
     for d in _package_dirs():
         p = d / "lib" / _LIBNAME
@@ -36,6 +37,25 @@ def runtime_library() -> Path:
         "the tvmffi runtime library is not built; reinstall with `pip install .` "
         f"or point {RUNTIME_ENV} at a libtvm_ffi.so"
     )
+
+
+def check_runtime_file(path: Path, what: str) -> None:
+    """InputError/FormatError (exit 2) unless `path` reads as a shared library:
+    a text file or a program given as the runtime is the user's mistake, not a
+    failure of the library under test."""
+    from ..binary import open_binary, require_library
+    from ..errors import FormatError
+
+    try:
+        b = open_binary(path)
+    except FormatError as e:
+        raise FormatError(f"{what}: not a runtime library: {e}") from None
+    try:
+        require_library(b)
+    except FormatError as e:
+        raise FormatError(f"{what}: not a runtime library: {e}") from None
+    finally:
+        b.close()
 
 
 def include_dir() -> Path:

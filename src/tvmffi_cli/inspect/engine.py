@@ -241,6 +241,10 @@ def merge_dynamic(rep, result):
 
 
 def dynamic_part(rep, binary, path, timeout, runtime=None):
+    from ..binary import require_library
+    from ..errors import InputError
+
+    require_library(binary)  # a program or object file: the user's mistake (exit 2)
     if not _host_loadable(binary):
         rep["warnings"].append(f"not loadable on this host ({binary.format} {binary.arch} "
                                f"{binary.kind}); static results only")
@@ -257,6 +261,11 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         if runtime is not None:
             req["runtime"] = str(runtime)
         result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime)
+    except InputError:
+        # The child could not load the file or the runtime it was given (not a
+        # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
+        # is wrong (exit 2), as in `call`; a crash or hang stays a failure (1).
+        raise
     except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
