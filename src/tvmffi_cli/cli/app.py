@@ -39,14 +39,20 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="tvmffi")
-@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+@click.version_option(__version__, "-V", "--version", prog_name="tvmffi")
+@click.option("--debug", is_flag=True,
+              help="Show Python tracebacks on errors (also after the subcommand).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing on stdout; errors still go to stderr and the exit code "
+                   "tells the result (also after the subcommand).")
 @click.pass_context
-def cli(ctx, debug):
+def cli(ctx, debug, quiet):
     """tvmffi: a toolkit for libraries that speak the TVM-FFI stable C ABI.
 
     Exit codes: 0 success; 1 the checked thing failed (call raised, conformance
-    failed, file malformed); 2 usage or input error; 3 internal error.
+    failed, file malformed); 2 what you gave is wrong (bad flag or value, not a
+    library, wrong format, bad runtime path); 3 internal error.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    ctx.obj["quiet"] = quiet  # applied by main (stdout is already /dev/null)

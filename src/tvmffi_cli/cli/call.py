@@ -25,8 +25,8 @@ CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
-    ("--out DIR", "Write tensor arguments after the call as DIR/arg<i>.npy and a tensor "
-                  "result as DIR/result.npy."),
+    ("--out DIR", ("Write tensor arguments after the call as DIR/arg<i>.npy and a tensor "
+                   "result as DIR/result.npy.")),
     ("--force", "Overwrite existing files under --out."),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
@@ -144,15 +144,9 @@ def base_request(parsed, opts):
 
 
 def parse_timeout(text):
-    if text is None:
-        return DEFAULT_TIMEOUT
-    try:
-        v = float(text)
-    except ValueError:
-        raise InputError(f"--timeout {text}: not a number of seconds") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise InputError(f"--timeout {text}: must be a positive number of seconds")
-    return v
+    from .numbers import seconds
+
+    return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
 def emit_json(doc):

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+MAX_JOBS = 256
+
 
 @click.command("conform")
 @click.argument("library", type=click.Path(dir_okay=True, path_type=str))
@@ -23,11 +25,11 @@ import click
 @click.option("--config", "config_path", metavar="PATH",
               help="Settings and suppressions (default: [tool.tvmffi.conform] of the "
                    "nearest pyproject.toml).")
-@click.option("--timeout", type=float, default=None, metavar="S",
+@click.option("--timeout", type=str, default=None, metavar="S",
               help="Seconds each probe call may take before it counts as a hang [10].")
-@click.option("-j", "--jobs", type=int, default=None, metavar="N",
+@click.option("-j", "--jobs", type=str, default=None, metavar="N",
               help="Worker processes probing in parallel (default: number of CPUs).")
-@click.option("--threads", type=int, default=None, metavar="N",
+@click.option("--threads", type=str, default=None, metavar="N",
               help="Call each function from N threads at once; thread-safety then fails "
                    "the run (without it, a 4-thread check only warns).")
 @click.option("--min-runtime", "min_runtime", metavar="VERSION",
@@ -39,7 +41,7 @@ import click
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
 def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[str, ...],
             ignore: tuple[str, ...], functions: tuple[str, ...], config_path: str | None,
-            timeout: float | None, jobs: int | None, threads: int | None,
+            timeout: str | None, jobs: str | None, threads: str | None,
             min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
@@ -51,24 +53,24 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     from ..conform.results import github_annotations
     from ..errors import InputError
 
+    from .numbers import count, seconds
+
     cfg = conf.load(config_path)
     sel = frozenset(registry.parse_ids(select)) or cfg.select
     ign = frozenset(registry.parse_ids(ignore)) | cfg.ignore
-    timeout = timeout if timeout is not None else (cfg.timeout or runner.DEFAULT_TIMEOUT)
-    if timeout <= 0:
-        raise InputError("--timeout must be positive")
-    if jobs is not None and jobs < 1:
-        raise InputError("-j must be at least 1")
-    threads = threads if threads is not None else cfg.threads
-    if threads is not None and not 2 <= threads <= 256:
-        raise InputError("--threads must be between 2 and 256")
+    secs = (seconds(timeout, "--timeout") if timeout is not None
+            else (cfg.timeout or runner.DEFAULT_TIMEOUT))
+    n_jobs = None if jobs is None else count(jobs, "--jobs", MAX_JOBS)
+    n_threads = count(threads, "--threads", 256) if threads is not None else cfg.threads
+    if n_threads is not None and not 2 <= n_threads <= 256:
+        raise InputError(f"--threads {n_threads}: must be between 2 and 256")
     if min_runtime is not None:
         min_runtime = conf.check_version(min_runtime, "--min-runtime")
     min_runtime = min_runtime or cfg.min_runtime
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
     rt = resolve_runtime(runtime)
-    opts = runner.Options(sel, ign, timeout, jobs, threads, min_runtime, rt,
+    opts = runner.Options(sel, ign, secs, n_jobs, n_threads, min_runtime, rt,
                           frozenset(functions), strict, cfg, runtime)
 
     progress = None

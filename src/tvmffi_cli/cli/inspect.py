@@ -63,16 +63,15 @@ def fast_main(argv):
             paths.append(a)
     if len(paths) != 1:
         return None
-    try:
-        opts["timeout"] = float(opts["timeout"])
-    except ValueError:
-        return None
     if opts["runtime"] is not None:
         import os
 
         if not os.path.isfile(opts["runtime"]):
             return None  # let click word the usage error
     try:
+        from .numbers import seconds
+
+        opts["timeout"] = seconds(opts["timeout"], "--timeout")
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"],
                   runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
@@ -98,7 +97,7 @@ def _make_command():
     @click.option("--static", "static", is_flag=True,
                   help="Read the file only; never load or run any of its code.")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.option("--timeout", type=float, default=30.0, show_default=True,
+    @click.option("--timeout", type=str, default="30", show_default=True,
                   help="Seconds allowed for loading the library in a child process.")
     @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
                   help="libtvm_ffi.so to load the library with (default: ours, or "
@@ -110,7 +109,10 @@ def _make_command():
         something in it is malformed (results are still printed), 2 when it
         cannot be read as a library.
         """
-        return emit(run(path, static=static, timeout=timeout, runtime=runtime), as_json, path)
+        from .numbers import seconds
+
+        secs = seconds(timeout, "--timeout")
+        return emit(run(path, static=static, timeout=secs, runtime=runtime), as_json, path)
 
     return command
 

@@ -11,6 +11,27 @@ import sys
 
 from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
 
+# Options of the whole program, accepted before or after the subcommand
+# (`tvmffi --debug call ...` and `tvmffi call ... --debug`): main moves them in
+# front, where the click group reads them. Not after "--", and not as the value
+# of an option that takes any text.
+GLOBAL_FLAGS = ("--debug", "-q", "--quiet")
+_TEXT_VALUED = ("--str", "--bytes", "--runtime", "--out", "--junit-xml", "--select", "--ignore")
+
+
+def hoist_global_flags(argv):
+    """(global flags found, argv with them moved to the front)."""
+    found, rest = [], []
+    for i, a in enumerate(argv):
+        if a == "--":
+            rest += argv[i:]
+            break
+        if a in GLOBAL_FLAGS and not (rest and rest[-1] in _TEXT_VALUED):
+            found.append(a)
+        else:
+            rest.append(a)
+    return found, found + rest
+
 
 def _debug_requested(argv):
     return "--debug" in argv or os.environ.get("TVMFFI_DEBUG") == "1"
@@ -18,10 +39,18 @@ def _debug_requested(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["inspect"]:
+    flags, argv = hoist_global_flags(argv)
+    if "-q" in flags or "--quiet" in flags:
+        # Quiet: the normal output goes nowhere; one-line errors still reach
+        # stderr and the exit code tells the result.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    if "--debug" in flags:
+        os.environ["TVMFFI_DEBUG"] = "1"
+    cmd = argv[len(flags):]
+    if cmd[:1] == ["inspect"]:
         from .inspect import fast_main
 
-        rc = fast_main(argv[1:])
+        rc = fast_main(cmd[1:])
         if rc is not None:
             sys.exit(rc)
     _run_click(argv)
@@ -38,6 +67,13 @@ def _run_click(argv):
     except click.exceptions.Abort:
         click.echo("tvmffi: aborted", err=True)
         sys.exit(EXIT_USAGE)
+    except click.UsageError as e:
+        # One line, as for every other input error (click's own form adds the
+        # usage and a hint on three more lines).
+        where = e.ctx.command_path if e.ctx is not None else "tvmffi"
+        click.echo(f"{where}: error: {e.format_message().rstrip('.')} (see {where} --help)",
+                   err=True)
+        sys.exit(EXIT_USAGE)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
@@ -52,7 +88,7 @@ def _run_click(argv):
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
-    except Exception as e:  # a bug in tvmffi: one line unless --debug
+    except Exception as e:  # noqa: BLE001 (a bug in tvmffi: one line unless --debug)
         if debug:
             import traceback
 
