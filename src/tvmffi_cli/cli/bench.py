@@ -18,8 +18,8 @@ OPTION_HELP = [
     ("--json", 'Print {"ns_per_call": {"min", "median", "max"}, "calls": N, ...}.'),
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime PATH", "Host the library with this libtvm_ffi.so (it must export "
-                       "tvmffi_rt_time_calls)."),
+    ("--runtime PATH", ("Host the library with this libtvm_ffi.so (it must export "
+                        "tvmffi_rt_time_calls).")),
     ("-v, --verbose", "Show the backtrace of a raised error."),
     ("-h, --help", "Show this message and exit."),
 ]
@@ -69,7 +69,9 @@ def command(ctx, tokens):
     if as_json:
         emit_json(render.bench_json(reply, parsed.func, request["path"]))
     else:
-        click.echo(render.bench_text(reply, parsed.func))
+        from ..render.common import fit_lines
+
+        click.echo(fit_lines(render.bench_text(reply, parsed.func)))
     return 0
 
 

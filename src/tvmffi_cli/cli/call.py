@@ -122,7 +122,9 @@ def command(ctx, tokens):
     if as_json:
         emit_json(render.call_json(reply, parsed.func, request["path"]))
     else:
-        click.echo(render.call_text(reply))
+        from ..render.common import fit_lines
+
+        click.echo(fit_lines(render.call_text(reply)))
     return 0
 
 

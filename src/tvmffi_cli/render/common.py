@@ -9,11 +9,58 @@ columns (COLUMNS or 160 wide) so piped tables stay readable.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+# Spaces at the end of a line, possibly followed by colour codes (rich pads the
+# last cell of a table and the width of a rule).
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
+
+
+def strip_trailing(line: str) -> str:
+    """`line` without the blanks at its end (colour codes kept)."""
+    while True:
+        out = _TRAILING.sub(r"\1", line)
+        if out == line:
+            return out
+        line = out
+
+
+class NoTrailingSpace:
+    """A text stream that passes whole lines on without their trailing blanks.
+    A partial line waits for its end (or a flush)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            self._stream.write("\n".join(strip_trailing(ln) for ln in lines) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        isatty = getattr(self._stream, "isatty", None)
+        return bool(isatty and isatty())
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._stream, "encoding", None) or "utf-8")
 
 
 def color_wanted(stream: IO[str] | None = None) -> bool:
@@ -43,8 +90,45 @@ def make_console(stderr: bool = False, file: IO[str] | None = None,
                 width = int(os.environ.get("COLUMNS", "0")) or 160
             except ValueError:
                 width = 160
+    if not stderr and file is None:
+        # Lines of people's output end with their last character; stderr keeps
+        # the raw stream for live displays (progress bars rewrite their line).
+        stream = cast("IO[str]", NoTrailingSpace(stream))
     return Console(file=stream, color_system="auto" if color else None, force_terminal=color,
                    no_color=not color, highlight=False, width=width, soft_wrap=False)
+
+
+def text_width(stream: IO[str] | None = None) -> int:
+    """Columns people's output may use on `stream`: the terminal's, else
+    COLUMNS, else 160 (the rule make_console follows)."""
+    import shutil
+
+    stream = stream or sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    if isatty and isatty():
+        return shutil.get_terminal_size().columns
+    try:
+        return int(os.environ.get("COLUMNS", "0")) or 160
+    except ValueError:
+        return 160
+
+
+def fit_lines(text: str, width: int | None = None) -> str:
+    """Plain text with every line longer than `width` broken at blanks, the
+    continuation indented two more than the line; no line ends in a blank."""
+    import textwrap
+
+    width = max(20, width or text_width())
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width=width, subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False)
+    return "\n".join(out)
 
 
 def human_size(n: float | None) -> str:
