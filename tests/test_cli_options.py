@@ -4,13 +4,15 @@ what the user gave wrong, output width and trailing blanks."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from tvmffi_cli.cli.main import hoist_global_flags
@@ -64,7 +66,7 @@ def test_config_prints_every_flag_in_the_order_given() -> None:
 
 
 def test_config_has_the_flags_of_tvm_ffi_config() -> None:
-    want = {
+    want: dict[str, Callable[[str], bool]] = {
         "--includedir": lambda v: (Path(v) / "tvm" / "ffi" / "c_api.h").is_file(),
         "--dlpack-includedir": lambda v: (Path(v) / "dlpack" / "dlpack.h").is_file(),
         "--libdir": lambda v: (Path(v) / "libtvm_ffi.so").is_file(),
@@ -232,20 +234,13 @@ def test_human_output_has_no_trailing_blanks_and_fits_60_columns(add_lib: str,
 def test_strip_trailing_keeps_colour_codes() -> None:
     assert strip_trailing("a  \x1b[0m  \x1b[1m") == "a\x1b[0m\x1b[1m"
     assert strip_trailing("  x") == "  x"
-    out: list[str] = []
-
-    class Sink:
-        def write(self, s: str) -> None:
-            out.append(s)
-
-        def flush(self) -> None:
-            pass
-
-    w = NoTrailingSpace(Sink())
+    sink = io.StringIO()
+    w = NoTrailingSpace(sink)
     w.write("ab  \ncd")
+    assert sink.getvalue() == "ab\n"  # "cd" waits for the end of its line
     w.write("  \nef ")
     w.flush()
-    assert "".join(out) == "ab\ncd\nef "
+    assert sink.getvalue() == "ab\ncd\nef "
 
 
 def test_fit_lines_breaks_long_lines_at_blanks() -> None:

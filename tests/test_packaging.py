@@ -100,10 +100,11 @@ def _needed_versions(lib: Path) -> tuple[list[str], dict[str, list[str]]]:
         versions: dict[str, list[str]] = {}
         for sec in elf.iter_sections():
             if isinstance(sec, DynamicSection):
-                needed += [t.needed for t in sec.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+                needed += [str(getattr(t, "needed", "")) for t in sec.iter_tags()
+                           if t.entry.d_tag == "DT_NEEDED"]
             elif isinstance(sec, GNUVerNeedSection):
                 for verneed, auxes in sec.iter_versions():
-                    versions[verneed.name] = [a.name for a in auxes]
+                    versions[str(verneed.name)] = [str(a.name) for a in auxes]
     return needed, versions
 
 

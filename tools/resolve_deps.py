@@ -51,7 +51,7 @@ def _load_pyproject() -> dict[str, object]:
     try:
         import tomllib
     except ImportError:  # Python 3.9/3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
     with open(ROOT / "pyproject.toml", "rb") as f:
         return dict(tomllib.load(f))
 

@@ -19,9 +19,10 @@ GLOBAL_FLAGS = ("--debug", "-q", "--quiet")
 _TEXT_VALUED = ("--str", "--bytes", "--runtime", "--out", "--junit-xml", "--select", "--ignore")
 
 
-def hoist_global_flags(argv):
+def hoist_global_flags(argv: list[str]) -> tuple[list[str], list[str]]:
     """(global flags found, argv with them moved to the front)."""
-    found, rest = [], []
+    found: list[str] = []
+    rest: list[str] = []
     for i, a in enumerate(argv):
         if a == "--":
             rest += argv[i:]
