@@ -249,3 +249,24 @@ def test_fit_lines_breaks_long_lines_at_blanks() -> None:
     assert all(len(ln) <= 40 for ln in lines) and len(lines) > 1
     assert lines[1].startswith("    w")
     assert " ".join(" ".join(ln.split()) for ln in lines) == " ".join(text.split())
+
+
+# ------------------------------------------------------------------ completion
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script_for_each_documented_shell(shell: str) -> None:
+    r = tvmffi(env={"_TVMFFI_COMPLETE": f"{shell}_source"})
+    assert r.returncode == 0, r.stderr
+    assert "_tvmffi_completion" in r.stdout
+    assert "_TVMFFI_COMPLETE" in r.stdout  # the script calls back into tvmffi
+    readme = (ROOT / "README.md").read_text()
+    assert f"_TVMFFI_COMPLETE={shell}_source tvmffi" in readme
+
+
+def test_completion_answers_for_commands_and_config_flags() -> None:
+    r = tvmffi(env={"_TVMFFI_COMPLETE": "bash_complete", "COMP_WORDS": "tvmffi con",
+                    "COMP_CWORD": "1"})
+    assert r.stdout.split() == ["plain,conform", "plain,config"]
+    r = tvmffi(env={"_TVMFFI_COMPLETE": "bash_complete", "COMP_WORDS": "tvmffi config --cm",
+                    "COMP_CWORD": "2"})
+    assert r.stdout.split() == ["plain,--cmakedir"]

@@ -45,8 +45,9 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
             min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
-    Exit 0 when no error-severity check fails, 1 when one does, 2 when the
-    file, an option or the configuration is wrong.
+    Exit 0 when no error-severity check fails, 1 when one does, 2 when what
+    was given is wrong (not a shared library, a bad runtime, option value or
+    configuration).
     """
     from ..conform import config as conf
     from ..conform import registry, runner

@@ -5,8 +5,9 @@ and the click-free fast path the entry point uses for the plain forms.
 `--static` never runs any code of the library.
 
 Exit codes: 0 fully understood; 1 read but something in it is malformed (or
-loading it failed); 2 cannot be read as a library (InputError/FormatError
-raised by open_binary and reported by the CLI).
+loading it crashed or hung); 2 what was given is wrong: cannot be read as a
+library, a program rather than a shared library, the loader refuses it, a bad
+runtime or option value (InputError/FormatError, reported by the CLI).
 """
 
 from ..inspect.engine import run
@@ -106,8 +107,9 @@ def _make_command():
         """Show what a library exports, embeds and imports.
 
         Exit 0 when the file was fully understood, 1 when it was read but
-        something in it is malformed (results are still printed), 2 when it
-        cannot be read as a library.
+        something in it is malformed or loading it crashed (results are still
+        printed), 2 when what was given is wrong (not a shared library, cannot
+        be loaded, bad runtime or option value).
         """
         from .numbers import seconds
 
