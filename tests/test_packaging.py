@@ -280,6 +280,16 @@ def test_dependencies_resolve_to_wheels_on_every_claimed_python() -> None:
     assert not negative.ok and not negative.offline, negative
 
 
+def test_an_unreachable_index_counts_as_offline_not_as_missing_wheels() -> None:
+    """What makes the resolution test skip instead of fail: pip could not
+    reach the index (here an address nothing answers on, one retry)."""
+    rd = _tool("resolve_deps")
+    r = rd.resolve("3.9", 120.0, env={"PIP_INDEX_URL": "https://192.0.2.1:9/simple",
+                                       "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "",
+                                       "PIP_CONFIG_FILE": os.devnull})
+    assert not r.ok and r.offline, r
+
+
 # ---------------------------------------------------------------- CMake package
 
 def test_cmake_project_builds_and_runs_against_the_package(tmp_path: Path) -> None:

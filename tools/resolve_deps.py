@@ -34,7 +34,7 @@ EXTRAS = ("test",)
 _NETWORK = re.compile(
     r"Failed to establish a new connection|Network is unreachable|Temporary failure in name "
     r"resolution|Name or service not known|Max retries exceeded|ProxyError|ConnectTimeout|"
-    r"ReadTimeout|Could not fetch URL|connection broken", re.IGNORECASE)
+    r"ReadTimeout|Could not fetch URL|connection broken|SSLError|Retrying \(Retry", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -79,17 +79,19 @@ def requirements_for(python: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def resolve(python: str, timeout: float = 240.0, extra: tuple[str, ...] = ()) -> Resolution:
+def resolve(python: str, timeout: float = 240.0, extra: tuple[str, ...] = (),
+            env: dict[str, str] | None = None) -> Resolution:
     reqs = requirements_for(python) + extra
     with tempfile.TemporaryDirectory(prefix="tvmffi-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-               "--disable-pip-version-check", "--ignore-installed",
+               "--disable-pip-version-check", "--ignore-installed", "--retries", "1",
+               "--timeout", "20",
                "--target", str(Path(tmp) / "t"), "--python-version", python,
                "--only-binary=:all:", "--report", str(report), *reqs]
         try:
             p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "PIP_NO_INPUT": "1"})
+                               env={**os.environ, "PIP_NO_INPUT": "1", **(env or {})})
         except subprocess.TimeoutExpired:
             return Resolution(python, False, True, reqs, (), f"pip took over {timeout:.0f} s")
         err = "\n".join(ln for ln in p.stderr.splitlines()
