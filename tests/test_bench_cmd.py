@@ -51,7 +51,7 @@ def test_bench_tensor_kernel_and_globals(ours):
 
 def test_bench_text(ours):
     r = tvmffi("bench", kernels(), "add_int", "1", "2", "--repeat", "100", "--rounds", "3",
-               "--runtime", ours)
+               "--runtime", ours, env={"COLUMNS": "200"})  # the line folds to the width
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("add_int: ")
     assert "per call (median; min " in r.stdout

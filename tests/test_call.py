@@ -126,7 +126,7 @@ def test_out_refuses_to_overwrite_without_force(tmp_path, x_npy, any_rt):
     assert r.stderr.strip() == f"tvmffi: error: {out / 'arg0.npy'} exists; pass --force to overwrite"
     assert (out / "arg0.npy").read_bytes() == b"keep me"
     r = tvmffi("call", kernels(), "add_one", "--tensor", x_npy, "--out", out, "--force",
-               "--runtime", any_rt)
+               "--runtime", any_rt, env={"COLUMNS": "200"})  # text follows the width
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(out / "arg0.npy")[0], [1, 2, 3])
     assert f"wrote {out / 'arg0.npy'}" in r.stdout

@@ -272,7 +272,9 @@ def markdown() -> str:
       "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
       "a test keeps the two in sync.\n")
     w("`tvmffi conform LIB` exits 0 when no check of severity *error* fails, 1 when one does, "
-      "and 2 when LIB cannot be read. Run a subset with `--select ID,ID` or skip some with "
+      "and 2 when what was given is wrong (LIB cannot be read or is not a shared library, "
+      "`TVMFFI_RUNTIME` is not a usable library, an option value is out of range). "
+      "Run a subset with `--select ID,ID` or skip some with "
       "`--ignore ID,ID`. Static checks read the file; the others load the library in worker "
       "processes (`-j N` of them) and call each function with a timeout (`--timeout S`), so a "
       "crash or a hang is reported for that function and the run goes on.\n")
