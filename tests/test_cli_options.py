@@ -141,6 +141,8 @@ NUMERIC = [
     ("bench", "--timeout"),
     ("bench", "--repeat"),
     ("bench", "--rounds"),
+    ("stubs", "--timeout"),
+    ("diff", "--timeout"),
 ]
 
 
@@ -152,6 +154,8 @@ def test_every_numeric_option_is_validated(add_lib: str, cmd: str, flag: str, va
     args = [cmd, add_lib]
     if cmd in ("call", "bench"):
         args += ["mul3", "1", "2", "3"]
+    elif cmd == "diff":
+        args += [add_lib]
     r = tvmffi(*args, flag, value)
     assert r.returncode == 2, (r.stdout, r.stderr)
     err = one_line_error(r)
@@ -165,13 +169,13 @@ def test_valid_numbers_still_work(add_lib: str) -> None:
 
 # ------------------------------------------------------------------ exit codes
 
-@pytest.mark.parametrize("cmd", ["inspect", "conform", "call", "bench"])
+@pytest.mark.parametrize("cmd", ["inspect", "conform", "call", "bench", "stubs", "diff"])
 @pytest.mark.parametrize("which", ["program", "text"])
 def test_not_a_library_is_exit_2(cmd: str, which: str, text_file: str) -> None:
     path = "/bin/ls" if which == "program" else text_file
     if which == "program" and not Path(path).exists():
         pytest.skip("/bin/ls is missing")
-    args = [cmd, path] + (["f"] if cmd in ("call", "bench") else [])
+    args = [cmd, path] + (["f"] if cmd in ("call", "bench") else [path] if cmd == "diff" else [])
     r = tvmffi(*args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     err = one_line_error(r)

@@ -11,14 +11,14 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schemas/diff).")
 @click.option("--static", is_flag=True,
               help="Compare the files only (exports, modules, kernels, imports).")
-@click.option("--timeout", type=float, default=30.0, show_default=True,
+@click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
               help="Seconds allowed for loading each library in a child process.")
 @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
               help="libtvm_ffi.so to load the libraries with.")
 @click.option("--suppress", "suppress_file", type=click.Path(dir_okay=False), default=None,
               help="File of accepted changes, one `KIND [SUBJECT]` glob per line; they are "
                    "listed but do not make the exit code 1.")
-def command(old: str, new: str, as_json: bool, static: bool, timeout: float,
+def command(old: str, new: str, as_json: bool, static: bool, timeout_text: str,
             runtime: str | None, suppress_file: str | None) -> int:
     """Compare two builds of a library: is NEW a drop-in replacement for OLD?
 
@@ -26,6 +26,9 @@ def command(old: str, new: str, as_json: bool, static: bool, timeout: float,
     something a caller of OLD uses was removed or changed, 2 on bad input.
     """
     from ..diff import Suppression, parse_suppressions, run, suppress
+    from .numbers import seconds
+
+    timeout = seconds(timeout_text, "--timeout")
 
     rules: tuple[Suppression, ...] = ()
     if suppress_file is not None:

@@ -15,12 +15,12 @@ import click
               help="Read the file only (exports, untyped); never load the library.")
 @click.option("--check", "check_file", type=click.Path(), default=None,
               help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.")
-@click.option("--timeout", type=float, default=30.0, show_default=True,
+@click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
               help="Seconds allowed for loading the library in a child process.")
 @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
               help="libtvm_ffi.so to load the library with.")
 def command(path: str, output: str | None, static: bool, check_file: str | None,
-            timeout: float, runtime: str | None) -> int:
+            timeout_text: str, runtime: str | None) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.
 
     Types come from the type schemas in the library's metadata (loaded in a
@@ -28,6 +28,9 @@ def command(path: str, output: str | None, static: bool, check_file: str | None,
     1 when --check finds a difference or loading failed, 2 on bad input.
     """
     from ..stubs import check, generate, write
+    from .numbers import seconds
+
+    timeout = seconds(timeout_text, "--timeout")
 
     r = generate(path, static=static, timeout=timeout, runtime=runtime)
     if check_file is not None:
