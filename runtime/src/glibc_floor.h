@@ -7,8 +7,11 @@
  * newer system therefore asks for dlopen@GLIBC_2.34 and will not load on any
  * older glibc. Each of those functions still exists under its original
  * version, so we bind to that one instead (`.symver`). On those old systems the
- * functions live in libdl.so.2 / libpthread.so.0, which CMake keeps in
- * DT_NEEDED (--no-as-needed); on new systems these are empty stubs.
+ * functions live in libdl.so.2 / libpthread.so.0, which the loading process
+ * (every CPython: the interpreter links both there) has already loaded; the
+ * runtime does not list them in DT_NEEDED itself: doing so changed the order
+ * in which libraries loaded next to the runtime resolve symbols
+ * (tests/test_stubs.py's kitchen library lost its typed globals).
  *
  * The other symbols the runtime takes from libc are 2.17 or older
  * (clock_gettime@GLIBC_2.17, aligned_alloc@GLIBC_2.16, memcpy@GLIBC_2.14);
