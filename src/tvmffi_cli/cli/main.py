@@ -44,7 +44,7 @@ def main(argv=None):
     if "-q" in flags or "--quiet" in flags:
         # Quiet: the normal output goes nowhere; one-line errors still reach
         # stderr and the exit code tells the result.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+        sys.stdout = open(os.devnull, "w")  # lives as long as the process
     if "--debug" in flags:
         os.environ["TVMFFI_DEBUG"] = "1"
     cmd = argv[len(flags):]
@@ -89,7 +89,7 @@ def _run_click(argv):
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
-    except Exception as e:  # noqa: BLE001 (a bug in tvmffi: one line unless --debug)
+    except Exception as e:  # a bug in tvmffi: one line unless --debug
         if debug:
             import traceback
 

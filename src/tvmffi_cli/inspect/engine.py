@@ -138,7 +138,7 @@ def static_report(binary):
 
         try:
             data = b.read_symbol_bytes(lbs)
-        except Exception as e:  # noqa: BLE001 (FormatError: e.g. in .bss)
+        except Exception as e:  # FormatError: e.g. in .bss
             _err(rep, LIBRARY_BIN, str(e))
             data = None
         if data is not None:
@@ -266,7 +266,7 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
         # is wrong (exit 2), as in `call`; a crash or hang stays a failure (1).
         raise
-    except Exception as e:  # noqa: BLE001 (ChildCrashed/ChildTimeout/task errors: report, keep static)
+    except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
         return
