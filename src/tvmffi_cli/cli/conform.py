@@ -53,7 +53,6 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     from ..conform import registry, runner
     from ..conform.results import github_annotations
     from ..errors import InputError
-
     from .numbers import count, seconds
 
     cfg = conf.load(config_path)
