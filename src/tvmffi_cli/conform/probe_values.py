@@ -269,7 +269,7 @@ class ProbeValues:
             return raw
         raise CannotSynthesize(f"cannot build a value of type {sigs.type_str(t)}")
 
-    def make_wrong(self, kind: int, owned: list[bytes]) -> bytes:
+    def make_wrong(self, kind: int | None, owned: list[bytes]) -> bytes:
         if kind == sigs.K_STR:
             raw = self.string_any(WRONG_STR)
             owned.append(raw)
