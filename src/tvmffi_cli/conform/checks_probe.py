@@ -9,9 +9,17 @@ Input (built by runner.py from the worker's events):
 Pure functions of those facts: unit-testable without running anything.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Collection, Dict, Iterator
+
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
+#: One observation of the worker (a JSON object), or a crash record.
+Obs = Dict[str, Any]
+
 CALL_BASES = ("zero-args", "too-few", "valid")
+_KIND_NAMES: dict[int | None, str]  # kind_name(None): "type index None"
 _KIND_NAMES = {0: "None", 1: "int", 2: "bool", 3: "float", 4: "void*", 5: "DataType",
                6: "Device", 7: "DLTensor*", 8: "raw str", 9: "byte array", 11: "small str",
                12: "small bytes", 64: "Object", 65: "String", 66: "Bytes", 67: "Error",
@@ -19,23 +27,23 @@ _KIND_NAMES = {0: "None", 1: "int", 2: "bool", 3: "float", 4: "void*", 5: "DataT
                73: "Module"}
 
 
-def kind_name(ti):
+def kind_name(ti: int | None) -> str:
     return _KIND_NAMES.get(ti, f"type index {ti}")
 
 
 class FunctionFacts:
-    def __init__(self, name, getters=()):
+    def __init__(self, name: str, getters: Collection[str] = ()) -> None:
         self.name = name
         self.getters = set(getters)
-        self.plan = None
-        self.note = None
-        self.params = None
-        self.obs = {}
-        self.crashes = {}
-        self.tool_error = None  # the probe itself could not run (worker failure)
-        self.timeout = None
+        self.plan: list[str] | None = None
+        self.note: str | None = None
+        self.params: list[str] | None = None
+        self.obs: dict[str, Obs] = {}
+        self.crashes: dict[str, Obs] = {}
+        self.tool_error: str | None = None  # the probe itself could not run (worker failure)
+        self.timeout: float | None = None
 
-    def call_obs(self):
+    def call_obs(self) -> Iterator[tuple[str, Obs]]:
         """(step, obs) for completed calls of the function itself (not getters,
         not the readable re-runs used to diagnose a fault)."""
         for step, o in self.obs.items():
@@ -46,13 +54,13 @@ class FunctionFacts:
             yield step, o
 
 
-def _crash_text(c, timeout):
+def _crash_text(c: Obs, timeout: float | None) -> str:
     if c.get("hang"):
         return f"no return within {timeout:g} s" if timeout else "no return within the timeout"
     return f"killed by {c.get('signal') or 'an unknown cause'}"
 
 
-def _getter_check(cid, what, f):
+def _getter_check(cid: str, what: str, f: FunctionFacts) -> Result | bytes:
     if what not in f.getters:
         return Result(cid, f.name, SKIP, f"no {what} getter")
     if what in f.crashes:
@@ -72,7 +80,7 @@ def _getter_check(cid, what, f):
     return bytes.fromhex(o["value_hex"])
 
 
-def check_metadata_json(f):
+def check_metadata_json(f: FunctionFacts) -> Result:
     got = _getter_check("metadata-json", "metadata", f)
     if isinstance(got, Result):
         return got
@@ -98,7 +106,7 @@ def check_metadata_json(f):
     return Result("metadata-json", f.name, PASS, spec.signature(f.name))
 
 
-def check_doc_utf8(f):
+def check_doc_utf8(f: FunctionFacts) -> Result:
     got = _getter_check("doc-utf8", "doc", f)
     if isinstance(got, Result):
         return got
@@ -111,9 +119,9 @@ def check_doc_utf8(f):
     return Result("doc-utf8", f.name, PASS, f"{len(got)} bytes of UTF-8")
 
 
-def check_arg_bounds(f):
-    msgs = []
-    ran = []
+def check_arg_bounds(f: FunctionFacts) -> Result:
+    msgs: list[str] = []
+    ran: list[str] = []
     for step in ("zero-args", "too-few"):
         c = f.crashes.get(step)
         if c is not None and c.get("oob"):
@@ -133,12 +141,12 @@ def check_arg_bounds(f):
     return Result("arg-bounds", f.name, PASS, f"probed {' and '.join(ran)}{extra}")
 
 
-def check_wrong_type(f):
+def check_wrong_type(f: FunctionFacts) -> Result:
     steps = [s for s in (f.plan or ()) if s.startswith("wrong-type:")]
     if not steps:
         why = f.note or "no parameter has a type that rejects a string or an int"
         return Result("wrong-type", f.name, SKIP, why)
-    bad = []
+    bad: list[str] = []
     done = 0
     for s in steps:
         c = f.crashes.get(s)
@@ -162,8 +170,8 @@ def check_wrong_type(f):
     return Result("wrong-type", f.name, PASS, f"{done} wrong-type call(s) raised")
 
 
-def check_arg_refcount(f):
-    bad = []
+def check_arg_refcount(f: FunctionFacts) -> Result:
+    bad: list[str] = []
     seen = 0
     items = list(f.call_obs())
     t = f.obs.get("threads")
@@ -191,7 +199,7 @@ def check_arg_refcount(f):
     return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
 
 
-def check_args_unchanged(f):
+def check_args_unchanged(f: FunctionFacts) -> Result:
     bad = [s for s, o in f.call_obs() if o.get("args_changed")]
     if bad:
         return Result("args-unchanged", f.name, FAIL,
@@ -202,7 +210,7 @@ def check_args_unchanged(f):
     return Result("args-unchanged", f.name, PASS, f"{n} call(s) left args intact")
 
 
-def _protocol_problem(o):
+def _protocol_problem(o: Obs) -> str | None:
     rc = o.get("rc")
     err = o.get("error")
     if rc == -2:
@@ -220,8 +228,8 @@ def _protocol_problem(o):
     return None
 
 
-def check_error_protocol(f):
-    bad = []
+def check_error_protocol(f: FunctionFacts) -> Result:
+    bad: list[str] = []
     n = 0
     for step, o in f.call_obs():
         n += 1
@@ -236,8 +244,8 @@ def check_error_protocol(f):
     return _verdict("error-protocol", f, bad, n, f"{n} call(s) followed the protocol")
 
 
-def check_result_invariants(f):
-    bad = []
+def check_result_invariants(f: FunctionFacts) -> Result:
+    bad: list[str] = []
     n = 0
     for step, o in f.call_obs():
         n += 1
@@ -246,7 +254,7 @@ def check_result_invariants(f):
     return _verdict("result-invariants", f, bad, n, f"{n} result(s) well-formed")
 
 
-def _verdict(check, f, bad, n, passed):
+def _verdict(check: str, f: FunctionFacts, bad: list[str], n: int, passed: str) -> Result:
     """FAIL naming the first problems, SKIP when no call completed, else PASS."""
     if bad:
         more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
@@ -256,8 +264,8 @@ def _verdict(check, f, bad, n, passed):
     return Result(check, f.name, PASS, passed)
 
 
-def check_no_leak(f):
-    bad = []
+def check_no_leak(f: FunctionFacts) -> Result:
+    bad: list[str] = []
     measured = 0
     for step, o in f.call_obs():
         d = o.get("live_delta")
@@ -279,7 +287,7 @@ def check_no_leak(f):
     return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks")
 
 
-def _explained(step, c):
+def _explained(step: str, c: Obs) -> bool:
     """Crashes another check already reports."""
     if step in ("metadata", "doc"):
         return True
@@ -294,7 +302,7 @@ def _explained(step, c):
     return step in ("zero-args", "too-few") and bool(c.get("oob"))
 
 
-def check_no_crash(f):
+def check_no_crash(f: FunctionFacts) -> Result:
     steps = [s for s, c in f.crashes.items()
              if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s]
     if steps:
@@ -304,7 +312,7 @@ def check_no_crash(f):
     return Result("no-crash", f.name, PASS, "no probe call crashed")
 
 
-def check_no_hang(f):
+def check_no_hang(f: FunctionFacts) -> Result:
     steps = [s for s, c in f.crashes.items() if c.get("hang")]
     if steps:
         return Result("no-hang", f.name, FAIL,
@@ -313,7 +321,7 @@ def check_no_hang(f):
     return Result("no-hang", f.name, PASS, "every probe call returned in time")
 
 
-def check_valid_call(f):
+def check_valid_call(f: FunctionFacts) -> Result:
     if "valid" not in (f.plan or ()):
         return Result("valid-call", f.name, SKIP, f.note or "no metadata")
     if "valid" in f.crashes:
@@ -340,7 +348,7 @@ def check_valid_call(f):
                   f"returned {kind_name(o.get('result_type_index'))}")
 
 
-def check_thread_safety(f):
+def check_thread_safety(f: FunctionFacts) -> Result:
     if "threads" not in (f.plan or ()):
         return Result("thread-safety", f.name, SKIP, f.note or "no metadata")
     if "threads" in f.crashes:
@@ -374,7 +382,7 @@ def check_thread_safety(f):
     return Result("thread-safety", f.name, PASS, f"{len(calls)} concurrent calls agree")
 
 
-PROBE_CHECKS = {
+PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "metadata-json": check_metadata_json,
     "doc-utf8": check_doc_utf8,
     "arg-bounds": check_arg_bounds,
@@ -391,8 +399,8 @@ PROBE_CHECKS = {
 }
 
 
-def evaluate(f, ids):
-    out = []
+def evaluate(f: FunctionFacts, ids: Collection[str]) -> list[Result]:
+    out: list[Result] = []
     for cid, fn in PROBE_CHECKS.items():
         if cid not in ids:
             continue
@@ -403,5 +411,5 @@ def evaluate(f, ids):
     return out
 
 
-def skipped(name, ids, why):
+def skipped(name: str, ids: Collection[str], why: str) -> list[Result]:
     return [Result(cid, name, SKIP, why) for cid in PROBE_CHECKS if cid in ids]

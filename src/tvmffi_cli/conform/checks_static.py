@@ -1,6 +1,9 @@
 """Checks that read the library file only (no code of it runs)."""
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from ..abi.symbols import (
     CTX_PREFIX,
@@ -15,24 +18,27 @@ from ..abi.symbols import LIBRARY_CTX as LIBCTX
 from ..abi.symbols import METADATA_PREFIX as META_PREFIX
 from .results import FAIL, PASS, SKIP, Result
 
+if TYPE_CHECKING:
+    from ..binary.model import Binary, Symbol
+
 _IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 
 
 class Inventory:
     """What the symbol table says about a library's TVM-FFI surface."""
 
-    def __init__(self):
-        self.functions = []  # names of __tvm_ffi_<name> symbols, sorted
-        self.code = set()  # the subset that is code (probed)
-        self.getters = {}  # name -> set of "metadata" / "doc"
-        self.symbols = {}  # symbol name -> Symbol, for every __tvm_ffi* / __TVMFFI* export
-        self.bad_names = []  # (symbol name, reason)
+    def __init__(self) -> None:
+        self.functions: list[str] = []  # names of __tvm_ffi_<name> symbols, sorted
+        self.code: set[str] = set()  # the subset that is code (probed)
+        self.getters: dict[str, set[str]] = {}  # name -> set of "metadata" / "doc"
+        self.symbols: dict[str, Symbol] = {}  # symbol name -> Symbol, for every __tvm_ffi* / __TVMFFI* export
+        self.bad_names: list[tuple[str, str]] = []  # (symbol name, reason)
 
-    def probe_targets(self):
+    def probe_targets(self) -> list[str]:
         return [n for n in self.functions if n in self.code]
 
 
-def _is_code(binary, sym):
+def _is_code(binary: Binary, sym: Symbol) -> bool:
     from ..binary import CODE, DATA
 
     if sym.kind == CODE:
@@ -43,7 +49,7 @@ def _is_code(binary, sym):
     return bool(sec is not None and sec.executable)
 
 
-def inventory(binary):
+def inventory(binary: Binary) -> Inventory:
     inv = Inventory()
     for sym in binary.find_symbols((TVM_FFI_PREFIX, CTX_PREFIX)):
         name = sym.name
@@ -86,15 +92,15 @@ def inventory(binary):
     return inv
 
 
-def check_export_names(binary, inv):
+def check_export_names(binary: Binary, inv: Inventory) -> list[Result]:
     if not inv.bad_names:
         n = sum(1 for s in inv.symbols if s.startswith(TVM_FFI_PREFIX))
         return [Result("export-names", None, PASS, f"{n} exported __tvm_ffi names checked")]
     return [Result("export-names", name, FAIL, f"{name}: {why}") for name, why in inv.bad_names]
 
 
-def check_orphan_getters(binary, inv):
-    out = []
+def check_orphan_getters(binary: Binary, inv: Inventory) -> list[Result]:
+    out: list[Result] = []
     have = set(inv.functions)
     for fn in sorted(inv.getters):
         if fn not in have:
@@ -108,10 +114,10 @@ def check_orphan_getters(binary, inv):
     return out
 
 
-def check_symbol_kind(binary, inv):
-    out = []
+def check_symbol_kind(binary: Binary, inv: Inventory) -> list[Result]:
+    out: list[Result] = []
     for fn in inv.functions:
-        bad = []
+        bad: list[str] = []
         for sym_name in (FUNC_PREFIX + fn, META_PREFIX + fn, DOC_PREFIX + fn):
             sym = inv.symbols.get(sym_name)
             if sym is not None and not _is_code(binary, sym):
@@ -130,7 +136,7 @@ def check_symbol_kind(binary, inv):
     return out
 
 
-def check_library_bin(binary, inv):
+def check_library_bin(binary: Binary, inv: Inventory) -> list[Result]:
     from ..binary import libbin
     from ..errors import FormatError
 
@@ -142,7 +148,7 @@ def check_library_bin(binary, inv):
     except FormatError as e:
         return [Result("library-bin", None, FAIL, f"{LIBBIN}: {e}")]
     lb = libbin.decode(data)
-    errors = [dict(e) for e in lb.errors]
+    errors: list[dict[str, Any]] = [dict(e) for e in lb.errors]
     libs = [m.index for m in lb.modules if m.kind == libbin.LIB_KIND]
     if len(libs) > 1:
         errors.append({"offset": None, "message": f"{len(libs)} `_lib` modules (indices "
@@ -157,14 +163,14 @@ def check_library_bin(binary, inv):
     return [Result("library-bin", None, PASS, f"{len(lb.modules)} modules ({kinds})")]
 
 
-def check_context_symbols(binary, inv):
+def check_context_symbols(binary: Binary, inv: Inventory) -> list[Result]:
     from ..ffi.runtime import C_API
 
     ptr = (binary.bits or 64) // 8
     names = sorted(n for n in inv.symbols if n.startswith(CTX_PREFIX) or n == LIBCTX)
     if not names:
         return [Result("context-symbols", None, SKIP, "no context symbols")]
-    bad = []
+    bad: list[str] = []
     for n in names:
         sym = inv.symbols[n]
         if n != LIBCTX and n[2:] not in C_API:
@@ -183,7 +189,7 @@ def check_context_symbols(binary, inv):
     return [Result("context-symbols", None, PASS, f"{len(names)} context symbols")]
 
 
-def check_c_api_imports(binary, inv):
+def check_c_api_imports(binary: Binary, inv: Inventory) -> list[Result]:
     from ..ffi.runtime import C_API
 
     imported = sorted({n for n in binary.imports if n.startswith("TVMFFI")})
@@ -196,7 +202,7 @@ def check_c_api_imports(binary, inv):
                    f"{len(imported)} TVMFFI imports, all in the C API")]
 
 
-STATIC_CHECKS = {
+STATIC_CHECKS: dict[str, Callable[[Binary, Inventory], list[Result]]] = {
     "export-names": check_export_names,
     "orphan-getter": check_orphan_getters,
     "symbol-kind": check_symbol_kind,
@@ -206,8 +212,8 @@ STATIC_CHECKS = {
 }
 
 
-def run(binary, inv, ids):
-    out = []
+def run(binary: Binary, inv: Inventory, ids: Collection[str]) -> list[Result]:
+    out: list[Result] = []
     for cid, fn in STATIC_CHECKS.items():
         if cid in ids:
             out.extend(fn(binary, inv))

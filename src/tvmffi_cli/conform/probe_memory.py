@@ -1,6 +1,8 @@
 """Memory helpers of the conform probe (child side): a guard-page arena for
 argument arrays and a check that memory is readable without touching it."""
 
+from __future__ import annotations
+
 import ctypes
 import mmap
 import os
@@ -25,14 +27,14 @@ class CannotSynthesize(Exception):
 class GuardArena:
     """Pages [rw ... rw][PROT_NONE]: args are placed to end at the guard."""
 
-    def __init__(self, rw_pages=4):
+    def __init__(self, rw_pages: int = 4) -> None:
         self.page = mmap.PAGESIZE
         self.rw = rw_pages * self.page
         size = self.rw + self.page
         prot_rw = mmap.PROT_READ | mmap.PROT_WRITE
         flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
         prot_none = getattr(mmap, "PROT_NONE", 0)
-        addr = _LIBC.mmap(None, size, prot_rw, flags, -1, 0)
+        addr: int | None = _LIBC.mmap(None, size, prot_rw, flags, -1, 0)
         if addr in (None, ctypes.c_void_p(-1).value):
             raise OSError(ctypes.get_errno(), "mmap failed")
         self.base = addr
@@ -40,7 +42,7 @@ class GuardArena:
         if _LIBC.mprotect(self.guard, self.page, prot_none) != 0:
             raise OSError(ctypes.get_errno(), "mprotect failed")
 
-    def place(self, raw, guarded=True):
+    def place(self, raw: bytes, guarded: bool = True) -> int:
         """Copy the bytes of an args array into the arena; returns its address.
         guarded: the array ends at the guard page; else it starts the arena
         and is followed by zeroed (readable) memory."""
@@ -62,13 +64,13 @@ class Readable:
 
     LIMIT = 1 << 26
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.r, self.w = os.pipe()
         os.set_blocking(self.r, False)
         os.set_blocking(self.w, False)
         self.page = mmap.PAGESIZE
 
-    def __call__(self, addr, n):
+    def __call__(self, addr: int | None, n: int) -> bool:
         if not addr or addr < 4096 or n < 0 or n > self.LIMIT or addr + n >= 1 << 64:
             return False
         end = addr + max(n, 1)
@@ -84,7 +86,7 @@ class Readable:
         self._drain()
         return ok
 
-    def _drain(self):
+    def _drain(self) -> None:
         try:
             while os.read(self.r, 65536):
                 pass

@@ -20,6 +20,8 @@ Argument arrays live right before a PROT_NONE guard page, so a callee that
 reads args[num_args] faults at once instead of reading stale memory.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
@@ -28,6 +30,7 @@ import sys
 import threading
 import time
 from ctypes import byref, c_void_p
+from typing import Any, Callable, Collection, Dict, Iterable, cast
 
 from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
@@ -36,25 +39,29 @@ from . import probe_extra, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
+#: One JSON message: a request from the parent, or an event / observation for it.
+Msg = Dict[str, Any]
+
 
 class Prober(ProbeValues):
-    def __init__(self, emit):
+    def __init__(self, emit: Callable[[Msg], None]) -> None:
         super().__init__()
         self.emit = emit
-        self.dl = None
-        self.arena = None
-        self.step = None
-        self.step_started = None
+        # Both set by load() before anything uses them.
+        self.dl: ctypes.CDLL = None  # type: ignore[assignment]
+        self.arena: GuardArena = None  # type: ignore[assignment]
+        self.step: str | None = None
+        self.step_started: float | None = None
         self.timeout = 10.0
 
     # -- loading ---------------------------------------------------------------------
-    def load(self, path):
+    def load(self, path: str) -> Msg:
         from ..ffi import runtime
 
         self.rt = runtime.get_runtime()
         self.c = _RawApi(self.rt.lib)
         self.arena = GuardArena()
-        describe = None
+        describe: Any = None
         before = probe_extra.global_names(self)
         loader = self._rt("tvmffi_rt_library_load")
         if loader is not None:
@@ -70,7 +77,7 @@ class Prober(ProbeValues):
                     text = self.string_of(bytes(out))
                     self.release(bytes(out))
                     try:
-                        describe = json.loads(text)
+                        describe = json.loads(text)  # type: ignore[arg-type]  # None: TypeError
                     except (TypeError, ValueError):
                         describe = None
                 else:
@@ -88,14 +95,15 @@ class Prober(ProbeValues):
                 "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
                 "globals": new}
 
-    def symbol(self, name):
+    def symbol(self, name: str) -> int | None:
         try:
             return ctypes.cast(self.dl[name], c_void_p).value
         except AttributeError:
             return None
 
     # -- one call -------------------------------------------------------------------
-    def call(self, fn, raws, guarded=True, owned_objs=()):
+    def call(self, fn: probe_extra.Caller, raws: list[bytes], guarded: bool = True,
+             owned_objs: Iterable[int] = ()) -> Msg:
         """Call a function once (fn: probe_extra.caller) and record what happened."""
         raw = b"".join(raws)
         args = self.arena.place(raw, guarded)
@@ -106,7 +114,7 @@ class Prober(ProbeValues):
         result = (ctypes.c_char * ANY)()
         live0 = self.live()
         rc = fn(None, args, len(raws), ctypes.addressof(result))
-        obs = {"num_args": len(raws), "rc": rc, "guarded": guarded}
+        obs: Msg = {"num_args": len(raws), "rc": rc, "guarded": guarded}
         after_raw = ctypes.string_at(args, len(raw)) if raw else b""
         obs["args_changed"] = after_raw != raw
         err = self.take_error()
@@ -118,20 +126,20 @@ class Prober(ProbeValues):
         if rc == 0 and not obs["result_problems"]:
             obs["fingerprint"] = self.fingerprint(res)
             self.release(res)
-        obs["live_delta"] = None if live0 is None else self.live() - live0
+        obs["live_delta"] = None if live0 is None else cast(int, self.live()) - live0
         after = [self.strong(o) for o in objs]
         obs["refcounts"] = [[b, a] for b, a in zip(before, after)]
         self._restore(objs, before, after, extra=1)
         return obs
 
-    def call_threads(self, fn, raws, n=4):
+    def call_threads(self, fn: probe_extra.Caller, raws: list[bytes], n: int = 4) -> Msg:
         """The same call from n threads released together; results compared by
         the parent through their fingerprints."""
         raw = b"".join(raws)
         bufs = [(ctypes.c_char * max(len(raw), ANY)).from_buffer_copy(raw.ljust(ANY, b"\0"))
                 for _ in range(n)]
         results = [(ctypes.c_char * ANY)() for _ in range(n)]
-        out = [None] * n
+        out: list[Any] = [None] * n  # one Msg per thread
         barrier = threading.Barrier(n)
         objs = self._objects(raws)
         for o in objs:  # n extra references: stray DecRefs from n threads free nothing
@@ -139,7 +147,7 @@ class Prober(ProbeValues):
                 self.c.TVMFFIObjectIncRef(o)
         before = [self.strong(o) for o in objs]
 
-        def work(i):
+        def work(i: int) -> None:
             barrier.wait()
             rc = fn(None, ctypes.addressof(bufs[i]), len(raws), ctypes.addressof(results[i]))
             err = self.take_error()  # the raised error is thread-local: fetch it here
@@ -162,10 +170,10 @@ class Prober(ProbeValues):
         return {"calls": out, "refcounts": [[b, a] for b, a in zip(before, after)]}
 
     @staticmethod
-    def _objects(raws):
+    def _objects(raws: list[bytes]) -> list[int]:
         return [payload_u64(r) for r in raws if type_index_of(r) >= kTVMFFIStaticObjectBegin]
 
-    def _restore(self, objs, before, after, extra):
+    def _restore(self, objs: list[int], before: list[int], after: list[int], extra: int) -> None:
         """Undo a callee's stray releases, then drop our extra references."""
         for o, b, a in zip(objs, before, after):
             for _ in range(max(0, b - a)):
@@ -173,12 +181,12 @@ class Prober(ProbeValues):
             for _ in range(extra):
                 self.c.TVMFFIObjectDecRef(o)
 
-    def call_getter(self, addr):
+    def call_getter(self, addr: int) -> Msg:
         fn = _SAFE_CALL(addr)
         result = (ctypes.c_char * ANY)()
         rc = fn(None, None, 0, ctypes.addressof(result))
         res = bytes(result)
-        obs = {"rc": rc, "error": self.take_error(), "result_type_index":
+        obs: Msg = {"rc": rc, "error": self.take_error(), "result_type_index":
                type_index_of(res)}
         if rc == 0:
             s = self.string_of(res)
@@ -188,12 +196,13 @@ class Prober(ProbeValues):
         return obs
 
     # -- one function --------------------------------------------------------------------
-    def plan(self, name, getters, is_global=False):
+    def plan(self, name: str, getters: Collection[str], is_global: bool = False
+             ) -> tuple[list[str], sigs.Sig | None, str | None]:
         """(steps, sig, note) for a function; deterministic so a resumed run
         after a crash computes the same steps."""
-        steps = []
-        sig = None
-        note = None
+        steps: list[str] = []
+        sig: sigs.Sig | None = None
+        note: str | None = None
         if "metadata" in getters:
             steps.append("metadata")
         if "doc" in getters:
@@ -202,7 +211,7 @@ class Prober(ProbeValues):
         if "metadata" in getters:
             addr = self.symbol(METADATA_PREFIX + name)
             # The getter runs again here in every (re)started worker; it is cheap.
-            got = self.call_getter(addr) if addr else {"rc": -1}
+            got: Msg = self.call_getter(addr) if addr else {"rc": -1}
             if got.get("rc") == 0 and got.get("value_hex") is not None:
                 try:
                     _, sig = sigs.parse_metadata(bytes.fromhex(got["value_hex"]).decode("utf-8"))
@@ -227,7 +236,9 @@ class Prober(ProbeValues):
         steps.append("threads")
         return steps, sig, note
 
-    def run_step(self, name, step, sig, getters, valid_ok, is_global=False, threads=4):
+    def run_step(self, name: str, step: str, sig: sigs.Sig | None, getters: Collection[str],
+                 valid_ok: bool, is_global: bool = False, threads: int = 4) -> Msg:
+        addr: int | probe_extra.Caller | None  # a getter's address, then the function's caller
         if step in ("metadata", "doc"):
             prefix = METADATA_PREFIX if step == "metadata" else DOC_PREFIX
             addr = self.symbol(prefix + name)
@@ -239,7 +250,7 @@ class Prober(ProbeValues):
             return {"skipped": why}
         base, _, variant = step.partition("/")
         guarded = variant != "readable"
-        owned = []
+        owned: list[bytes] = []
         try:
             if base == "threads":
                 if not valid_ok:
@@ -247,12 +258,14 @@ class Prober(ProbeValues):
                             else "the zero-argument call did not succeed"}
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
                 return self.call_threads(addr, raws, threads)
-            extra = {}
+            extra: Msg = {}
             if base == "zero-args":
                 raws = []
             elif base == "too-few":
+                assert sig is not None  # planned only for a function with a signature
                 raws = [self.make(p, owned) for p in sig.params[:-1]]
             elif base.startswith("wrong-type:"):
+                assert sig is not None  # planned only for a function with a signature
                 i = int(base.split(":")[1])
                 kind = sigs.wrong_kind(sig.params[i])
                 raws = [self.make_wrong(kind, owned) if j == i else self.make(p, owned)
@@ -260,6 +273,7 @@ class Prober(ProbeValues):
                 extra = {"param": i, "param_type": sigs.type_str(sig.params[i]),
                          "wrong_kind": kind}
             elif base == "valid":
+                assert sig is not None  # planned only for a function with a signature
                 raws = [self.make(p, owned) for p in sig.params]
             elif base in probe_extra.OBJECT_STEPS:
                 raws = probe_extra.object_args(self, base, owned)
@@ -268,6 +282,7 @@ class Prober(ProbeValues):
             obs = self.call(addr, raws, guarded)
             obs.update(extra)
             if base == "valid" and obs["rc"] == 0 and not obs["result_problems"]:
+                assert sig is not None  # the "valid" branch above needed it
                 obs["return_ok"] = sigs.return_ok(sig.ret, obs["result_type_index"])
                 obs["return_type"] = sigs.type_str(sig.ret)
             if obs.get("live_delta"):
@@ -281,7 +296,7 @@ class Prober(ProbeValues):
             for o in owned:
                 self.release(o)
 
-    def probe(self, req):
+    def probe(self, req: Msg) -> None:
         name = req["name"]
         getters = set(req.get("getters", ()))
         self.timeout = float(req.get("timeout", self.timeout))
@@ -310,7 +325,7 @@ class Prober(ProbeValues):
         self.emit({"event": "done"})
 
     # -- watchdog -------------------------------------------------------------------
-    def watchdog(self):
+    def watchdog(self) -> None:
         while True:
             time.sleep(0.05)
             step, started = self.step, self.step_started
@@ -320,11 +335,11 @@ class Prober(ProbeValues):
                 os.kill(os.getpid(), signal.SIGKILL)
 
 
-def serve(fd_in, fd_out):
+def serve(fd_in: int, fd_out: int) -> None:
     """Worker loop: one JSON request per line on fd_in, events on fd_out."""
     lock = threading.Lock()
 
-    def emit(obj):
+    def emit(obj: Msg) -> None:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         with lock:
             view = memoryview(data)
@@ -361,10 +376,10 @@ def serve(fd_in, fd_out):
                     return
 
 
-def run(request):
+def run(request: Msg) -> Msg:
     """One request in this process, events collected in a list (for callers
     that run tasks through tvmffi_cli.sandbox.worker rather than conform's pool)."""
-    events = []
+    events: list[Msg] = []
     prober = Prober(events.append)
     info = prober.load(request["path"])
     events.append(dict(info, event="loaded"))

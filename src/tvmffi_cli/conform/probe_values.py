@@ -6,10 +6,13 @@ with Readable before it is read, so a wild pointer is reported, not followed.
 Layouts come from abi/structs.py; calls go through the runtime of ffi/runtime.py.
 """
 
+from __future__ import annotations
+
 import ctypes
 import hashlib
 import struct
 from ctypes import byref, c_int, c_int32, c_int64, c_void_p
+from typing import TYPE_CHECKING, Any, Callable, Dict, cast
 
 from ..abi import constants as K
 from ..abi import structs as abi
@@ -18,6 +21,12 @@ from ..abi.dtypes import kDLFloat
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIByteArray
 from . import sigs
 from .probe_memory import ANY, CannotSynthesize, Readable
+
+if TYPE_CHECKING:
+    from ..ffi.runtime import Runtime
+
+#: A raised error taken out of the runtime: {"kind": ..., "message": ...}.
+ErrorInfo = Dict[str, str]
 
 _SAFE_CALL = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_int32, c_void_p)
 
@@ -46,7 +55,7 @@ class _RawApi:
     typed pointers, which would force copies into ctypes structs)."""
 
     def __init__(self, lib: ctypes.CDLL) -> None:
-        def fn(name, restype, *argtypes):
+        def fn(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
             f = lib[name]
             f.restype = restype
             f.argtypes = list(argtypes)
@@ -63,42 +72,43 @@ class _RawApi:
         self.TVMFFIFunctionCreate = fn("TVMFFIFunctionCreate", c_int, P, P, P, P)
 
 
-def pod(ti, payload=b"", pad=0):
+def pod(ti: int, payload: bytes = b"", pad: int = 0) -> bytes:
     """Raw bytes of an Any: type index, 4-byte padding/length, 8-byte payload."""
     return struct.pack("<iI", ti, pad) + payload.ljust(8, b"\0")
 
 
-def type_index_of(raw):
-    return struct.unpack_from("<i", raw)[0]
+def type_index_of(raw: bytes) -> int:
+    return cast(int, struct.unpack_from("<i", raw)[0])
 
 
-def payload_u64(raw):
-    return struct.unpack_from("<Q", raw, 8)[0]
+def payload_u64(raw: bytes) -> int:
+    return cast(int, struct.unpack_from("<Q", raw, 8)[0])
 
 
 class ProbeValues:
     """Runtime access and values of the probe; Prober (probe_task.py) adds the calls."""
 
-    def __init__(self):
-        self.rt = None
-        self.c = None
+    def __init__(self) -> None:
+        # Both set by Prober.load() before anything uses them.
+        self.rt: Runtime = None  # type: ignore[assignment]
+        self.c: _RawApi = None  # type: ignore[assignment]
         self.readable = Readable()
-        self._globals = {}
-        self._keep = []
-        self._cb_keep = []
+        self._globals: dict[str, int] = {}
+        self._keep: list[Any] = []
+        self._cb_keep: list[Any] = []
 
     # -- runtime access --------------------------------------------------------
-    def _rt(self, name):
+    def _rt(self, name: str) -> Callable[..., Any] | None:
         return self.rt.rt.get(name)
 
-    def live(self):
+    def live(self) -> int | None:
         f = self._rt("tvmffi_rt_live_objects")
         return None if f is None else int(f())
 
-    def strong(self, h):
+    def strong(self, h: int) -> int:
         return self.rt.strong_count(h)
 
-    def type_index_valid(self, ti):
+    def type_index_valid(self, ti: int) -> bool:
         f = self._rt("tvmffi_rt_type_index_valid")
         if f is not None:
             return bool(f(ti))
@@ -107,7 +117,7 @@ class ProbeValues:
         # index; the header check in result_problems still applies.
         return ti >= K.kTVMFFIStaticObjectBegin
 
-    def take_error(self):
+    def take_error(self) -> ErrorInfo | None:
         """Move the raised error out: (kind, message) or None."""
         h = c_void_p()
         self.c.TVMFFIErrorMoveFromRaised(byref(h))
@@ -121,14 +131,14 @@ class ProbeValues:
         finally:
             self.c.TVMFFIObjectDecRef(h)
 
-    def _ba_bytes(self, addr, limit):
+    def _ba_bytes(self, addr: int, limit: int) -> bytes:
         ba = TVMFFIByteArray.from_buffer_copy(ctypes.string_at(addr, _BYTE_ARRAY))
         data, size = ba.data, min(ba.size, limit)
         if not data or not size or not self.readable(data, size):
             return b""
         return ctypes.string_at(data, size)
 
-    def global_handle(self, name):
+    def global_handle(self, name: str) -> int:
         h = self._globals.get(name)
         if h is None:
             h = self.rt.get_global_handle(name)
@@ -137,7 +147,7 @@ class ProbeValues:
             self._globals[name] = h
         return h
 
-    def call_global(self, name, arg_raws):
+    def call_global(self, name: str, arg_raws: list[bytes]) -> bytes:
         """Call a runtime global; returns the owned result as 16 raw bytes."""
         args = (ctypes.c_char * max(ANY, ANY * len(arg_raws))).from_buffer_copy(
             b"".join(arg_raws).ljust(ANY, b"\0"))
@@ -150,7 +160,7 @@ class ProbeValues:
         return bytes(out)
 
     # -- values --------------------------------------------------------------------------
-    def string_any(self, data, kind=sigs.K_STR):
+    def string_any(self, data: bytes, kind: int = sigs.K_STR) -> bytes:
         buf = (ctypes.c_char * (len(data) + 1)).from_buffer_copy(data + b"\0")
         arrbuf = TVMFFIByteArray(ctypes.addressof(buf), len(data))
         out = (ctypes.c_char * ANY)()
@@ -160,7 +170,7 @@ class ProbeValues:
             raise CannotSynthesize(f"creating a string failed: {self.take_error()}")
         return bytes(out)
 
-    def string_of(self, raw):
+    def string_of(self, raw: bytes) -> bytes | None:
         """Bytes of a string-like Any (None when it is not one)."""
         ti, ln = struct.unpack_from("<iI", raw)
         if ti in (sigs.K_SMALLSTR, sigs.K_SMALLBYTES):
@@ -177,13 +187,13 @@ class ProbeValues:
             return ctypes.string_at(p)[: 1 << 24]
         return None
 
-    def release(self, raw):
+    def release(self, raw: bytes) -> None:
         if type_index_of(raw) >= _OBJ:
             h = payload_u64(raw)
             if h:
                 self.c.TVMFFIObjectDecRef(h)
 
-    def make(self, t, owned):
+    def make(self, t: sigs.TypeDict, owned: list[bytes]) -> bytes:
         """Raw bytes of a valid value of declared type t; objects go to `owned`."""
         key = t["type"]
         if key in ("int", "Any"):
@@ -218,8 +228,8 @@ class ProbeValues:
             owned.append(raw)
             return raw
         if key in ("ffi.Array", "ffi.List"):
-            elem = t["args"][0] if t["args"] else {"type": "int", "args": []}
-            tmp = []
+            elem: sigs.TypeDict = t["args"][0] if t["args"] else {"type": "int", "args": []}
+            tmp: list[bytes] = []
             try:
                 items = [self.make(elem, tmp), self.make(elem, tmp)]
                 raw = self.call_global("ffi.Array", items)
@@ -229,8 +239,8 @@ class ProbeValues:
             owned.append(raw)
             return raw
         if key in ("ffi.Map", "ffi.Dict"):
-            kt = t["args"][0] if len(t["args"]) == 2 else {"type": "ffi.String", "args": []}
-            vt = t["args"][1] if len(t["args"]) == 2 else {"type": "int", "args": []}
+            kt: sigs.TypeDict = t["args"][0] if len(t["args"]) == 2 else {"type": "ffi.String", "args": []}
+            vt: sigs.TypeDict = t["args"][1] if len(t["args"]) == 2 else {"type": "int", "args": []}
             tmp = []
             try:
                 raw = self.call_global("ffi.Map", [self.make(kt, tmp), self.make(vt, tmp)])
@@ -259,14 +269,14 @@ class ProbeValues:
             return raw
         raise CannotSynthesize(f"cannot build a value of type {sigs.type_str(t)}")
 
-    def make_wrong(self, kind, owned):
+    def make_wrong(self, kind: int | None, owned: list[bytes]) -> bytes:
         if kind == sigs.K_STR:
             raw = self.string_any(WRONG_STR)
             owned.append(raw)
             return raw
         return pod(sigs.K_INT, struct.pack("<q", WRONG_INT))
 
-    def dltensor(self):
+    def dltensor(self) -> int:
         data = (ctypes.c_float * TENSOR_LEN)()
         shape = (c_int64 * 1)(TENSOR_LEN)
         t = DLTensor()
@@ -280,7 +290,7 @@ class ProbeValues:
         self._keep.extend([data, shape, t])
         return ctypes.addressof(t)
 
-    def tensor(self):
+    def tensor(self) -> bytes:
         shape = (c_int64 * 1)(TENSOR_LEN)
         proto = DLTensor()
         proto.data = None
@@ -297,8 +307,8 @@ class ProbeValues:
             ctypes.memset(data, 0, ctypes.sizeof(ctypes.c_float) * TENSOR_LEN)
         return pod(sigs.K_TENSOR, struct.pack("<Q", out.value))
 
-    def function(self):
-        def cb(_self, _args, _n, result):
+    def function(self) -> bytes:
+        def cb(_self: int | None, _args: int | None, _n: int, result: int) -> int:
             ctypes.memset(result, 0, ANY)
             return 0
 
@@ -310,7 +320,7 @@ class ProbeValues:
         return pod(sigs.K_FUNCTION, struct.pack("<Q", out.value))
 
     # -- results ---------------------------------------------------------------------
-    def result_problems(self, raw, ok):
+    def result_problems(self, raw: bytes, ok: bool) -> list[str]:
         """What is wrong with a result Any (list of strings)."""
         ti, pad = struct.unpack_from("<iI", raw)
         payload = raw[8:]
@@ -331,7 +341,7 @@ class ProbeValues:
                 if any(payload[pad:]):
                     return [f"bytes after the {pad}-byte small string are not zero"]
                 return []
-            probs = []
+            probs: list[str] = []
             if pad:
                 probs.append(f"padding is {pad:#x}, must be 0")
             if ti == sigs.K_NONE and any(payload):
@@ -357,13 +367,13 @@ class ProbeValues:
             probs.append("object result is dead (strong count 0)")
         return probs
 
-    def fingerprint(self, raw, depth=0):
+    def fingerprint(self, raw: bytes, depth: int = 0) -> str:
         """A stable digest of a result's value (not its identity)."""
         h = hashlib.sha1()
         self._fp(raw, h, depth)
         return h.hexdigest()[:16]
 
-    def _fp(self, raw, h, depth):
+    def _fp(self, raw: bytes, h: hashlib._Hash, depth: int) -> None:
         ti = type_index_of(raw)
         h.update(struct.pack("<i", ti))
         if ti < _OBJ:
@@ -376,7 +386,7 @@ class ProbeValues:
         if ti in (sigs.K_STR, sigs.K_BYTES):
             h.update(self.string_of(raw) or b"")
         elif ti == sigs.K_SHAPE:
-            cell = abi.TVMFFIShapeCell.from_buffer_copy(
+            cell: abi.TVMFFIShapeCell | DLTensor = abi.TVMFFIShapeCell.from_buffer_copy(
                 ctypes.string_at(abi.cell_address(p), ctypes.sizeof(abi.TVMFFIShapeCell)))
             data = ctypes.cast(cell.data, c_void_p).value
             size = min(cell.size, 4096)

@@ -17,12 +17,33 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
 
 from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_probe, checks_static, checks_version, exit_check, registry
 from .config import Config
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class _Child(Protocol):
+        """What Worker uses of sandbox.Worker (sandbox/ is not annotated yet)."""
+
+        proc: subprocess.Popen[bytes] | None
+
+        def alive(self) -> bool: ...
+        def start(self) -> None: ...
+        def send(self, obj: Any) -> None: ...
+        def read_line(self, timeout: float | None = None) -> Any: ...
+        def kill(self) -> None: ...
+        def close(self) -> None: ...
+
+#: One event of the probe worker (a JSON object; see conform/probe_task.py).
+Event = Dict[str, Any]
+#: progress(done, total, name), called as functions finish.
+Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
@@ -33,7 +54,8 @@ _SEGV = ("SIGSEGV", "SIGBUS")
 
 
 class WorkerDied(Exception):
-    def __init__(self, signal_name, hang=False, step=None, detail=""):
+    def __init__(self, signal_name: str | None, hang: bool = False, step: str | None = None,
+                 detail: str = "") -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
         self.hang = hang
@@ -46,27 +68,27 @@ class Worker:
     (a request line in, event lines out; the library's own output never
     reaches the event pipe)."""
 
-    def __init__(self, path, timeout, runtime=None):
+    def __init__(self, path: str, timeout: float, runtime: str | None = None) -> None:
         self.path = path
         self.timeout = timeout
-        self.loaded = None
-        self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL,
-                                 runtime=runtime)
+        self.loaded: Event | None = None
+        self._w: _Child = sandbox.Worker(  # type: ignore[no-untyped-call, unused-ignore]
+            serve="conform.probe_task", stderr=subprocess.DEVNULL, runtime=runtime)
 
-    def alive(self):
+    def alive(self) -> bool:
         return self._w.alive()
 
-    def start(self):
+    def start(self) -> None:
         self._w.start()
         self.send({"op": "load", "path": self.path, "timeout": self.timeout})
 
-    def send(self, obj):
+    def send(self, obj: Event) -> None:
         try:
             self._w.send(obj)
         except sandbox.ChildCrashed:
             pass  # the worker died; reading its events reports how
 
-    def events(self, idle):
+    def events(self, idle: float) -> Iterator[Event]:
         """Yield events until the worker dies (raises WorkerDied)."""
         while True:
             try:
@@ -80,7 +102,7 @@ class Worker:
                 name = e.signal or (None if rc is None else f"exit status {rc}")
                 raise WorkerDied(name) from None
 
-    def load(self):
+    def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not)."""
         for ev in self.events(self.timeout + 30):
             if ev.get("event") == "loaded":
@@ -89,14 +111,15 @@ class Worker:
             if ev.get("event") == "hang":
                 self.kill()
                 raise WorkerDied("SIGKILL", hang=True, step="load")
+        raise AssertionError("unreachable: events() ends only by raising")
 
-    def kill(self):
+    def kill(self) -> None:
         self._w.kill()
 
-    def stop(self, wait=None):
+    def stop(self, wait: float | None = None) -> int | str | None:
         """Ask the worker to exit. With `wait` seconds, return how it ended:
         its exit status, "hang" (killed after `wait`), or None (already dead)."""
-        status = None
+        status: int | str | None = None
         proc = self._w.proc
         if self._w.alive():
             self.send({"op": "exit"})
@@ -118,14 +141,15 @@ class Worker:
 class Prober:
     """Probe functions with one worker, restarting it after crashes."""
 
-    def __init__(self, path, timeout, runtime=None, threads=None):
+    def __init__(self, path: str, timeout: float, runtime: str | None = None,
+                 threads: int | None = None) -> None:
         self.path = path
         self.timeout = timeout
         self.runtime = runtime
         self.threads = threads
-        self.worker = None
+        self.worker: Worker | None = None
 
-    def ensure(self):
+    def ensure(self) -> None:
         if self.worker is None or not self.worker.alive():
             self.worker = Worker(self.path, self.timeout, self.runtime)
             self.worker.start()
@@ -134,18 +158,19 @@ class Prober:
                 raise RuntimeError(f"the library no longer loads in a fresh worker: "
                                    f"{ev.get('error')}")
 
-    def close(self, exits=None):
+    def close(self, exits: list[int | str] | None = None) -> None:
         """Stop the worker; its exit status goes to `exits` (for exit-clean)."""
         if self.worker is not None:
             status = self.worker.stop(self.timeout if exits is not None else None)
             if exits is not None and status is not None:
                 exits.append(status)
 
-    def _run(self, f, req):
+    def _run(self, f: checks_probe.FunctionFacts, req: Event) -> WorkerDied | None:
         """Send one probe request; fold events into f. Returns None when the
         worker finished, or the step that killed it (with a WorkerDied)."""
         self.ensure()
         w = self.worker
+        assert w is not None  # ensure() started one or raised
         w.send(req)
         current = "metadata" if "metadata" in f.getters and not req.get("no_metadata") else None
         try:
@@ -176,12 +201,13 @@ class Prober:
             return e
         return None
 
-    def probe(self, name, getters, is_global=False):
+    def probe(self, name: str, getters: Collection[str],
+              is_global: bool = False) -> checks_probe.FunctionFacts:
         f = checks_probe.FunctionFacts(name, getters)
         f.timeout = self.timeout
         base = {"op": "probe", "name": name, "getters": sorted(getters), "timeout": self.timeout,
                 "global": is_global, "threads": self.threads or DEFAULT_THREADS}
-        skip = set()
+        skip: set[str] = set()
         no_meta = False
         try:
             for _attempt in range(64):
@@ -208,7 +234,7 @@ class Prober:
         return f
 
 
-def _load_result(ev, died):
+def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if died is not None:
         what = ("hangs (no return within the timeout)" if died.hang
                 else f"crashes the process ({died.signal_name})")
@@ -219,7 +245,7 @@ def _load_result(ev, died):
     # Loader diagnostics are reported, not failed: the static checks own the
     # rules behind them (library-bin, context-symbols), and a module kind
     # without a loader on this machine (no CUDA here) is not the library's fault.
-    notes = []
+    notes: list[str] = []
     if desc.get("missing_loaders"):
         notes.append("no loader here for embedded module kind(s) "
                      + ", ".join(map(str, desc["missing_loaders"])))
@@ -249,7 +275,9 @@ class Options:
     runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
 
 
-def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, progress=None,
+def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
+        ignore: Iterable[str] | None = None, timeout: float = DEFAULT_TIMEOUT,
+        jobs: int | None = None, progress: Progress | None = None,
         options: Options | None = None) -> Report:
     """Run the checks; returns a Report. `progress(done, total, name)` is
     called as functions finish."""
@@ -275,7 +303,7 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
     dynamic = {c.id for c in registry.CHECKS if c.stage != registry.STATIC} & ids
     fn_checks = dynamic - LIBRARY_DYNAMIC
     exports = [n for n in inv.probe_targets() if not o.only or n in o.only]
-    per_function = {}
+    per_function: dict[str, list[Result]] = {}
     globals_: list[str] = []
     exits: list[int | str] = []  # how the probe workers ended (exit-clean)
     loaded = False
@@ -290,8 +318,8 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
         elif os.path.isfile(o.runtime):
             paths.check_runtime_file(Path(o.runtime), f"--runtime {o.runtime}")
         first = Worker(path, timeout, o.runtime)
-        died = None
-        ev = {}
+        died: WorkerDied | None = None
+        ev: Event = {}
         try:
             first.start()
             ev = first.load()
@@ -382,15 +410,17 @@ def reproducer(r: Result, path: str, o: Options) -> str:
     return " ".join(shlex.quote(c) for c in cmd)
 
 
-def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress, exits):
-    todo = queue.Queue()
+def _probe_all(path: str, o: Options, jobs: int, first: Worker, targets: list[str],
+               globals_: set[str], inv: checks_static.Inventory, ids: Collection[str],
+               progress: Progress | None, exits: list[int | str]) -> dict[str, list[Result]]:
+    todo: queue.Queue[str] = queue.Queue()
     for name in targets:
         todo.put(name)
-    out = {}
+    out: dict[str, list[Result]] = {}
     lock = threading.Lock()
     done = [0]
 
-    def work(prober):
+    def work(prober: Prober) -> None:
         try:
             while True:
                 try:
@@ -417,10 +447,11 @@ def _probe_all(path, o, jobs, first, targets, globals_, inv, ids, progress, exit
     return out
 
 
-def _order(results, per_function, inv):
+def _order(results: list[Result], per_function: dict[str, list[Result]],
+           inv: checks_static.Inventory) -> list[Result]:
     """Library-level results first, then per function in name order."""
     lib = [r for r in results if r.function is None]
-    by_fn = {}
+    by_fn: dict[str, list[Result]] = {}
     for r in results:
         if r.function is not None:
             by_fn.setdefault(r.function, []).append(r)

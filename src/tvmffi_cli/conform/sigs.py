@@ -8,7 +8,10 @@ conform needs: which value kinds a declared type accepts or returns. Pure
 Python, no ctypes: used by the parent and by the probe worker.
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any, List, TypedDict
 
 from ..abi import constants as C
 from ..abi import typeschema as schema
@@ -26,6 +29,13 @@ _ALIASES = {"str": "ffi.String", "bytes": "ffi.Bytes", "dtype": "DataType",
             "Tensor": "ffi.Tensor", "Object": "ffi.Object", "void": "None"}
 
 
+class TypeDict(TypedDict):
+    """A declared type in plain-dict form: `{"type": key, "args": [...]}`."""
+
+    type: str
+    args: List[TypeDict]
+
+
 class SchemaError(ValueError):
     pass
 
@@ -33,24 +43,28 @@ class SchemaError(ValueError):
 class Sig:
     __slots__ = ("params", "ret")
 
-    def __init__(self, params, ret):
+    params: list[TypeDict]
+    ret: TypeDict
+
+    def __init__(self, params: list[TypeDict], ret: TypeDict) -> None:
         self.params = params
         self.ret = ret
 
 
-def _as_dict(spec):
+def _as_dict(spec: schema.TypeSpec) -> TypeDict:
     """The plain-dict form the probes work with, from abi/typeschema.py's TypeSpec
     (the one parser of type schemas), with C++ spellings normalised."""
     key = _ALIASES.get(spec.key, spec.key)
     return {"type": key, "args": [_as_dict(a) for a in spec.args]}
 
 
-def _sig(spec):
+def _sig(spec: schema.TypeSpec) -> Sig | None:
     if spec.key != "ffi.Function":
         raise SchemaError(f"type_schema of a function has type {spec.key!r}, "
                           "expected 'ffi.Function'")
     if spec.is_function:
-        ret = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}
+        assert spec.params is not None  # is_function says so
+        ret: TypeDict = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}
         return Sig([_as_dict(p) for p in spec.params], ret)
     if spec.args:  # older writers: "args": [return, params...]
         args = [_as_dict(a) for a in spec.args]
@@ -58,7 +72,7 @@ def _sig(spec):
     return None  # ffi.Function without arguments: an untyped (packed) function
 
 
-def parse_type_schema(text):
+def parse_type_schema(text: str | dict[str, Any]) -> Sig | None:
     """Sig of a function type schema (str or already-decoded dict)."""
     try:
         return _sig(schema.parse_type(text))
@@ -66,7 +80,7 @@ def parse_type_schema(text):
         raise SchemaError(str(e)) from None
 
 
-def parse_metadata(text):
+def parse_metadata(text: str) -> tuple[dict[str, Any], Sig | None]:
     """(metadata dict, Sig or None) from the getter's string, or raise SchemaError."""
     try:
         doc = json.loads(text)
@@ -82,7 +96,7 @@ def parse_metadata(text):
     return doc, parse_type_schema(ts)
 
 
-def type_str(t):
+def type_str(t: TypeDict) -> str:
     if t["args"]:
         return f"{t['type']}[{', '.join(type_str(a) for a in t['args'])}]"
     return t["type"]
@@ -116,7 +130,7 @@ _ACCEPTS = {
 WRONG_CANDIDATES = (K_STR, K_INT)
 
 
-def accepts(t, kind):
+def accepts(t: TypeDict, kind: int) -> bool:
     key = t["type"]
     if key == "Any":
         return True
@@ -133,7 +147,7 @@ def accepts(t, kind):
     return kind >= K_OBJECT or kind == K_NONE
 
 
-def wrong_kind(t):
+def wrong_kind(t: TypeDict) -> int | None:
     """A value kind that `t` certainly rejects, or None."""
     for k in WRONG_CANDIDATES:
         if not accepts(t, k):
@@ -160,7 +174,7 @@ _RET_KINDS = {
 }
 
 
-def return_ok(t, type_index):
+def return_ok(t: TypeDict, type_index: int) -> bool:
     """True when a result of `type_index` fits the declared return type `t`.
     Registered object types are accepted for any object index (subtyping is
     checked by the runtime, not here)."""
