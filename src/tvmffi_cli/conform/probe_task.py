@@ -24,7 +24,6 @@ import ctypes
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from ctypes import byref, c_void_p
@@ -320,45 +319,39 @@ class Prober(ProbeValues):
                 os.kill(os.getpid(), signal.SIGKILL)
 
 
-def serve(fd_in, fd_out):
-    """Worker loop: one JSON request per line on fd_in, events on fd_out."""
+def serve(chan):
+    """Worker loop: one request message in, event messages out, over the
+    worker's authenticated channel (sandbox/protocol.py)."""
+    from ..sandbox.protocol import ChannelClosed
+
     lock = threading.Lock()
 
     def emit(obj):
-        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         with lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd_out, view)
-                view = view[n:]
+            chan.send(obj)
 
     prober = Prober(emit)
     threading.Thread(target=prober.watchdog, daemon=True).start()
-    with os.fdopen(fd_in, "rb", buffering=0) as fin:
-        buf = b""
-        while True:
-            chunk = fin.read(65536)
-            if not chunk:
-                return
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                req = json.loads(line)
-                op = req.get("op")
-                if op == "load":
-                    prober.timeout = float(req.get("timeout", prober.timeout))
-                    prober.step, prober.step_started = "load", time.monotonic()
-                    try:
-                        info = prober.load(req["path"])
-                    except Exception as e:
-                        info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                    prober.step = None
-                    info["event"] = "loaded"
-                    emit(info)
-                elif op == "probe":
-                    prober.probe(req)
-                elif op == "exit":
-                    return
+    while True:
+        try:
+            req = chan.recv()
+        except ChannelClosed:
+            return
+        op = req.get("op")
+        if op == "load":
+            prober.timeout = float(req.get("timeout", prober.timeout))
+            prober.step, prober.step_started = "load", time.monotonic()
+            try:
+                info = prober.load(req["path"])
+            except Exception as e:  # reported, the parent decides
+                info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            prober.step = None
+            info["event"] = "loaded"
+            emit(info)
+        elif op == "probe":
+            prober.probe(req)
+        elif op == "exit":
+            return
 
 
 def run(request):
@@ -372,7 +365,3 @@ def run(request):
         for name, getters in request.get("functions", {}).items():
             prober.probe({"name": name, "getters": getters})
     return {"events": events}
-
-
-if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))

@@ -51,7 +51,7 @@ class Worker:
         self.timeout = timeout
         self.loaded = None
         self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL,
-                                 runtime=runtime)
+                                 runtime=runtime, read_paths=[path])
 
     def alive(self):
         return self._w.alive()
