@@ -108,6 +108,8 @@ def command(ctx, tokens):
     reply = run_in_child("call.task", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
+    if out_dir and isinstance(reply.get("files"), list):
+        reply["files"] = reply.pop("published", reply["files"])
     from ..render import call as render
 
     status = reply.get("status")
@@ -168,9 +170,24 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     from ..render import call as render
     from ..sandbox import process as sandbox
 
+    import shutil
+    import tempfile
+
+    from ..call import files
+
     timeout = request.pop("timeout")
+    inputs = files.private_inputs(request)
+    final_out, stage = request.get("out"), None
+    if final_out:
+        stage = tempfile.mkdtemp(prefix="tvmffi-out-")
+        request["out"] = stage
     try:
-        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"))
+        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
+                                 read_paths=[inputs], write_paths=[stage] if stage else [])
+        if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
+            # The worker is gone: check what it staged, then publish it.
+            reply["published"] = files.publish_outputs(stage, final_out, reply["files"],
+                                                       bool(request.get("force")))
     except sandbox.ChildCrashed as e:
         sig = getattr(e, "signal", None)
         how = sig or f"exit status {getattr(e, 'returncode', '?')}"
@@ -190,6 +207,12 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         else:
             click.echo(f"tvmffi: error: {msg}", err=True)
         return EXIT_FAILED
+    finally:
+        shutil.rmtree(inputs, ignore_errors=True)
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+        if final_out:
+            request["out"] = final_out
     if not isinstance(reply, dict):
         raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
     if reply.get("status") == "input_error":

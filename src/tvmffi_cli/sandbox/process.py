@@ -240,14 +240,16 @@ class Worker:
 
     runtime: libtvm_ffi.so for the child (default: ours, or TVMFFI_RUNTIME).
     read_paths: files and directories the library may read besides the system
-    (the library itself, its inputs). stderr: "relay" (our stderr, marked),
+    (the library itself, its inputs); write_paths: directories it may write
+    besides its private scratch directory (staged outputs). stderr: "relay" (our stderr, marked),
     "capture" (kept only for crash reports), or a writable binary file object.
     sandbox / memory_limit: default from policy(). cpu_limit: seconds of CPU
     for the worker's life (RLIMIT_CPU), backing the wall-clock timeouts."""
 
     def __init__(self, runtime: Any = None, env: dict[str, str] | None = None,
                  stderr: Any = None, python: str | None = None, serve: str | None = None,
-                 read_paths: Iterable[str | os.PathLike[str]] = (), sandbox: bool | None = None,
+                 read_paths: Iterable[str | os.PathLike[str]] = (),
+                 write_paths: Iterable[str | os.PathLike[str]] = (), sandbox: bool | None = None,
                  memory_limit: int | None = -1, cpu_limit: int | None = None) -> None:
         pol = policy()
         self.runtime = runtime
@@ -258,6 +260,7 @@ class Worker:
         self.python = python or sys.executable
         self.serve = serve
         self.read_paths = [str(Path(p).resolve()) for p in read_paths]
+        self.write_paths = [str(Path(p).resolve()) for p in write_paths]
         self.use_sandbox = pol.sandbox if sandbox is None else sandbox
         self.memory_limit = pol.memory_limit if memory_limit == -1 else memory_limit
         self.cpu_limit = cpu_limit
@@ -306,7 +309,8 @@ class Worker:
             protocol.write_all(req_w, key)
             self.chan.send({"sandbox": self.use_sandbox, "memory_limit": self.memory_limit,
                             "cpu_limit": self.cpu_limit, "scratch": self._scratch,
-                            "read": self.read_paths, "ncpu": ncpu})
+                            "read": self.read_paths, "write": self.write_paths,
+                            "ncpu": ncpu})
         except BrokenPipeError:
             raise self._death() from None
         hello = self._recv(_START_TIMEOUT)
@@ -446,6 +450,17 @@ class Worker:
             raise self._death()
         return self._recv(timeout)
 
+    def _fault_log(self) -> str:
+        """The worker's Python stack at a crash (faulthandler), if it wrote one."""
+        if self._scratch is None:
+            return ""
+        try:
+            with open(os.path.join(self._scratch, "faulthandler.log"), "rb") as f:
+                data = f.read(_STDERR_TAIL)
+        except OSError:
+            return ""
+        return text.terminal(text.from_bytes(data))
+
     def _status(self) -> tuple[int | None, int | None]:
         """(wait status of the worker proper, its peak RSS in KiB) from the supervisor."""
         fd = self._status_r
@@ -475,7 +490,7 @@ class Worker:
         _, peak_kb = self._status()
         if self._relay is not None:
             self._relay.join(timeout=1.0)
-        tail = self.stderr_text()
+        tail = self.stderr_text() + self._fault_log()
         self._cleanup()
         sig = signal_name(rc)
         limit = self.memory_limit
@@ -520,7 +535,8 @@ def cpu_seconds(timeout: float | None) -> int | None:
 
 def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
              runtime: Any = None, env: dict[str, str] | None = None,
-             read_paths: Iterable[str | os.PathLike[str]] = ()) -> Any:
+             read_paths: Iterable[str | os.PathLike[str]] = (),
+             write_paths: Iterable[str | os.PathLike[str]] = ()) -> Any:
     """Run one task in a fresh child process and return its result. The
     request's "path" (the library) and "runtime" are readable in the sandbox."""
     reads = [str(p) for p in read_paths]
@@ -530,6 +546,6 @@ def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
             reads.append(v)
     if runtime is not None:
         reads.append(str(runtime))
-    with Worker(runtime=runtime, env=env, read_paths=reads,
+    with Worker(runtime=runtime, env=env, read_paths=reads, write_paths=write_paths,
                 cpu_limit=cpu_seconds(timeout)) as w:
         return w.call(task, request, timeout)

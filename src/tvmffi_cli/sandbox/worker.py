@@ -157,6 +157,7 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         reads = [str(p) for p in config.get("read", []) if isinstance(p, str)]
         reads += list(SYSTEM_READ) + _python_paths()
         writes = [scratch] if scratch else []
+        writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
         writes.append("/dev/null")
         got2, notes2 = kernel.confine(confine_want, reads, writes)
         got |= got2
@@ -179,8 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import faulthandler
 
-        faulthandler.enable(file=sys.stderr)  # Python stack on stderr, then the signal
-    except (ImportError, RuntimeError, ValueError):
+        # The worker's own stack on a crash goes to a file in the scratch
+        # directory (read by the parent for -v), not into the library's output.
+        log = open("faulthandler.log", "w")  # noqa: SIM115 - lives as long as the process
+        faulthandler.enable(file=log)
+    except (ImportError, RuntimeError, ValueError, OSError):
         pass
     if serve:
         load_task(serve).serve(chan)

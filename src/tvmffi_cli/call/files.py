@@ -1,0 +1,98 @@
+"""Files the user owns, on the parent side of `call` and `bench`.
+
+Inputs reach the worker as private copies: every file an argument names
+(.npy, .npz, @bytes) is copied into a fresh directory only this process can
+read, and the request points there, so nothing the library does can change
+the user's file. --out files are written by the worker into a staging
+directory, each with its SHA-256 in the (authenticated) reply; after the
+worker is gone, the parent checks every hash and only then links the files
+into --out, so what it reports as written is exactly what it checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from ..errors import CheckFailed, InputError
+
+
+def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
+    """Copy every input file of request["args"] into a new private directory
+    (or `into`) and point the specs at the copies. Returns the directory."""
+    d = into or tempfile.mkdtemp(prefix="tvmffi-inputs-")
+    count = len(os.listdir(d))
+
+    def walk(node: Any) -> None:
+        nonlocal count
+        if isinstance(node, dict):
+            p = node.get("path")
+            if isinstance(p, str) and node.get("kind") in ("tensor", "bytes") and os.path.isfile(p):
+                dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
+                count += 1
+                try:
+                    shutil.copyfile(p, dst)
+                except OSError as e:
+                    raise InputError(f"{p}: {e.strerror}") from None
+                os.chmod(dst, 0o400)
+                node["path"] = dst
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(request.get("args"))
+    return d
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def publish_outputs(stage: str, out_dir: str, files: list[dict[str, Any]],
+                    force: bool) -> list[dict[str, Any]]:
+    """Check the staged files against the hashes the worker reported and put
+    them into out_dir. Returns the file entries with their final paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    checked = []
+    for f in files:
+        staged = f.get("path")
+        if not staged:
+            checked.append(f)
+            continue
+        name = os.path.basename(str(staged))
+        src = os.path.join(stage, name)
+        if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage) or \
+                not os.path.isfile(src) or os.path.islink(src):
+            raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
+        if sha256_file(src) != f.get("sha256"):
+            raise CheckFailed(f"--out: {name} changed after tvmffi wrote it (the library "
+                              "rewrote its output); nothing written")
+        checked.append((f, src, os.path.join(out_dir, name)))
+    out = []
+    for item in checked:
+        if isinstance(item, dict):
+            out.append(item)
+            continue
+        f, src, dst = item
+        tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{os.path.basename(dst)}.tmp")
+        shutil.copyfile(src, tmp)
+        if force:
+            os.replace(tmp, dst)
+        else:
+            try:
+                os.link(tmp, dst)
+            except FileExistsError:
+                os.unlink(tmp)
+                raise InputError(f"{dst} exists; pass --force to overwrite") from None
+            os.unlink(tmp)
+        out.append({k: v for k, v in f.items() if k != "sha256"} | {"path": dst})
+    return out
