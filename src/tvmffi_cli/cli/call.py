@@ -20,6 +20,8 @@ SHARED_OPTIONS = {
     "--runtime": True,
     "-v": False,
     "--verbose": False,
+    "--no-sandbox": False,
+    "--memory-limit": True,
 }
 CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
@@ -31,7 +33,9 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     ("--runtime PATH", "Host the library with this libtvm_ffi.so (default: tvmffi's runtime)."),
-    ("-v, --verbose", "Show the backtrace of a raised error."),
+    ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
+    ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
 ]
 
@@ -142,6 +146,9 @@ def base_request(parsed, opts):
             raise InputError(f"--runtime {opts['--runtime']}: no such file")
         request["runtime"] = rt
     request["timeout"] = parse_timeout(opts.get("--timeout"))
+    from . import sandbox_opts
+
+    sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
     return request
 
 
@@ -160,6 +167,10 @@ def parse_timeout(text):
 def emit_json(doc):
     import json
 
+    from .. import text
+    from . import sandbox_opts
+
+    doc = dict(text.json_clean(doc), sandbox=sandbox_opts.field())
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
@@ -188,10 +199,18 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(stage, final_out, reply["files"],
                                                        bool(request.get("force")))
+    except sandbox.ChannelTampered as e:
+        if as_json:
+            emit_json(render.error_json("Tampered", str(e), None))
+        else:
+            click.echo(f"tvmffi: error: {parsed.func}: {e}", err=True)
+        return EXIT_FAILED
     except sandbox.ChildCrashed as e:
         sig = getattr(e, "signal", None)
         how = sig or f"exit status {getattr(e, 'returncode', '?')}"
         msg = f"{parsed.func} crashed the worker process ({how})"
+        if isinstance(e, sandbox.MemoryLimitExceeded):
+            msg = f"{parsed.func}: {e}"
         if as_json:
             extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
             emit_json(render.error_json("Crash", msg, None, **extra))
@@ -208,6 +227,10 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
             click.echo(f"tvmffi: error: {msg}", err=True)
         return EXIT_FAILED
     finally:
+        if not as_json:
+            from . import sandbox_opts
+
+            sandbox_opts.report(False)
         shutil.rmtree(inputs, ignore_errors=True)
         if stage:
             shutil.rmtree(stage, ignore_errors=True)

@@ -9,10 +9,14 @@ the names.
 
 from __future__ import annotations
 
-import ctypes
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 LIBRARY_ENV = "TVMFFI_SANDBOX_LIB"
 _LIBNAME = "libtvmffi_sandbox.so"
@@ -81,22 +85,29 @@ def mask_of(names: tuple[str, ...] | list[str]) -> int:
     return m
 
 
+def package_dirs() -> list[str]:
+    """Every directory of the tvmffi_cli package (an editable install spreads
+    it over the source tree and site-packages)."""
+    pkg = sys.modules[__name__.split(".")[0]]
+    return list(getattr(pkg, "__path__", []))
+
+
 def library_path() -> Path | None:
     """libtvmffi_sandbox.so next to our libtvm_ffi.so (or TVMFFI_SANDBOX_LIB)."""
     env = os.environ.get(LIBRARY_ENV)
     if env:
         p = Path(env)
         return p.resolve() if p.is_file() else None
-    import tvmffi_cli
-
-    for d in getattr(tvmffi_cli, "__path__", []):
+    for d in package_dirs():
         p = Path(d) / "lib" / _LIBNAME
         if p.is_file():
             return p.resolve()
     return None
 
 
-def _lib() -> ctypes.CDLL | None:
+def _lib() -> Any:
+    import ctypes
+
     p = library_path()
     if p is None:
         return None
@@ -130,6 +141,8 @@ def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int
     """Become the worker under a supervisor and a namespace init (see the C
     file). Returns (applied mask, notes) in the worker; the supervisor and the
     init never return. Without the helper: (0, (reason,))."""
+    import ctypes
+
     lib = _lib()
     if lib is None:
         return 0, (f"{_LIBNAME} not found: process lifetime rests on the process group",)
@@ -143,6 +156,8 @@ def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int
 
 
 def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
+    import ctypes
+
     arr = (ctypes.c_char_p * (len(items) + 1))()
     for i, s in enumerate(items):
         arr[i] = os.fsencode(s)
@@ -153,6 +168,8 @@ def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
 def confine(want: tuple[str, ...], read_paths: list[str],
             write_paths: list[str]) -> tuple[int, tuple[str, ...]]:
     """Confine this process (irreversibly). Returns (applied mask, notes)."""
+    import ctypes
+
     lib = _lib()
     if lib is None:
         return 0, (f"{_LIBNAME} not found: no kernel confinement",)

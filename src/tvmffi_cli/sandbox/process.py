@@ -29,9 +29,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 from .. import errors, text

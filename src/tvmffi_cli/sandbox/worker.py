@@ -120,9 +120,7 @@ def _python_paths() -> list[str]:
     out = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
            os.path.dirname(os.path.realpath(sys.executable))}
     out.update(p for p in sys.path if p and os.path.isabs(p))
-    import tvmffi_cli
-
-    out.update(getattr(tvmffi_cli, "__path__", []))
+    out.update(kernel.package_dirs())
     return sorted(out)
 
 
