@@ -75,6 +75,9 @@ class Worker:
                 # The in-worker watchdog should have fired; a stuck interpreter
                 # (e.g. a callee holding the GIL) was killed from here.
                 raise WorkerDied("SIGKILL", hang=True) from None
+            except sandbox.ChannelTampered:
+                # Forged or garbled messages: whatever step was running failed.
+                raise WorkerDied("tampered channel") from None
             except sandbox.ChildCrashed as e:
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
