@@ -22,6 +22,8 @@ One helper per destination, used by every room that shows library text:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 #: C0 controls but \t and \n, DEL, C1 controls, bidi embeddings/overrides/isolates,
 #: line/paragraph separators.
@@ -87,15 +89,25 @@ def unescape_json_text(s: str, *, had_bytes: bool) -> bytes:
     return bytes(out)
 
 
-def json_clean(obj: object) -> object:
-    """json_text() applied to every string (keys included) of a JSON value."""
+def map_strings(obj: Any, fn: Callable[[str], str]) -> Any:
+    """fn applied to every string (dict keys included) of a JSON-like value."""
     if isinstance(obj, str):
-        return json_text(obj)
+        return fn(obj)
     if isinstance(obj, dict):
-        return {json_text(k) if isinstance(k, str) else k: json_clean(v) for k, v in obj.items()}
+        return {fn(k) if isinstance(k, str) else k: map_strings(v, fn) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [json_clean(v) for v in obj]
+        return [map_strings(v, fn) for v in obj]
     return obj
+
+
+def json_clean(obj: Any) -> Any:
+    """json_text() applied to every string (keys included) of a JSON value."""
+    return map_strings(obj, json_text)
+
+
+def terminal_clean(obj: Any) -> Any:
+    """terminal() applied to every string of a JSON-like value."""
+    return map_strings(obj, terminal)
 
 
 def cap(s: str, limit: int) -> tuple[str, bool]:

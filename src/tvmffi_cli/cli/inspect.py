@@ -25,8 +25,10 @@ def emit(rep, as_json, path):
         doc = dict(text.json_clean(rep), sandbox=sandbox_opts.field())
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
+        from .. import text
         from ..render.inspect import render
 
+        rep = text.terminal_clean(rep)
         render(rep)
         if rep.get("mode") == "loaded":
             from . import sandbox_opts
@@ -36,7 +38,9 @@ def emit(rep, as_json, path):
         first = rep["errors"][0]
         more = len(rep["errors"]) - 1
         sys.stdout.flush()
-        sys.stderr.write(f"tvmffi: error: {path}: {first['message']}"
+        from .. import text
+
+        sys.stderr.write(f"tvmffi: error: {path}: {text.one_line(str(first['message']))}"
                          + (f" (and {more} more problem{'s' if more > 1 else ''})" if more
                             else "") + "\n")
         return 1

@@ -187,9 +187,10 @@ class Prober(ProbeValues):
         return obs
 
     # -- one function --------------------------------------------------------------------
-    def plan(self, name, getters, is_global=False):
+    def plan(self, name, getters, is_global=False, use_metadata=True):
         """(steps, sig, note) for a function; deterministic so a resumed run
-        after a crash computes the same steps."""
+        after a crash computes the same steps. use_metadata=False after the
+        metadata getter crashed or hung a worker: it is not called again."""
         steps = []
         sig = None
         note = None
@@ -198,10 +199,15 @@ class Prober(ProbeValues):
         if "doc" in getters:
             steps.append("doc")
         steps.append("zero-args")
-        if "metadata" in getters:
+        if "metadata" in getters and use_metadata:
             addr = self.symbol(METADATA_PREFIX + name)
             # The getter runs again here in every (re)started worker; it is cheap.
-            got = self.call_getter(addr) if addr else {"rc": -1}
+            # The watchdog covers it: a getter that never returns is a hang.
+            self.step, self.step_started = "metadata", time.monotonic()
+            try:
+                got = self.call_getter(addr) if addr else {"rc": -1}
+            finally:
+                self.step = None
             if got.get("rc") == 0 and got.get("value_hex") is not None:
                 try:
                     _, sig = sigs.parse_metadata(bytes.fromhex(got["value_hex"]).decode("utf-8"))
@@ -286,7 +292,7 @@ class Prober(ProbeValues):
         self.timeout = float(req.get("timeout", self.timeout))
         is_global = bool(req.get("global"))
         threads = int(req.get("threads") or 4)
-        steps, sig, note = self.plan(name, getters, is_global)
+        steps, sig, note = self.plan(name, getters, is_global, not req.get("no_metadata"))
         only = req.get("only")
         if only:
             steps = list(only)

@@ -238,6 +238,8 @@ def merge_dynamic(rep, result):
         rep["loaded_module"] = result["module"]
     for e in result.get("errors") or []:
         _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
+    for w in result.get("warnings") or []:
+        rep["warnings"].append(str(w))
 
 
 def dynamic_part(rep, binary, path, timeout, runtime=None):
