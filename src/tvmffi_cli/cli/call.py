@@ -178,13 +178,12 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     """Run a task in the sandbox. Returns the reply, or an exit code after
     printing a one-line report of a crash or timeout (-v adds what the worker
     wrote on stderr, e.g. the fault handler's stack)."""
-    from ..render import call as render
-    from ..sandbox import process as sandbox
-
     import shutil
     import tempfile
 
     from ..call import files
+    from ..render import call as render
+    from ..sandbox import process as sandbox
 
     timeout = request.pop("timeout")
     inputs = files.private_inputs(request)
