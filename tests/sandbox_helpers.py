@@ -6,18 +6,17 @@ import functools
 import json
 import os
 
-import pytest
-
 import fixturebuild
+import pytest
 from test_call_helpers import tvmffi, validate
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hostile():
     return fixturebuild.build("hostile/hostile.c")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def spoil():
     return fixturebuild.build("hostile/spoil.c")
 
@@ -33,7 +32,7 @@ def result(func, *args):
     return doc["result"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def applied():
     """The sandbox features a trivial call gets on this machine."""
     doc, _ = call_json(hostile(), "hello")

@@ -5,13 +5,15 @@ generated library whose __tvm_ffi__library_bin holds 5,000 kernels."""
 import json
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import fixturebuild
 from test_call_helpers import tvmffi, validate
+
 from tvmffi_cli import text
-from tvmffi_cli.conform.results import FAIL, Report, Result, github_annotations
 from tvmffi_cli.conform import junit
+from tvmffi_cli.conform.results import FAIL, Report, Result, github_annotations
 
 
 def test_huge_metadata_is_capped_with_a_warning():
@@ -75,11 +77,12 @@ def test_static_library_bin_is_summarised_not_dumped(tmp_path):
 
 def test_docs_with_escapes_reach_the_terminal_inert_and_json_as_utf8():
     lib = fixturebuild.build("hostile/meta.c")
-    r = subprocess.run(["python", "-m", "tvmffi_cli", "inspect", str(lib)], capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", str(lib)],
+                       capture_output=True, check=False)
     assert b"\x1b" not in r.stdout and b"\r" not in r.stdout and b"\x07" not in r.stdout
     assert b"Innocent.\\r\\x1b[2J" in r.stdout
-    r = subprocess.run(["python", "-m", "tvmffi_cli", "inspect", "--json", str(lib)],
-                       capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--json", str(lib)],
+                       capture_output=True, check=False)
     doc = json.loads(r.stdout.decode("utf-8"))  # strict UTF-8
     (loud,) = [f for f in doc["functions"] if f["name"] == "loud"]
     assert loud["doc"].startswith("Innocent.\r\x1b[2J")  # JSON keeps the text, escaped

@@ -6,13 +6,11 @@ import hashlib
 import json
 import time
 
+import fixturebuild
 import numpy as np
 import pytest
-
-import fixturebuild
 from sandbox_helpers import call_json, hostile, spoil
 from test_call_helpers import tvmffi, validate
-
 
 # -- 3. limits -----------------------------------------------------------------------
 

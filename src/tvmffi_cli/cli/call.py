@@ -192,8 +192,11 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         stage = tempfile.mkdtemp(prefix="tvmffi-out-")
         request["out"] = stage
     try:
+        from ..binary.deps import load_read_paths
+
         reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
-                                 read_paths=[inputs], write_paths=[stage] if stage else [])
+                                 read_paths=[inputs, *load_read_paths(request["path"])],
+                                 write_paths=[stage] if stage else [])
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(stage, final_out, reply["files"],

@@ -50,8 +50,10 @@ class Worker:
         self.path = path
         self.timeout = timeout
         self.loaded = None
+        from ..binary.deps import load_read_paths
+
         self._w = sandbox.Worker(serve="conform.probe_task", stderr=subprocess.DEVNULL,
-                                 runtime=runtime, read_paths=[path])
+                                 runtime=runtime, read_paths=load_read_paths(path))
 
     def alive(self):
         return self._w.alive()

@@ -258,7 +258,10 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         req = {"path": str(path)}
         if runtime is not None:
             req["runtime"] = str(runtime)
-        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime)
+        from ..binary.deps import load_read_paths
+
+        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime,
+                                  read_paths=load_read_paths(path))
     except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
