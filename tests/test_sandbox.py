@@ -114,7 +114,8 @@ def test_introspect_task_shape(build_lib, official_include):
                         flags=["-Wno-unused-parameter"])
     rep = sandbox.run_task("inspect.task", {"path": str(kitchen)}, timeout=60,
                            runtime=child_runtime())
-    assert set(rep) == {"functions", "globals", "global_info", "types", "module", "errors"}
+    assert set(rep) == {"functions", "globals", "global_info", "types", "module", "errors",
+                        "warnings"}
     assert rep["errors"] == []
     assert "add" in rep["functions"] and "point_norm" in rep["functions"]
     assert not any(n.startswith("_") for n in rep["functions"])
