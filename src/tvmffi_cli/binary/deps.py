@@ -15,7 +15,7 @@ def load_read_paths(path: str | os.PathLike[str]) -> list[str]:
     out = [p]
     origin = os.path.dirname(p)
     try:
-        b = open_binary(p)
+        b = open_binary(p)  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 - unreadable here: the worker will report it
         return out
     try:

@@ -62,27 +62,27 @@ def publish_outputs(stage: str, out_dir: str, files: list[dict[str, Any]],
     """Check the staged files against the hashes the worker reported and put
     them into out_dir. Returns the file entries with their final paths."""
     os.makedirs(out_dir, exist_ok=True)
-    checked = []
+    checked: list[tuple[dict[str, Any], str | None, str | None]] = []
     for f in files:
         staged = f.get("path")
         if not staged:
-            checked.append(f)
+            checked.append((f, None, None))
             continue
         name = os.path.basename(str(staged))
-        src = os.path.join(stage, name)
+        staged_file = os.path.join(stage, name)
         if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage) or \
-                not os.path.isfile(src) or os.path.islink(src):
+                not os.path.isfile(staged_file) or os.path.islink(staged_file):
             raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
-        if sha256_file(src) != f.get("sha256"):
+        if sha256_file(staged_file) != f.get("sha256"):
             raise CheckFailed(f"--out: {name} changed after tvmffi wrote it (the library "
                               "rewrote its output); nothing written")
-        checked.append((f, src, os.path.join(out_dir, name)))
+        checked.append((f, staged_file, os.path.join(out_dir, name)))
     out = []
-    for item in checked:
-        if isinstance(item, dict):
-            out.append(item)
+    for f, maybe_src, maybe_dst in checked:
+        if maybe_src is None or maybe_dst is None:
+            out.append(f)
             continue
-        f, src, dst = item
+        src, dst = maybe_src, maybe_dst
         tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{os.path.basename(dst)}.tmp")
         shutil.copyfile(src, tmp)
         if force:
