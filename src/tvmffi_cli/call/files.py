@@ -25,20 +25,32 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
     (or `into`) and point the specs at the copies. Returns the directory."""
     d = into or tempfile.mkdtemp(prefix="tvmffi-inputs-")
     count = len(os.listdir(d))
+    cwd = request.get("cwd") or os.getcwd()
+
+    def copy(p: str) -> str:
+        nonlocal count
+        dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
+        count += 1
+        try:
+            shutil.copyfile(p, dst)
+        except OSError as e:
+            raise InputError(f"{p}: {e.strerror}") from None
+        os.chmod(dst, 0o400)
+        return dst
 
     def walk(node: Any) -> None:
-        nonlocal count
         if isinstance(node, dict):
             p = node.get("path")
             if isinstance(p, str) and node.get("kind") in ("tensor", "bytes") and os.path.isfile(p):
-                dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
-                count += 1
-                try:
-                    shutil.copyfile(p, dst)
-                except OSError as e:
-                    raise InputError(f"{p}: {e.strerror}") from None
-                os.chmod(dst, 0o400)
-                node["path"] = dst
+                node["path"] = copy(p)
+            raw = node.get("raw")
+            if isinstance(raw, str) and raw:
+                # Typed by the function's schema in the worker: a file it names
+                # (@file for bytes, x.npy for a tensor) is copied here too.
+                at = raw.startswith("@")
+                name = os.path.join(cwd, raw[1:] if at else raw)
+                if (at or raw.endswith((".npy", ".npz"))) and os.path.isfile(name):
+                    node["raw"] = ("@" if at else "") + copy(name)
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
