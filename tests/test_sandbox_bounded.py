@@ -101,7 +101,7 @@ def test_github_annotations_one_line_per_finding():
     assert len(lines) == 1
     (line,) = lines
     assert "\n" not in line and "\r" not in line and "\x1b" not in line and "\x00" not in line
-    assert line.startswith("::error title=") and len(line.splitlines()) == 1
+    assert line.startswith("::error ") and len(line.splitlines()) == 1
 
 
 def test_junit_is_well_formed_whatever_the_bytes():

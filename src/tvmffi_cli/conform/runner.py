@@ -331,6 +331,11 @@ def run(path, select=None, ignore=None, timeout=DEFAULT_TIMEOUT, jobs=None, prog
             raise InputError(f"--function {unknown[0]}: the library has no such exported "
                              "or registered function")
         results = [r for r in results if r.function is None or r.function in o.only]
+    if globals_:
+        # Functions registered at load count too (has-functions is static otherwise).
+        results = [Result("has-functions", None, PASS,
+                          f"{len(inv.functions)} exported, {len(globals_)} registered at load")
+                   if r.check == "has-functions" else r for r in results]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
     return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1,
