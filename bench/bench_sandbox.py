@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import fixturebuild
+import fixturebuild  # noqa: E402
 
 TVMFFI = [sys.executable, "-m", "tvmffi_cli"]
 

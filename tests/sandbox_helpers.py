@@ -6,8 +6,9 @@ import functools
 import json
 import os
 
-import fixturebuild
 import pytest
+
+import fixturebuild
 from test_call_helpers import tvmffi, validate
 
 

@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 
 import fixturebuild
 from test_call_helpers import tvmffi, validate
-
 from tvmffi_cli import text
 from tvmffi_cli.conform import junit
 from tvmffi_cli.conform.results import FAIL, Report, Result, github_annotations

@@ -6,9 +6,10 @@ import hashlib
 import json
 import time
 
-import fixturebuild
 import numpy as np
 import pytest
+
+import fixturebuild
 from sandbox_helpers import call_json, hostile, spoil
 from test_call_helpers import tvmffi, validate
 

@@ -15,8 +15,8 @@ def load_read_paths(path: str | os.PathLike[str]) -> list[str]:
     out = [p]
     origin = os.path.dirname(p)
     try:
-        b = open_binary(p)  # type: ignore[no-untyped-call]
-    except Exception:  # noqa: BLE001 - unreadable here: the worker will report it
+        b = open_binary(p)
+    except Exception:  # unreadable here: the worker will report it
         return out
     try:
         entries = list(b.extra.get("runpath", ()))

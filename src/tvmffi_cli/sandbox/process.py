@@ -395,7 +395,7 @@ class Worker:
             self._scratch = None
         self.proc = None
 
-    def __enter__(self) -> Worker:  # noqa: PYI034
+    def __enter__(self) -> Worker:
         self.start()
         return self
 
@@ -406,7 +406,7 @@ class Worker:
         try:
             if self.proc is not None and self.proc.poll() is None:
                 self._kill()
-        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: best effort
+        except Exception:
             pass
 
     # -- I/O -------------------------------------------------------------------

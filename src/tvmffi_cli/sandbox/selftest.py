@@ -9,12 +9,13 @@ request {"op": "raise", "kind": "InputError"|"bug", "message"}
 """
 
 import os
+from typing import Any
 
 #: One value per worker process (in a PID namespace every worker is pid 2).
 _BOOT = os.urandom(8).hex()
 
 
-def run(request):
+def run(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "echo":
         return dict(request, pid=os.getpid(), boot=_BOOT)

@@ -67,7 +67,7 @@ def handle(msg: Any) -> dict[str, Any]:
     except MemoryError:
         return {"ok": False, "error": {"type": "MemoryError", "message": "out of memory",
                                        "exit_code": 1, "known": False, "traceback": None}}
-    except Exception as e:  # noqa: BLE001 - every failure becomes a reply; the parent re-raises it
+    except Exception as e:
         from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # The worker's own stack on a crash goes to a file in the scratch
         # directory (read by the parent for -v), not into the library's output.
-        log = open("faulthandler.log", "w")  # noqa: SIM115 - lives as long as the process
+        log = open("faulthandler.log", "w")
         faulthandler.enable(file=log)
     except (ImportError, RuntimeError, ValueError, OSError):
         pass
