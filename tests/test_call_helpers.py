@@ -4,8 +4,10 @@ subprocess, pick the runtime, build the call fixtures once."""
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import fixturebuild
@@ -80,10 +82,13 @@ class InProcessCall:
         from tvmffi_cli.sandbox import process as sandbox
 
         self.runtime = runtime
-        self.worker = sandbox.Worker(runtime=runtime)
+        # Inputs reach the worker as private copies, as from the CLI (call/files.py).
+        self.inputs = tempfile.mkdtemp(prefix="tvmffi-test-inputs-")
+        self.worker = sandbox.Worker(runtime=runtime, read_paths=[fixturebuild.BUILD, self.inputs])
 
     def close(self):
         self.worker.close()
+        shutil.rmtree(self.inputs, ignore_errors=True)
 
     def reply(self, lib, *argv):
         from tvmffi_cli.call import argv as A
@@ -94,6 +99,9 @@ class InProcessCall:
         request = cmd.base_request(parsed, parsed.options)
         request.pop("timeout")
         request["runtime"] = self.runtime
+        from tvmffi_cli.call import files
+
+        files.private_inputs(request, into=self.inputs)
         return parsed, request, self.worker.call("call.task", request, timeout=60)
 
     def json(self, lib, *argv, expect="ok"):

@@ -71,9 +71,10 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
     from tvmffi_cli.conform import registry
 
     caught = {c for c, _ in bad_results(zoo[2])}
-    # Library-level checks have their own fixtures (here and in test_conform_ci.py).
+    # Library-level checks have their own fixtures (here, in test_conform_ci.py, and
+    # has-functions in test_sandbox_results.py).
     library_level = {"library-bin", "context-symbols", "c-api-imports", "library-load",
-                     "min-runtime", "exit-clean"}
+                     "min-runtime", "exit-clean", "has-functions"}
     assert caught | library_level == set(registry.BY_ID)
 
 

@@ -18,5 +18,8 @@ PY
 [ -n "$dest" ] || { echo "no installed tvmffi_cli/lib found; pip install -e . first" >&2; exit 2; }
 tmp="$dest/lib/.libtvm_ffi.so.$$"
 cp "$build/runtime/libtvm_ffi.so" "$tmp" && mv -f "$tmp" "$dest/lib/libtvm_ffi.so"
+if [ -f "$build/runtime/sandbox/libtvmffi_sandbox.so" ]; then
+  cp "$build/runtime/sandbox/libtvmffi_sandbox.so" "$tmp" && mv -f "$tmp" "$dest/lib/libtvmffi_sandbox.so"
+fi
 rm -rf "$dest/include.new" && cp -r "$root/runtime/include" "$dest/include.new" && rm -rf "$dest/include" && mv "$dest/include.new" "$dest/include"
 echo "$dest/lib/libtvm_ffi.so"

@@ -55,15 +55,67 @@ def _func_info(r: Reader, dtype_as_str: bool, extra_tags: bool) -> dict[str, Any
     return out
 
 
+#: Functions of one module decoded in full; the rest are walked (bounds
+#: checked) and counted, so a map of 300,000 kernels stays linear and small.
+FUNC_DETAIL_CAP = 1000
+
+
+def _skip_funcs(r: Reader, n: int, dtype_as_str: bool, extra_tags: bool) -> None:
+    """Walk n function-map entries without decoding them (bounds checked)."""
+    data, pos, end = r.data, r.pos, r.end
+    unpack = struct.unpack_from
+
+    def u64(at: int) -> int:
+        if end - at < 8:
+            raise LibBinError(at, f"function map: needs 8 bytes at offset {at}")
+        return int(unpack("<Q", data, at)[0])
+
+    for _ in range(n):
+        for _s in range(2):  # key, name
+            k = u64(pos)
+            pos += 8
+            if k > end - pos:
+                raise LibBinError(pos - 8, f"function map: string of {k} bytes at offset {pos - 8} "
+                                           "runs past the end")
+            pos += k
+        for vec in (0, 1, 2):  # arg types, launch param tags, arg extra tags
+            if vec == 2 and not extra_tags:
+                break
+            k = u64(pos)
+            pos += 8
+            if vec == 0 and not dtype_as_str or vec == 2:
+                if 4 * k > end - pos:
+                    raise LibBinError(pos - 8, f"function map: count {k} at offset {pos - 8} "
+                                               "runs past the end")
+                pos += 4 * k
+                continue
+            if k > (end - pos) // 8:
+                raise LibBinError(pos - 8, f"function map: count {k} at offset {pos - 8} "
+                                           "runs past the end")
+            for _t in range(k):
+                m = u64(pos)
+                pos += 8
+                if m > end - pos:
+                    raise LibBinError(pos - 8, f"function map: string of {m} bytes at offset "
+                                               f"{pos - 8} runs past the end")
+                pos += m
+    r.pos = pos
+
+
 def _fmap(r: Reader, dtype_as_str: bool, extra_tags: bool) -> list[dict[str, Any]]:
     n = r.count("function map", 16)
     funcs: list[dict[str, Any]] = []
-    for _ in range(n):
+    for _ in range(min(n, FUNC_DETAIL_CAP)):
         key = r.str("function key")
         info = _func_info(r, dtype_as_str, extra_tags)
         if key != info["name"]:
             info["key"] = key
         funcs.append(info)
+    if n > FUNC_DETAIL_CAP:
+        _skip_funcs(r, n - FUNC_DETAIL_CAP, dtype_as_str, extra_tags)
+        funcs.append({"name": f"... {n - FUNC_DETAIL_CAP} more functions (not decoded: "
+                              f"the first {FUNC_DETAIL_CAP} are shown)",
+                      "arg_types": [], "launch_param_tags": [], "omitted": n - FUNC_DETAIL_CAP})
     return funcs
 
 

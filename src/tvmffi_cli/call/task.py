@@ -265,7 +265,7 @@ def write_outputs(out_dir, tensors, result, force):
     for i in sorted(tensors):
         path = os.path.join(out_dir, f"arg{i}.npy")
         _save_npy(path, tensors[i][0], force)
-        files.append({"what": f"arg{i}", "path": path})
+        files.append({"what": f"arg{i}", "path": path, "sha256": _sha256(path)})
     if isinstance(result, values.Tensor):
         path = os.path.join(out_dir, "result.npy")
         try:
@@ -274,8 +274,14 @@ def write_outputs(out_dir, tensors, result, force):
             files.append({"what": "result", "path": None, "error": f"not written: {e}"})
         else:
             _save_npy(path, arr, force)
-            files.append({"what": "result", "path": path})
+            files.append({"what": "result", "path": path, "sha256": _sha256(path)})
     return files
+
+
+def _sha256(path):
+    from .files import sha256_file
+
+    return sha256_file(path)
 
 
 def _save_npy(path, arr, force):

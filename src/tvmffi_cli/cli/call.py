@@ -20,6 +20,8 @@ SHARED_OPTIONS = {
     "--runtime": True,
     "-v": False,
     "--verbose": False,
+    "--no-sandbox": False,
+    "--memory-limit": True,
 }
 CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
@@ -31,7 +33,9 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     ("--runtime PATH", "Host the library with this libtvm_ffi.so (default: tvmffi's runtime)."),
-    ("-v, --verbose", "Show the backtrace of a raised error."),
+    ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
+    ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
 ]
 
@@ -108,6 +112,8 @@ def command(ctx, tokens):
     reply = run_in_child("call.task", request, parsed, as_json, verbose)
     if isinstance(reply, int):
         return reply
+    if out_dir and isinstance(reply.get("files"), list):
+        reply["files"] = reply.pop("published", reply["files"])
     from ..render import call as render
 
     status = reply.get("status")
@@ -142,6 +148,9 @@ def base_request(parsed, opts):
             raise InputError(f"--runtime {opts['--runtime']}: no such file")
         request["runtime"] = rt
     request["timeout"] = parse_timeout(opts.get("--timeout"))
+    from . import sandbox_opts
+
+    sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
     return request
 
 
@@ -154,6 +163,10 @@ def parse_timeout(text):
 def emit_json(doc):
     import json
 
+    from .. import text
+    from . import sandbox_opts
+
+    doc = dict(text.json_clean(doc), sandbox=sandbox_opts.field())
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
@@ -161,16 +174,41 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     """Run a task in the sandbox. Returns the reply, or an exit code after
     printing a one-line report of a crash or timeout (-v adds what the worker
     wrote on stderr, e.g. the fault handler's stack)."""
+    import shutil
+    import tempfile
+
+    from ..call import files
     from ..render import call as render
     from ..sandbox import process as sandbox
 
     timeout = request.pop("timeout")
+    inputs = files.private_inputs(request)
+    final_out, stage = request.get("out"), None
+    if final_out:
+        stage = tempfile.mkdtemp(prefix="tvmffi-out-")
+        request["out"] = stage
     try:
-        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"))
+        from ..binary.deps import load_read_paths
+
+        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
+                                 read_paths=[inputs, *load_read_paths(request["path"])],
+                                 write_paths=[stage] if stage else [])
+        if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
+            # The worker is gone: check what it staged, then publish it.
+            reply["published"] = files.publish_outputs(stage, final_out, reply["files"],
+                                                       bool(request.get("force")))
+    except sandbox.ChannelTampered as e:
+        if as_json:
+            emit_json(render.error_json("Tampered", str(e), None))
+        else:
+            click.echo(f"tvmffi: error: {parsed.func}: {e}", err=True)
+        return EXIT_FAILED
     except sandbox.ChildCrashed as e:
         sig = getattr(e, "signal", None)
         how = sig or f"exit status {getattr(e, 'returncode', '?')}"
         msg = f"{parsed.func} crashed the worker process ({how})"
+        if isinstance(e, sandbox.MemoryLimitExceeded):
+            msg = f"{parsed.func}: {e}"
         if as_json:
             extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
             emit_json(render.error_json("Crash", msg, None, **extra))
@@ -186,6 +224,16 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         else:
             click.echo(f"tvmffi: error: {msg}", err=True)
         return EXIT_FAILED
+    finally:
+        if not as_json:
+            from . import sandbox_opts
+
+            sandbox_opts.report(False)
+        shutil.rmtree(inputs, ignore_errors=True)
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+        if final_out:
+            request["out"] = final_out
     if not isinstance(reply, dict):
         raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
     if reply.get("status") == "input_error":

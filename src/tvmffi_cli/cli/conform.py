@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from . import sandbox_opts
+
 MAX_JOBS = 256
 
 
@@ -39,10 +41,14 @@ MAX_JOBS = 256
                    "instrumented runtime are skipped with the reason).")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
+@click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
+@click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
+              help=sandbox_opts.MEMORY_HELP)
 def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[str, ...],
             ignore: tuple[str, ...], functions: tuple[str, ...], config_path: str | None,
             timeout: str | None, jobs: str | None, threads: str | None,
-            min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool) -> int:
+            min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool,
+            no_sandbox: bool, memory_limit: str | None) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
     Exit 0 when no error-severity check fails, 1 when one does, 2 when what
@@ -72,6 +78,7 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     rt = resolve_runtime(runtime)
     opts = runner.Options(sel, ign, secs, n_jobs, n_threads, min_runtime, rt,
                           frozenset(functions), strict, cfg, runtime)
+    sandbox_opts.apply(no_sandbox, memory_limit)
 
     progress = None
     bar = None
@@ -91,12 +98,16 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     if as_json:
         import json
 
-        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+        from .. import text
+
+        doc = dict(text.json_clean(report.to_json()), sandbox=sandbox_opts.field())
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         from ..render.common import make_console
         from ..render.conform import render
 
         render(report, make_console(), verbose=verbose)
+        sandbox_opts.report(verbose)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
             # Workflow commands are read from stdout; with --json keep stdout pure JSON.

@@ -20,16 +20,28 @@ def emit(rep, as_json, path):
     if as_json:
         import json
 
-        sys.stdout.write(json.dumps(rep, ensure_ascii=False, separators=(",", ":")) + "\n")
+        from .. import text
+        from . import sandbox_opts
+
+        doc = dict(text.json_clean(rep), sandbox=sandbox_opts.field())
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
+        from .. import text
         from ..render.inspect import render
 
+        rep = text.terminal_clean(rep)
         render(rep)
+        if rep.get("mode") == "loaded":
+            from . import sandbox_opts
+
+            sandbox_opts.report(False)
     if rep["errors"]:
         first = rep["errors"][0]
         more = len(rep["errors"]) - 1
         sys.stdout.flush()
-        sys.stderr.write(f"tvmffi: error: {path}: {first['message']}"
+        from .. import text
+
+        sys.stderr.write(f"tvmffi: error: {path}: {text.one_line(str(first['message']))}"
                          + (f" (and {more} more problem{'s' if more > 1 else ''})" if more
                             else "") + "\n")
         return 1
@@ -45,7 +57,8 @@ def fast_main(argv):
 
     from ..errors import TvmffiError
 
-    opts = {"static": False, "json": False, "timeout": 30.0, "runtime": None}
+    opts = {"static": False, "json": False, "timeout": 30.0, "runtime": None,
+            "no_sandbox": False, "memory-limit": None}
     paths = []
     it = iter(argv)
     for a in it:
@@ -53,7 +66,9 @@ def fast_main(argv):
             opts["static"] = True
         elif a == "--json":
             opts["json"] = True
-        elif a in ("--timeout", "--runtime"):
+        elif a == "--no-sandbox":
+            opts["no_sandbox"] = True
+        elif a in ("--timeout", "--runtime", "--memory-limit"):
             v = next(it, None)
             if v is None:
                 return None
@@ -73,6 +88,10 @@ def fast_main(argv):
         from .numbers import seconds
 
         opts["timeout"] = seconds(opts["timeout"], "--timeout")
+        if opts["no_sandbox"] or opts["memory-limit"] is not None:
+            from . import sandbox_opts
+
+            sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"],
                   runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
@@ -93,6 +112,8 @@ def fast_main(argv):
 def _make_command():
     import click
 
+    from . import sandbox_opts
+
     @click.command("inspect")
     @click.argument("path", type=click.Path(dir_okay=True))
     @click.option("--static", "static", is_flag=True,
@@ -103,7 +124,10 @@ def _make_command():
     @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
                   help="libtvm_ffi.so to load the library with (default: ours, or "
                        "$TVMFFI_RUNTIME).")
-    def command(path, static, as_json, timeout, runtime):
+    @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
+    @click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
+                  help=sandbox_opts.MEMORY_HELP)
+    def command(path, static, as_json, timeout, runtime, no_sandbox, memory_limit):
         """Show what a library exports, embeds and imports.
 
         Exit 0 when the file was fully understood, 1 when it was read but
@@ -114,6 +138,7 @@ def _make_command():
         from .numbers import seconds
 
         secs = seconds(timeout, "--timeout")
+        sandbox_opts.apply(no_sandbox, memory_limit)
         return emit(run(path, static=static, timeout=secs, runtime=runtime), as_json, path)
 
     return command

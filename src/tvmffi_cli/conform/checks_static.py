@@ -202,8 +202,16 @@ def check_c_api_imports(binary: Binary, inv: Inventory) -> list[Result]:
                    f"{len(imported)} TVMFFI imports, all in the C API")]
 
 
+def check_has_functions(binary: Binary, inv: Inventory) -> list[Result]:
+    if inv.functions:
+        return [Result("has-functions", None, PASS, f"{len(inv.functions)} functions exported")]
+    return [Result("has-functions", None, FAIL, "no exported __tvm_ffi_ function: nothing to "
+                   "check, and nothing a TVM-FFI host could call")]
+
+
 STATIC_CHECKS: dict[str, Callable[[Binary, Inventory], list[Result]]] = {
     "export-names": check_export_names,
+    "has-functions": check_has_functions,
     "orphan-getter": check_orphan_getters,
     "symbol-kind": check_symbol_kind,
     "library-bin": check_library_bin,

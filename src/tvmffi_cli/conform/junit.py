@@ -11,6 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .. import text
 from .results import ERROR, FAIL, SKIP, Report, Result
 
 
@@ -57,14 +58,15 @@ def to_xml(report: Report) -> str:
     out.text = report.summary_line()
     root = ET.Element("testsuites")
     root.append(suite)
-    return ET.tostring(root, encoding="unicode", xml_declaration=False)
+    # Library text may hold characters XML 1.0 cannot: make them visible escapes.
+    return text.xml(ET.tostring(root, encoding="unicode", xml_declaration=False))
 
 
 def write(report: Report, path: str) -> None:
     from ..errors import InputError
 
-    text = '<?xml version="1.0" encoding="UTF-8"?>\n' + to_xml(report) + "\n"
+    doc = '<?xml version="1.0" encoding="UTF-8"?>\n' + to_xml(report) + "\n"
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_text(doc, encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot write JUnit XML to {path}: {e.strerror}") from None

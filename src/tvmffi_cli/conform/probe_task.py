@@ -26,7 +26,6 @@ import ctypes
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from ctypes import byref, c_void_p
@@ -196,10 +195,11 @@ class Prober(ProbeValues):
         return obs
 
     # -- one function --------------------------------------------------------------------
-    def plan(self, name: str, getters: Collection[str], is_global: bool = False
-             ) -> tuple[list[str], sigs.Sig | None, str | None]:
+    def plan(self, name: str, getters: Collection[str], is_global: bool = False,
+             use_metadata: bool = True) -> tuple[list[str], sigs.Sig | None, str | None]:
         """(steps, sig, note) for a function; deterministic so a resumed run
-        after a crash computes the same steps."""
+        after a crash computes the same steps. use_metadata=False after the
+        metadata getter crashed or hung a worker: it is not called again."""
         steps: list[str] = []
         sig: sigs.Sig | None = None
         note: str | None = None
@@ -208,10 +208,15 @@ class Prober(ProbeValues):
         if "doc" in getters:
             steps.append("doc")
         steps.append("zero-args")
-        if "metadata" in getters:
+        if "metadata" in getters and use_metadata:
             addr = self.symbol(METADATA_PREFIX + name)
             # The getter runs again here in every (re)started worker; it is cheap.
-            got: Msg = self.call_getter(addr) if addr else {"rc": -1}
+            # The watchdog covers it: a getter that never returns is a hang.
+            self.step, self.step_started = "metadata", time.monotonic()
+            try:
+                got: Msg = self.call_getter(addr) if addr else {"rc": -1}
+            finally:
+                self.step = None
             if got.get("rc") == 0 and got.get("value_hex") is not None:
                 try:
                     _, sig = sigs.parse_metadata(bytes.fromhex(got["value_hex"]).decode("utf-8"))
@@ -302,7 +307,7 @@ class Prober(ProbeValues):
         self.timeout = float(req.get("timeout", self.timeout))
         is_global = bool(req.get("global"))
         threads = int(req.get("threads") or 4)
-        steps, sig, note = self.plan(name, getters, is_global)
+        steps, sig, note = self.plan(name, getters, is_global, not req.get("no_metadata"))
         only = req.get("only")
         if only:
             steps = list(only)
@@ -335,45 +340,39 @@ class Prober(ProbeValues):
                 os.kill(os.getpid(), signal.SIGKILL)
 
 
-def serve(fd_in: int, fd_out: int) -> None:
-    """Worker loop: one JSON request per line on fd_in, events on fd_out."""
+def serve(chan: Any) -> None:
+    """Worker loop: one request message in, event messages out, over the
+    worker's authenticated channel (sandbox/protocol.py)."""
+    from ..sandbox.protocol import ChannelClosed
+
     lock = threading.Lock()
 
     def emit(obj: Msg) -> None:
-        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         with lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd_out, view)
-                view = view[n:]
+            chan.send(obj)
 
     prober = Prober(emit)
     threading.Thread(target=prober.watchdog, daemon=True).start()
-    with os.fdopen(fd_in, "rb", buffering=0) as fin:
-        buf = b""
-        while True:
-            chunk = fin.read(65536)
-            if not chunk:
-                return
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                req = json.loads(line)
-                op = req.get("op")
-                if op == "load":
-                    prober.timeout = float(req.get("timeout", prober.timeout))
-                    prober.step, prober.step_started = "load", time.monotonic()
-                    try:
-                        info = prober.load(req["path"])
-                    except Exception as e:
-                        info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                    prober.step = None
-                    info["event"] = "loaded"
-                    emit(info)
-                elif op == "probe":
-                    prober.probe(req)
-                elif op == "exit":
-                    return
+    while True:
+        try:
+            req = chan.recv()
+        except ChannelClosed:
+            return
+        op = req.get("op")
+        if op == "load":
+            prober.timeout = float(req.get("timeout", prober.timeout))
+            prober.step, prober.step_started = "load", time.monotonic()
+            try:
+                info = prober.load(req["path"])
+            except Exception as e:  # reported, the parent decides
+                info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            prober.step = None
+            info["event"] = "loaded"
+            emit(info)
+        elif op == "probe":
+            prober.probe(req)
+        elif op == "exit":
+            return
 
 
 def run(request: Msg) -> Msg:
@@ -387,7 +386,3 @@ def run(request: Msg) -> Msg:
         for name, getters in request.get("functions", {}).items():
             prober.probe({"name": name, "getters": getters})
     return {"events": events}
-
-
-if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))

@@ -48,6 +48,14 @@ CHECKS: list[Check] = [
         fix="Rename the symbol, or make it hidden (`static` or "
             "`__attribute__((visibility(\"hidden\")))`) if it is not part of the interface."),
     Check(
+        "has-functions", "The library exports TVM-FFI functions", ERROR, LIBRARY, STATIC,
+        what="At least one `__tvm_ffi_<name>` function is exported (visible in the dynamic "
+             "symbol table).",
+        why="A file with no TVM-FFI functions (a plain system library, or one whose functions "
+            "are all hidden) offers a host nothing to call; passing it would certify nothing.",
+        fix="Export the functions (`TVM_FFI_DLL_EXPORT`, default visibility), or check the "
+            "library you meant to."),
+    Check(
         "orphan-getter", "Metadata and doc getters belong to a function", WARNING, FUNCTION,
         STATIC,
         what="For every `__tvm_ffi__metadata_<name>` and `__tvm_ffi__doc_<name>` the library "

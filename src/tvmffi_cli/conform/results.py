@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import text
 from . import registry
 
 PASS = "pass"
@@ -161,6 +162,9 @@ def github_annotations(report: Report) -> list[str]:
 
 
 def _gh_escape_data(s: str) -> str:
+    # Library text: escape sequences and other controls visible; newlines
+    # become %0A, so a finding is one line of the log.
+    s = text.terminal(s)
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

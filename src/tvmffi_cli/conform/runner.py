@@ -72,8 +72,11 @@ class Worker:
         self.path = path
         self.timeout = timeout
         self.loaded: Event | None = None
+        from ..binary.deps import load_read_paths
+
         self._w: _Child = sandbox.Worker(  # type: ignore[no-untyped-call, unused-ignore]
-            serve="conform.probe_task", stderr=subprocess.DEVNULL, runtime=runtime)
+            serve="conform.probe_task", stderr=subprocess.DEVNULL, runtime=runtime,
+            read_paths=load_read_paths(path))
 
     def alive(self) -> bool:
         return self._w.alive()
@@ -97,6 +100,9 @@ class Worker:
                 # The in-worker watchdog should have fired; a stuck interpreter
                 # (e.g. a callee holding the GIL) was killed from here.
                 raise WorkerDied("SIGKILL", hang=True) from None
+            except sandbox.ChannelTampered:
+                # Forged or garbled messages: whatever step was running failed.
+                raise WorkerDied("tampered channel") from None
             except sandbox.ChildCrashed as e:
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
@@ -364,6 +370,11 @@ def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
             raise InputError(f"--function {unknown[0]}: the library has no such exported "
                              "or registered function")
         results = [r for r in results if r.function is None or r.function in o.only]
+    if globals_:
+        # Functions registered at load count too (has-functions is static otherwise).
+        results = [Result("has-functions", None, PASS,
+                          f"{len(inv.functions)} exported, {len(globals_)} registered at load")
+                   if r.check == "has-functions" else r for r in results]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
     return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1,

@@ -238,6 +238,8 @@ def merge_dynamic(rep, result):
         rep["loaded_module"] = result["module"]
     for e in result.get("errors") or []:
         _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
+    for w in result.get("warnings") or []:
+        rep["warnings"].append(str(w))
 
 
 def dynamic_part(rep, binary, path, timeout, runtime=None):
@@ -260,7 +262,10 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         req = {"path": str(path)}
         if runtime is not None:
             req["runtime"] = str(runtime)
-        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime)
+        from ..binary.deps import load_read_paths
+
+        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime,
+                                  read_paths=load_read_paths(path))
     except InputError:
         # The child could not load the file or the runtime it was given (not a
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave

@@ -12,10 +12,26 @@ reply:
               "fields": [{"name", "static_type_index", "flags", "doc"}],
               "methods": [{"name", "doc", "is_static"}]}],
    "module": <tvmffi_rt_module_describe JSON> | None,
-   "errors": [str]}
+   "errors": [str], "warnings": [str]}
+
+Text from the library is capped (METADATA_CAP, DOC_CAP, NAME_CAP characters)
+with a warning naming the cap, so a 100 MiB metadata string costs the parent
+nothing and the whole step stays within --timeout.
 """
 
 import json
+
+METADATA_CAP = 1 << 20
+DOC_CAP = 64 << 10
+NAME_CAP = 1024
+LIST_CAP = 100_000
+
+
+def _cap(text, limit, what, warnings):
+    if isinstance(text, str) and len(text) > limit:
+        warnings.append(f"{what} of {len(text)} characters cut to the first {limit} (cap)")
+        return text[:limit], True
+    return text, False
 
 
 def run(request):
@@ -25,13 +41,14 @@ def run(request):
     lib = load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime
     errors = []
+    warnings = []
     functions = {}
     for name in lib.function_names():
         entry = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
         try:
-            raw = lib.metadata_raw(name)
-            entry["metadata_raw"] = raw
-            if raw is not None:
+            raw, cut = _cap(lib.metadata_raw(name), METADATA_CAP, f"{name}: metadata", warnings)
+            entry["metadata_raw"] = None if cut else raw  # half a JSON text is not shown
+            if raw is not None and not cut:
                 try:
                     entry["metadata"] = json.loads(raw)
                 except ValueError as e:
@@ -39,7 +56,7 @@ def run(request):
         except Exception as e:  # a broken getter is a finding, not a failure
             errors.append(f"{name}: metadata getter failed: {_describe(e)}")
         try:
-            entry["doc"] = lib.doc(name)
+            entry["doc"], _ = _cap(lib.doc(name), DOC_CAP, f"{name}: doc", warnings)
         except Exception as e:
             errors.append(f"{name}: doc getter failed: {_describe(e)}")
         functions[name] = entry
@@ -56,9 +73,14 @@ def run(request):
     except Exception as e:
         module = None
         errors.append(f"module description failed: {_describe(e)}")
-    return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
-            "global_info": _global_info(lib, lib.globals_registered, errors),
-            "module": module, "errors": errors}
+    names = sorted(lib.globals_registered)
+    if len(names) > LIST_CAP:
+        warnings.append(f"{len(names)} global names, the first {LIST_CAP} kept (cap)")
+        names = names[:LIST_CAP]
+    globals_ = [_cap(n, NAME_CAP, "a global name", warnings)[0] for n in names]
+    return {"functions": functions, "globals": globals_, "types": types,
+            "global_info": _global_info(lib, names, errors),
+            "module": module, "errors": errors, "warnings": warnings}
 
 
 def _global_info(lib, names, errors):

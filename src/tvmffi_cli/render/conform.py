@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import text
 from ..conform.results import ERROR, FAIL, PASS, SKIP
 
 if TYPE_CHECKING:
@@ -52,16 +53,16 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 lines.append("\n")
             if r.suppressed is not None:
                 lines.append(f"{r.check}{sev} (suppressed: {r.suppressed}): ", style="dim")
-                lines.append(r.message, style="dim")
+                lines.append(text.one_line(r.message or ""), style="dim")
                 continue
             lines.append(f"{r.check}{sev}: ", style=f"bold {style}")
-            lines.append(r.message)
+            lines.append(text.one_line(r.message or ""))
         if verbose:
             for r in skips:
                 if lines:
                     lines.append("\n")
                 lines.append(f"{r.check} skipped: ", style="dim")
-                lines.append(r.message, style="dim")
+                lines.append(text.one_line(r.message or ""), style="dim")
         counts = f"{n_pass}/{len(rs)}"
         if skips and not verbose:
             counts += f" ({len(skips)} skip)"

@@ -1,6 +1,7 @@
 """Diagnostic task for the sandbox itself (used by tests/test_sandbox.py).
 
-request {"op": "echo", ...}          -> the request back, plus the child's pid
+request {"op": "echo", ...}          -> the request back, plus the child's pid and a
+                                        token unique to the process ("boot")
 request {"op": "call", "path", "func", "args": [JSON values]}
                                      -> {"result": repr of the call's result}
 request {"op": "print", "text"}      -> prints text to stdout (must not reach the reply pipe)
@@ -8,12 +9,16 @@ request {"op": "raise", "kind": "InputError"|"bug", "message"}
 """
 
 import os
+from typing import Any
+
+#: One value per worker process (in a PID namespace every worker is pid 2).
+_BOOT = os.urandom(8).hex()
 
 
-def run(request):
+def run(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "echo":
-        return dict(request, pid=os.getpid())
+        return dict(request, pid=os.getpid(), boot=_BOOT)
     if op == "call":
         from ..ffi.library import load
 

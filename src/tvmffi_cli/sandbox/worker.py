@@ -1,59 +1,54 @@
-"""The child side of sandbox/process.py: `python -m tvmffi_cli.sandbox.worker`.
+"""The child side of sandbox/process.py.
 
-Requests arrive on stdin, one JSON object per line:
-    {"task": "<name>", "request": {...}}
-and each gets one reply line on the reply pipe (the process's original
-stdout):
-    {"ok": true, "result": <what tvmffi_cli.<name>.run(request) returned>}
-    {"ok": false, "error": {"type": "InputError"|..., "message": str,
-                            "exit_code": int, "traceback": str|null}}
-Before anything runs, fd 1 is pointed at stderr, so whatever the library
-prints (printf, std::cout, Python print) can never corrupt the replies.
+Started as `python -I -c BOOT <src> <serve> <req_fd> <rep_fd> <lifeline_fd>
+<status_fd>` (-I: no current directory, no user site, no PYTHON* variables on
+the path), with fd 0 on /dev/null and fds 1 and 2 on a capture pipe the
+parent relays to its stderr marked as the library's. Before any library code
+can run:
 
-`--serve TASK` hands the two pipes to tvmffi_cli.<TASK>.serve(fd_in, fd_out)
-instead, for tasks that speak their own streaming protocol.
+1. the 32-byte channel key, then the config frame (protocol.py), are read
+   from the request pipe;
+2. resource limits are set (address space, CPU time, no core files);
+3. kernel.launch(): this process becomes a supervisor, a child becomes the
+   init of a new PID namespace, and its child (the worker proper) returns
+   here; the lifeline and status fds stay with the supervisor only;
+4. kernel.confine() (unless --no-sandbox): Landlock, seccomp, capabilities;
+5. a "hello" frame reports what was applied.
+
+Then each request frame {"task": "<dotted name>", "request": {...}} gets one
+reply frame {"ok": true, "result": ...} or {"ok": false, "error": {...}}; or,
+with <serve> set, the task's serve(channel) speaks its own message stream
+over the same authenticated channel.
 """
 
+from __future__ import annotations
+
 import importlib
-import json
 import os
 import re
 import sys
 import traceback
+from types import ModuleType
+from typing import Any
+
+from . import kernel, protocol
 
 # A task is a module named by its dotted path under tvmffi_cli ("call.task",
 # "inspect.task", "conform.probe_task", "sandbox.selftest") that defines
 # `run(request: dict) -> dict` (JSON values) and, for a streaming protocol,
-# `serve(fd_in, fd_out)`. Library code runs only in tasks, never in the parent.
+# `serve(channel)`. Library code runs only in tasks, never in the parent.
 _TASK_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")
 
-
-def _isolate_stdout():
-    """Return a private fd for replies and send fd 1 (and sys.stdout) to stderr."""
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return reply_fd
-
-
-def _quiet_crashes():
-    # A crashing library should not leave core files behind or spend seconds
-    # writing them; the parent reports the signal.
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ImportError, ValueError, OSError):
-        pass
-    try:
-        import faulthandler
-
-        faulthandler.enable(file=sys.stderr)  # Python stack on stderr, then the signal
-    except Exception:
-        pass
+#: Read-only paths every worker needs: the loader's files and system libraries,
+#: and the few kernel files glibc, Python and numpy read.
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
+               "/etc/ld.so.conf.d", "/etc/ld.so.preload", "/etc/localtime",
+               "/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/sys/vm/overcommit_memory",
+               "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero",
+               "/dev/null")
 
 
-def load_task(name):
+def load_task(name: object) -> ModuleType:
     if not isinstance(name, str) or not _TASK_NAME.match(name):
         raise ValueError(f"bad task name {name!r}")
     mod = importlib.import_module(f"tvmffi_cli.{name}")
@@ -62,13 +57,17 @@ def load_task(name):
     return mod
 
 
-def handle(line):
-    """One request line -> one reply dict (never raises)."""
+def handle(msg: Any) -> dict[str, Any]:
+    """One request -> one reply dict (never raises)."""
     try:
-        msg = json.loads(line)
+        if not isinstance(msg, dict):
+            raise TypeError("a request is a JSON object")
         mod = load_task(msg.get("task"))
         return {"ok": True, "result": mod.run(msg.get("request") or {})}
-    except Exception as e:  # every failure becomes a reply; the parent re-raises it
+    except MemoryError:
+        return {"ok": False, "error": {"type": "MemoryError", "message": "out of memory",
+                                       "exit_code": 1, "known": False, "traceback": None}}
+    except Exception as e:
         from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)
@@ -81,45 +80,118 @@ def handle(line):
         }}
 
 
-def _encode(reply):
-    try:
-        return json.dumps(reply, separators=(",", ":")) + "\n"
-    except (TypeError, ValueError) as e:
-        return json.dumps({"ok": False, "error": {
-            "type": "InternalError", "message": f"task reply is not JSON: {e}",
-            "exit_code": 3, "known": False, "traceback": None}}) + "\n"
+def serve_requests(chan: protocol.Endpoint) -> None:
+    while True:
+        try:
+            msg = chan.recv()
+        except protocol.ChannelClosed:
+            return
+        reply = handle(msg)
+        try:
+            chan.send(reply)
+        except (TypeError, ValueError) as e:
+            chan.send({"ok": False, "error": {
+                "type": "InternalError", "message": f"task reply is not sendable: {e}",
+                "exit_code": 3, "known": False, "traceback": None}})
 
 
-def serve_requests(fd_in, fd_out):
-    with os.fdopen(fd_in, "rb", buffering=0) as fin:
-        buf = b""
-        while True:
-            chunk = fin.read(1 << 16)
-            if not chunk:
-                return
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                if not line.strip():
-                    continue
-                data = _encode(handle(line)).encode()
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd_out, view)
-                    view = view[n:]
+def _read_exact(fd: int, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            raise SystemExit(0)  # the parent went away before the handshake
+        out += chunk
+    return out
 
 
-def main(argv=None):
+def _set_limits(memory: int | None, cpu: int | None) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    if cpu:
+        # SIGXCPU at the soft limit, SIGKILL at the hard one.
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _python_paths() -> list[str]:
+    out = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+           os.path.dirname(os.path.realpath(sys.executable))}
+    out.update(p for p in sys.path if p and os.path.isabs(p))
+    out.update(kernel.package_dirs())
+    return sorted(out)
+
+
+def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protocol.Endpoint:
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    key = _read_exact(req_fd, protocol.KEY_BYTES)
+    chan = protocol.Endpoint(key, req_fd, rep_fd, parent=False)
+    config = chan.recv()
+    if not isinstance(config, dict):
+        raise SystemExit(2)
+    enabled = bool(config.get("sandbox", True))
+    memory, cpu = config.get("memory_limit"), config.get("cpu_limit")
+    _set_limits(memory if isinstance(memory, int) else None, cpu if isinstance(cpu, int) else None)
+
+    want_launch = kernel.LIFETIME + (("net-namespace",) if enabled else ())
+    got, notes = kernel.launch(want_launch, lifeline_fd, status_fd)
+    # Only the worker proper gets here (the supervisor and the init never return).
+    for fd in (lifeline_fd, status_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    scratch = str(config.get("scratch") or "")
+    if scratch:
+        os.environ["TMPDIR"] = scratch
+        os.chdir(scratch)
+    want = want_launch
+    if enabled:
+        confine_want = tuple(n for n in kernel.CONFINEMENT if n != "net-namespace")
+        reads = [str(p) for p in config.get("read", []) if isinstance(p, str)]
+        reads += list(SYSTEM_READ) + _python_paths()
+        writes = [scratch] if scratch else []
+        writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
+        writes.append("/dev/null")
+        got2, notes2 = kernel.confine(confine_want, reads, writes)
+        got |= got2
+        notes += notes2
+        want += confine_want
+    applied = kernel.names_of(got)
+    info = kernel.Applied(
+        enabled=enabled, applied=applied,
+        missing=tuple(n for n in want if n not in applied), notes=notes,
+        memory_limit=memory if isinstance(memory, int) else None,
+        cpu_limit=cpu if isinstance(cpu, int) else None)
+    chan.send({"hello": 1, "pid": os.getpid(), "sandbox": info.to_json()})
+    return chan
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    reply_fd = _isolate_stdout()
-    _quiet_crashes()
-    in_fd = os.dup(0)
-    if len(argv) == 2 and argv[0] == "--serve":
-        load_task(argv[1]).serve(in_fd, reply_fd)
+    serve, req_fd, rep_fd, lifeline_fd, status_fd = argv[0], *map(int, argv[1:5])
+    chan = _start(req_fd, rep_fd, lifeline_fd, status_fd)
+    try:
+        import faulthandler
+
+        # The worker's own stack on a crash goes to a file in the scratch
+        # directory (read by the parent for -v), not into the library's output.
+        log = open("faulthandler.log", "w")
+        faulthandler.enable(file=log)
+    except (ImportError, RuntimeError, ValueError, OSError):
+        pass
+    if serve:
+        load_task(serve).serve(chan)
     else:
-        serve_requests(in_fd, reply_fd)
+        serve_requests(chan)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+#: What the parent runs with `python -I -c`: put the package on the path
+#: (a source checkout is not on an isolated interpreter's path), then main().
+BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+        "from tvmffi_cli.sandbox.worker import main; sys.exit(main(sys.argv[2:]))")

@@ -1,0 +1,580 @@
+/*
+ * libtvmffi_sandbox.so: the kernel-level confinement of tvmffi's worker
+ * process. Not part of the TVM-FFI ABI (it is a separate library, never
+ * linked into libtvm_ffi.so); the worker calls it through ctypes before it
+ * loads any library code.
+ *
+ * Two entry points:
+ *
+ *   tvmffi_sandbox_launch()   process lifetime. Turns the calling process (O,
+ *       the one tvmffi started) into a supervisor: it forks A, the init of a
+ *       new PID namespace (and network namespace when asked), and A forks B,
+ *       which returns to the caller and becomes the worker. O and A never
+ *       return. When B exits, A reports B's wait status and peak RSS to O and
+ *       exits; the kernel then kills every process left in the namespace. O
+ *       writes "<status> <maxrss_kb>\n" to status_fd and exits the way B did.
+ *       When the lifeline fd reports hang-up (tvmffi closed it or died, even by
+ *       SIGKILL), O kills A, which again empties the namespace. A and B also
+ *       die with their parent (PR_SET_PDEATHSIG). Without a PID namespace
+ *       (the kernel or the user refuses it), A and O are child subreapers and
+ *       kill what was reparented to them.
+ *
+ *   tvmffi_sandbox_confine()  confinement of the worker itself:
+ *       no_new_privs, every capability dropped, Landlock (filesystem: reads
+ *       only beneath the given read paths, writes only beneath the given
+ *       write paths, no execute; network: no TCP bind/connect; scopes: no
+ *       signals and no abstract UNIX sockets outside the domain) and a
+ *       seccomp filter (no exec, no sockets, no ptrace, no signals to other
+ *       processes, no mount/module/reboot-class calls; all fail with EPERM so
+ *       the library sees an error, not a kill).
+ *
+ * Both report what they applied as a bitmask (TVMFFI_SB_* below) and, for
+ * what they could not apply, a one-line reason each in `note`.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TVMFFI_SB_EXPORT __attribute__((visibility("default")))
+
+/* What was applied (bits of *applied). Mirrored in tvmffi_cli/sandbox/. */
+#define TVMFFI_SB_PDEATHSIG (1u << 0)
+#define TVMFFI_SB_PIDNS (1u << 1)
+#define TVMFFI_SB_NETNS (1u << 2)
+#define TVMFFI_SB_SUBREAPER (1u << 3)
+#define TVMFFI_SB_NO_NEW_PRIVS (1u << 4)
+#define TVMFFI_SB_CAPS_DROPPED (1u << 5)
+#define TVMFFI_SB_LANDLOCK_FS (1u << 6)
+#define TVMFFI_SB_LANDLOCK_NET (1u << 7)
+#define TVMFFI_SB_LANDLOCK_SCOPE (1u << 8)
+#define TVMFFI_SB_SECCOMP (1u << 9)
+#define TVMFFI_SB_USERNS (1u << 10)
+
+/* ---- Landlock: the kernel ABI, for headers older than the running kernel. */
+#ifndef LANDLOCK_CREATE_RULESET_VERSION
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#endif
+#define LL_FS_EXECUTE (1ULL << 0)
+#define LL_FS_WRITE_FILE (1ULL << 1)
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_REMOVE_DIR (1ULL << 4)
+#define LL_FS_REMOVE_FILE (1ULL << 5)
+#define LL_FS_MAKE_CHAR (1ULL << 6)
+#define LL_FS_MAKE_DIR (1ULL << 7)
+#define LL_FS_MAKE_REG (1ULL << 8)
+#define LL_FS_MAKE_SOCK (1ULL << 9)
+#define LL_FS_MAKE_FIFO (1ULL << 10)
+#define LL_FS_MAKE_BLOCK (1ULL << 11)
+#define LL_FS_MAKE_SYM (1ULL << 12)
+#define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
+#define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
+#define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
+#define LL_NET_BIND_TCP (1ULL << 0)    /* ABI 4 */
+#define LL_NET_CONNECT_TCP (1ULL << 1) /* ABI 4 */
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ULL << 1)        /* ABI 6 */
+#define LL_RULE_PATH_BENEATH 1
+
+struct ll_ruleset_attr { /* struct landlock_ruleset_attr as of ABI 6 */
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+struct ll_path_beneath_attr { /* struct landlock_path_beneath_attr (packed) */
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+
+static void note_add(char *note, size_t len, const char *fmt, const char *what, int err) {
+  if (note == NULL || len == 0) return;
+  size_t used = strnlen(note, len);
+  if (used + 1 >= len) return;
+  snprintf(note + used, len - used, fmt, what, strerror(err));
+}
+
+TVMFFI_SB_EXPORT int tvmffi_sandbox_landlock_abi(void) {
+#ifdef SYS_landlock_create_ruleset
+  long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  return v < 0 ? 0 : (int)v;
+#else
+  return 0;
+#endif
+}
+
+/* ---- process lifetime ------------------------------------------------------ */
+
+static void write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+static int read_all(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Kill every child of this process (reparented orphans included, as we are a
+ * subreaper) and reap them. Uses /proc/self/task/<tid>/children. */
+static void kill_children(void) {
+  for (int round = 0; round < 64; round++) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    FILE *f = fopen(path, "re");
+    int found = 0;
+    if (f != NULL) {
+      int pid;
+      while (fscanf(f, "%d", &pid) == 1) {
+        kill(pid, SIGKILL);
+        found = 1;
+      }
+      fclose(f);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    if (!found) {
+      if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD) return;
+    }
+  }
+}
+
+static void die_like(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(sig, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    struct rlimit core = {0, 0};
+    setrlimit(RLIMIT_CORE, &core);
+    raise(sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
+/* Set the parent-death signal and make sure the parent did not die before. */
+static int die_with_parent(pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+  if (getppid() != parent) _exit(137);
+  return 0;
+}
+
+static int write_id_map(const char *file, const char *line) {
+  int fd = open(file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = write(fd, line, strlen(line));
+  close(fd);
+  return n == (ssize_t)strlen(line) ? 0 : -1;
+}
+
+/* Enter new PID (and network) namespaces for the next child. Root can do it
+ * directly; anyone else needs a user namespace first, mapping itself. */
+static unsigned enter_namespaces(unsigned want, char *note, size_t note_len) {
+  unsigned got = 0;
+  int flags = 0;
+  if (want & TVMFFI_SB_PIDNS) flags |= CLONE_NEWPID;
+  if (want & TVMFFI_SB_NETNS) flags |= CLONE_NEWNET;
+  if (flags == 0) return 0;
+  if (unshare(flags) == 0) return want & (TVMFFI_SB_PIDNS | TVMFFI_SB_NETNS);
+  int first = errno;
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER | flags) == 0) {
+    char line[64];
+    write_id_map("/proc/self/setgroups", "deny");
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    write_id_map("/proc/self/uid_map", line);
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    write_id_map("/proc/self/gid_map", line);
+    return TVMFFI_SB_USERNS | (want & (TVMFFI_SB_PIDNS | TVMFFI_SB_NETNS));
+  }
+  note_add(note, note_len, "%s: %s; ", "namespaces (unshare)", first);
+  /* Try the PID namespace alone (a kernel without network namespaces). */
+  if ((want & TVMFFI_SB_PIDNS) && (want & TVMFFI_SB_NETNS) && unshare(CLONE_NEWPID) == 0)
+    got |= TVMFFI_SB_PIDNS;
+  return got;
+}
+
+/* A: the init of the worker's PID namespace (or a subreaper without one). */
+static void run_reaper(pid_t worker, int report_fd, int in_pidns) {
+  int status = 0;
+  long maxrss = 0;
+  for (;;) {
+    struct rusage ru;
+    int st;
+    pid_t p = wait4(-1, &st, 0, &ru);
+    if (p == worker) {
+      status = st;
+      maxrss = ru.ru_maxrss;
+      break;
+    }
+    if (p < 0 && errno == ECHILD) break;
+  }
+  if (!in_pidns) kill_children(); /* with a namespace the kernel does this on exit */
+  long rec[2] = {status, maxrss};
+  write_all(report_fd, rec, sizeof rec);
+  _exit(0);
+}
+
+/* O: wait for A's report or the lifeline's hang-up. */
+static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int status_fd) {
+  struct pollfd pfd[2] = {{report_fd, POLLIN, 0}, {lifeline_fd, POLLIN, 0}};
+  int nfds = lifeline_fd >= 0 ? 2 : 1;
+  long rec[2] = {0, 0};
+  int have = 0;
+  for (;;) {
+    int r = poll(pfd, (nfds_t)nfds, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    if (pfd[0].revents) {
+      have = read_all(report_fd, rec, sizeof rec) == 0;
+      break;
+    }
+    if (nfds == 2 && pfd[1].revents) {
+      char c;
+      if (read(lifeline_fd, &c, 1) <= 0) break; /* tvmffi is gone or done */
+    }
+  }
+  if (!have) {
+    kill(reaper, SIGKILL);
+    rec[0] = SIGKILL; /* a wait status: killed by SIGKILL */
+  }
+  waitpid(reaper, NULL, 0);
+  kill_children();
+  if (status_fd >= 0) {
+    char line[64];
+    int n = snprintf(line, sizeof line, "%ld %ld\n", rec[0], rec[1]);
+    write_all(status_fd, line, (size_t)n);
+    close(status_fd);
+  }
+  die_like((int)rec[0]);
+}
+
+/* Returns 0 in the worker (B) with *applied filled; -1 (errno set) if the
+ * first fork failed, then the caller is still the only process. */
+TVMFFI_SB_EXPORT int tvmffi_sandbox_launch(unsigned want, int lifeline_fd, int status_fd,
+                                           unsigned *applied, char *note, size_t note_len) {
+  unsigned got = 0;
+  if (note != NULL && note_len > 0) note[0] = '\0';
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) got |= TVMFFI_SB_SUBREAPER;
+  got |= enter_namespaces(want, note, note_len);
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return -1;
+  pid_t supervisor = getpid();
+  pid_t reaper = fork();
+  if (reaper < 0) {
+    close(report[0]);
+    close(report[1]);
+    return -1;
+  }
+  if (reaper > 0) {
+    close(report[1]);
+    run_supervisor(reaper, report[0], lifeline_fd, status_fd);
+  }
+  /* A */
+  close(report[0]);
+  if (lifeline_fd >= 0) close(lifeline_fd);
+  if (status_fd >= 0) close(status_fd);
+  if (die_with_parent((got & TVMFFI_SB_PIDNS) ? 0 : supervisor) == 0) got |= TVMFFI_SB_PDEATHSIG;
+  if (!(got & TVMFFI_SB_PIDNS)) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t a = getpid();
+  pid_t worker = fork();
+  if (worker < 0) _exit(126);
+  if (worker > 0) run_reaper(worker, report[1], (got & TVMFFI_SB_PIDNS) != 0);
+  /* B */
+  close(report[1]);
+  if (die_with_parent(a) != 0) got &= ~TVMFFI_SB_PDEATHSIG;
+  if (applied != NULL) *applied = got;
+  return 0;
+}
+
+/* ---- confinement ----------------------------------------------------------- */
+
+static int drop_capabilities(void) {
+  for (int cap = 0; cap < 64; cap++) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL) break;
+  }
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  return (int)syscall(SYS_capset, &hdr, data);
+}
+
+static int add_path_rule(int ruleset, const char *path, uint64_t dir_access,
+                         uint64_t file_access) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return -1;
+  }
+  struct ll_path_beneath_attr rule;
+  rule.allowed_access = S_ISDIR(st.st_mode) ? dir_access : file_access;
+  rule.parent_fd = fd;
+  long r = syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
+  int err = errno;
+  close(fd);
+  errno = err;
+  return r == 0 ? 0 : -1;
+}
+
+static unsigned apply_landlock(int abi, const char *const *read_paths,
+                               const char *const *write_paths, char *note, size_t note_len) {
+  struct ll_ruleset_attr attr;
+  memset(&attr, 0, sizeof attr);
+  uint64_t fs = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_READ_DIR |
+                LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_CHAR | LL_FS_MAKE_DIR |
+                LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_BLOCK |
+                LL_FS_MAKE_SYM;
+  if (abi >= 2) fs |= LL_FS_REFER;
+  if (abi >= 3) fs |= LL_FS_TRUNCATE;
+  if (abi >= 5) fs |= LL_FS_IOCTL_DEV;
+  attr.handled_access_fs = fs;
+  size_t size = sizeof(uint64_t);
+  if (abi >= 4) {
+    attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+    size = 2 * sizeof(uint64_t);
+  }
+  if (abi >= 6) {
+    attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+    size = sizeof attr;
+  }
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (ruleset < 0) {
+    note_add(note, note_len, "%s: %s; ", "landlock_create_ruleset", errno);
+    return 0;
+  }
+  uint64_t file_read = LL_FS_READ_FILE;
+  uint64_t dir_read = LL_FS_READ_FILE | LL_FS_READ_DIR;
+  uint64_t file_write = LL_FS_READ_FILE | LL_FS_WRITE_FILE | (fs & (LL_FS_TRUNCATE | LL_FS_IOCTL_DEV));
+  /* Writable directories: everything but execute and device nodes. */
+  uint64_t dir_write = fs & ~(LL_FS_EXECUTE | LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK);
+  for (const char *const *p = read_paths; p != NULL && *p != NULL; p++) {
+    if (add_path_rule(ruleset, *p, dir_read, file_read) != 0)
+      note_add(note, note_len, "landlock rule %s: %s; ", *p, errno);
+  }
+  for (const char *const *p = write_paths; p != NULL && *p != NULL; p++) {
+    if (add_path_rule(ruleset, *p, dir_write, file_write) != 0)
+      note_add(note, note_len, "landlock rule %s: %s; ", *p, errno);
+  }
+  long r = syscall(SYS_landlock_restrict_self, ruleset, 0);
+  int err = errno;
+  close(ruleset);
+  if (r != 0) {
+    note_add(note, note_len, "%s: %s; ", "landlock_restrict_self", err);
+    return 0;
+  }
+  unsigned got = TVMFFI_SB_LANDLOCK_FS;
+  if (abi >= 4) got |= TVMFFI_SB_LANDLOCK_NET;
+  if (abi >= 6) got |= TVMFFI_SB_LANDLOCK_SCOPE;
+  return got;
+}
+
+/* ---- seccomp --------------------------------------------------------------- */
+
+#if defined(__x86_64__)
+#define SB_AUDIT_ARCH AUDIT_ARCH_X86_64
+#define SB_X32_BIT 0x40000000u
+#elif defined(__aarch64__)
+#define SB_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define SB_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#endif
+
+#define SB_DENY (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define SB_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define SB_ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
+
+struct bpf_prog_buf {
+  struct sock_filter ins[256];
+  unsigned n;
+};
+
+static void emit(struct bpf_prog_buf *b, struct sock_filter f) {
+  if (b->n < sizeof b->ins / sizeof b->ins[0]) b->ins[b->n++] = f;
+}
+
+/* if (nr == n) return EPERM */
+static void deny_nr(struct bpf_prog_buf *b, long nr) {
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+}
+
+/* if (nr == n && arg0 != self) return EPERM. Reloads nr afterwards. */
+static void deny_unless_self(struct bpf_prog_buf *b, long nr, uint32_t self) {
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 6));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_HI(0)));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(0)));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+}
+
+/* if (nr == n && arg0 != AF_UNIX) return EPERM (socketpair stays usable). */
+static void deny_unless_unix(struct bpf_prog_buf *b, long nr) {
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 4));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(0)));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+}
+
+static int apply_seccomp(char *note, size_t note_len) {
+#ifndef SB_AUDIT_ARCH
+  note_add(note, note_len, "%s: %s; ", "seccomp (unsupported architecture)", ENOSYS);
+  return -1;
+#else
+  struct bpf_prog_buf b;
+  b.n = 0;
+  uint32_t self = (uint32_t)getpid();
+  /* Another architecture's syscall table (i386 via int 0x80): refuse all. */
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+  emit(&b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_AUDIT_ARCH, 1, 0));
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+#ifdef SB_X32_BIT
+  emit(&b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SB_X32_BIT, 0, 1));
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+#endif
+  /* Run programs, trace or write other processes, leave the namespaces. */
+  deny_nr(&b, SYS_execve);
+  deny_nr(&b, SYS_execveat);
+  deny_nr(&b, SYS_ptrace);
+  deny_nr(&b, SYS_process_vm_readv);
+  deny_nr(&b, SYS_process_vm_writev);
+  deny_nr(&b, SYS_setns);
+  deny_nr(&b, SYS_unshare);
+  deny_nr(&b, SYS_mount);
+  deny_nr(&b, SYS_umount2);
+  deny_nr(&b, SYS_pivot_root);
+  deny_nr(&b, SYS_chroot);
+  deny_nr(&b, SYS_reboot);
+  deny_nr(&b, SYS_kexec_load);
+  deny_nr(&b, SYS_init_module);
+  deny_nr(&b, SYS_finit_module);
+  deny_nr(&b, SYS_delete_module);
+  deny_nr(&b, SYS_swapon);
+  deny_nr(&b, SYS_swapoff);
+  deny_nr(&b, SYS_bpf);
+  deny_nr(&b, SYS_keyctl);
+  deny_nr(&b, SYS_add_key);
+  deny_nr(&b, SYS_request_key);
+  deny_nr(&b, SYS_open_by_handle_at);
+  deny_nr(&b, SYS_perf_event_open);
+#ifdef SYS_io_uring_setup
+  deny_nr(&b, SYS_io_uring_setup); /* its ring would bypass this filter */
+#endif
+#ifdef SYS_pidfd_open
+  deny_nr(&b, SYS_pidfd_open);
+#endif
+#ifdef SYS_pidfd_send_signal
+  deny_nr(&b, SYS_pidfd_send_signal);
+#endif
+#ifdef SYS_pidfd_getfd
+  deny_nr(&b, SYS_pidfd_getfd);
+#endif
+  deny_nr(&b, SYS_tkill);
+  /* The network: no sockets but a socketpair of AF_UNIX. */
+  deny_nr(&b, SYS_socket);
+  deny_nr(&b, SYS_connect);
+  deny_nr(&b, SYS_bind);
+  deny_unless_unix(&b, SYS_socketpair);
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  /* Signals: only to ourselves (raise, abort, pthread_kill use tgkill). */
+  deny_unless_self(&b, SYS_kill, self);
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  deny_unless_self(&b, SYS_tgkill, self);
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  deny_unless_self(&b, SYS_rt_sigqueueinfo, self);
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  deny_unless_self(&b, SYS_rt_tgsigqueueinfo, self);
+  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  if (b.n >= sizeof b.ins / sizeof b.ins[0]) {
+    note_add(note, note_len, "%s: %s; ", "seccomp (filter too long)", E2BIG);
+    return -1;
+  }
+  struct sock_fprog prog = {(unsigned short)b.n, b.ins};
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
+    note_add(note, note_len, "%s: %s; ", "seccomp", errno);
+    return -1;
+  }
+  return 0;
+#endif
+}
+
+TVMFFI_SB_EXPORT int tvmffi_sandbox_confine(unsigned want, const char *const *read_paths,
+                                            const char *const *write_paths, unsigned *applied,
+                                            char *note, size_t note_len) {
+  unsigned got = 0;
+  if (note != NULL && note_len > 0) note[0] = '\0';
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) {
+    got |= TVMFFI_SB_NO_NEW_PRIVS;
+  } else {
+    note_add(note, note_len, "%s: %s; ", "no_new_privs", errno);
+  }
+  if (want & TVMFFI_SB_CAPS_DROPPED) {
+    if (drop_capabilities() == 0) {
+      got |= TVMFFI_SB_CAPS_DROPPED;
+    } else {
+      note_add(note, note_len, "%s: %s; ", "capset", errno);
+    }
+  }
+  if (want & (TVMFFI_SB_LANDLOCK_FS | TVMFFI_SB_LANDLOCK_NET | TVMFFI_SB_LANDLOCK_SCOPE)) {
+    int abi = tvmffi_sandbox_landlock_abi();
+    if (abi <= 0) {
+      note_add(note, note_len, "%s: %s; ", "landlock", EOPNOTSUPP);
+    } else if (got & TVMFFI_SB_NO_NEW_PRIVS) {
+      got |= apply_landlock(abi, read_paths, write_paths, note, note_len);
+    }
+  }
+  if ((want & TVMFFI_SB_SECCOMP) && (got & TVMFFI_SB_NO_NEW_PRIVS)) {
+    if (apply_seccomp(note, note_len) == 0) got |= TVMFFI_SB_SECCOMP;
+  }
+  if (applied != NULL) *applied = got;
+  return 0;
+}

@@ -1,0 +1,110 @@
+"""Files the user owns, on the parent side of `call` and `bench`.
+
+Inputs reach the worker as private copies: every file an argument names
+(.npy, .npz, @bytes) is copied into a fresh directory only this process can
+read, and the request points there, so nothing the library does can change
+the user's file. --out files are written by the worker into a staging
+directory, each with its SHA-256 in the (authenticated) reply; after the
+worker is gone, the parent checks every hash and only then links the files
+into --out, so what it reports as written is exactly what it checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from ..errors import CheckFailed, InputError
+
+
+def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
+    """Copy every input file of request["args"] into a new private directory
+    (or `into`) and point the specs at the copies. Returns the directory."""
+    d = into or tempfile.mkdtemp(prefix="tvmffi-inputs-")
+    count = len(os.listdir(d))
+    cwd = request.get("cwd") or os.getcwd()
+
+    def copy(p: str) -> str:
+        nonlocal count
+        dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
+        count += 1
+        try:
+            shutil.copyfile(p, dst)
+        except OSError as e:
+            raise InputError(f"{p}: {e.strerror}") from None
+        os.chmod(dst, 0o400)
+        return dst
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            p = node.get("path")
+            if isinstance(p, str) and node.get("kind") in ("tensor", "bytes") and os.path.isfile(p):
+                node["path"] = copy(p)
+            raw = node.get("raw")
+            if isinstance(raw, str) and raw:
+                # Typed by the function's schema in the worker: a file it names
+                # (@file for bytes, x.npy for a tensor) is copied here too.
+                at = raw.startswith("@")
+                name = os.path.join(cwd, raw[1:] if at else raw)
+                if (at or raw.endswith((".npy", ".npz"))) and os.path.isfile(name):
+                    node["raw"] = ("@" if at else "") + copy(name)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(request.get("args"))
+    return d
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def publish_outputs(stage: str, out_dir: str, files: list[dict[str, Any]],
+                    force: bool) -> list[dict[str, Any]]:
+    """Check the staged files against the hashes the worker reported and put
+    them into out_dir. Returns the file entries with their final paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    checked: list[tuple[dict[str, Any], str | None, str | None]] = []
+    for f in files:
+        staged = f.get("path")
+        if not staged:
+            checked.append((f, None, None))
+            continue
+        name = os.path.basename(str(staged))
+        staged_file = os.path.join(stage, name)
+        if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage) or \
+                not os.path.isfile(staged_file) or os.path.islink(staged_file):
+            raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
+        if sha256_file(staged_file) != f.get("sha256"):
+            raise CheckFailed(f"--out: {name} changed after tvmffi wrote it (the library "
+                              "rewrote its output); nothing written")
+        checked.append((f, staged_file, os.path.join(out_dir, name)))
+    out = []
+    for f, maybe_src, maybe_dst in checked:
+        if maybe_src is None or maybe_dst is None:
+            out.append(f)
+            continue
+        src, dst = maybe_src, maybe_dst
+        tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{os.path.basename(dst)}.tmp")
+        shutil.copyfile(src, tmp)
+        if force:
+            os.replace(tmp, dst)
+        else:
+            try:
+                os.link(tmp, dst)
+            except FileExistsError:
+                os.unlink(tmp)
+                raise InputError(f"{dst} exists; pass --force to overwrite") from None
+            os.unlink(tmp)
+        out.append({k: v for k, v in f.items() if k != "sha256"} | {"path": dst})
+    return out

@@ -1,0 +1,180 @@
+"""The ctypes face of libtvmffi_sandbox.so (runtime/sandbox/tvmffi_sandbox.c).
+
+The C helper does the system calls (namespaces, Landlock, seccomp, prctl);
+this module names its feature bits, finds the library, and turns the bitmasks
+it reports into `Applied` (what was applied, what was asked for and not).
+Only the worker process calls launch() and confine(); the parent only reads
+the names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
+
+LIBRARY_ENV = "TVMFFI_SANDBOX_LIB"
+_LIBNAME = "libtvmffi_sandbox.so"
+
+#: Feature bits reported by the C helper (TVMFFI_SB_* there), by name.
+FEATURES: dict[str, int] = {
+    "die-with-parent": 1 << 0,
+    "pid-namespace": 1 << 1,
+    "net-namespace": 1 << 2,
+    "subreaper": 1 << 3,
+    "no-new-privs": 1 << 4,
+    "capabilities-dropped": 1 << 5,
+    "landlock-fs": 1 << 6,
+    "landlock-net": 1 << 7,
+    "landlock-scope": 1 << 8,
+    "seccomp": 1 << 9,
+    "user-namespace": 1 << 10,
+}
+
+#: Process-lifetime features: applied with and without --no-sandbox.
+LIFETIME = ("die-with-parent", "pid-namespace", "subreaper")
+#: Confinement features: turned off by --no-sandbox.
+CONFINEMENT = ("net-namespace", "no-new-privs", "capabilities-dropped", "landlock-fs",
+               "landlock-net", "landlock-scope", "seccomp")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the worker got. `missing`: asked for and not applied; `notes`:
+    the kernel's reasons, one per refusal (empty when all was applied)."""
+
+    enabled: bool
+    applied: tuple[str, ...]
+    missing: tuple[str, ...]
+    notes: tuple[str, ...]
+    memory_limit: int | None = None
+    cpu_limit: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "applied": list(self.applied),
+                "missing": list(self.missing), "notes": list(self.notes),
+                "memory_limit": self.memory_limit, "cpu_limit": self.cpu_limit}
+
+    @classmethod
+    def from_json(cls, d: object) -> Applied:
+        if not isinstance(d, dict):
+            return cls(False, (), (), ("the worker reported no sandbox",))
+
+        def names(key: str) -> tuple[str, ...]:
+            v = d.get(key)
+            return tuple(str(x) for x in v) if isinstance(v, list) else ()
+
+        ml, cl = d.get("memory_limit"), d.get("cpu_limit")
+        return cls(bool(d.get("enabled")), names("applied"), names("missing"), names("notes"),
+                   ml if isinstance(ml, int) else None, cl if isinstance(cl, int) else None)
+
+
+def names_of(mask: int) -> tuple[str, ...]:
+    return tuple(n for n, bit in FEATURES.items() if mask & bit)
+
+
+def mask_of(names: tuple[str, ...] | list[str]) -> int:
+    m = 0
+    for n in names:
+        m |= FEATURES[n]
+    return m
+
+
+def package_dirs() -> list[str]:
+    """Every directory of the tvmffi_cli package (an editable install spreads
+    it over the source tree and site-packages)."""
+    pkg = sys.modules[__name__.split(".")[0]]
+    return list(getattr(pkg, "__path__", []))
+
+
+def library_path() -> Path | None:
+    """libtvmffi_sandbox.so next to our libtvm_ffi.so (or TVMFFI_SANDBOX_LIB)."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        p = Path(env)
+        return p.resolve() if p.is_file() else None
+    for d in package_dirs():
+        p = Path(d) / "lib" / _LIBNAME
+        if p.is_file():
+            return p.resolve()
+    return None
+
+
+def _lib() -> Any:
+    import ctypes
+
+    p = library_path()
+    if p is None:
+        return None
+    # PyDLL keeps the GIL across the call: launch() forks inside it.
+    lib = ctypes.PyDLL(str(p))
+    lib.tvmffi_sandbox_landlock_abi.restype = ctypes.c_int
+    lib.tvmffi_sandbox_landlock_abi.argtypes = []
+    lib.tvmffi_sandbox_launch.restype = ctypes.c_int
+    lib.tvmffi_sandbox_launch.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_int,
+                                          ctypes.POINTER(ctypes.c_uint), ctypes.c_char_p,
+                                          ctypes.c_size_t]
+    lib.tvmffi_sandbox_confine.restype = ctypes.c_int
+    lib.tvmffi_sandbox_confine.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p),
+                                           ctypes.POINTER(ctypes.c_char_p),
+                                           ctypes.POINTER(ctypes.c_uint), ctypes.c_char_p,
+                                           ctypes.c_size_t]
+    return lib
+
+
+def landlock_abi() -> int:
+    lib = _lib()
+    return int(lib.tvmffi_sandbox_landlock_abi()) if lib is not None else 0
+
+
+def _notes(buf: ctypes.Array[ctypes.c_char]) -> tuple[str, ...]:
+    text = buf.value.decode("utf-8", "replace")
+    return tuple(s.strip() for s in text.split(";") if s.strip())
+
+
+def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int, tuple[str, ...]]:
+    """Become the worker under a supervisor and a namespace init (see the C
+    file). Returns (applied mask, notes) in the worker; the supervisor and the
+    init never return. Without the helper: (0, (reason,))."""
+    import ctypes
+
+    lib = _lib()
+    if lib is None:
+        return 0, (f"{_LIBNAME} not found: process lifetime rests on the process group",)
+    applied = ctypes.c_uint(0)
+    note = ctypes.create_string_buffer(1024)
+    rc = lib.tvmffi_sandbox_launch(mask_of(want), lifeline_fd, status_fd, ctypes.byref(applied),
+                                   note, len(note))
+    if rc != 0:
+        return 0, (f"fork: {os.strerror(ctypes.get_errno() or 11)}",)
+    return int(applied.value), _notes(note)
+
+
+def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
+    import ctypes
+
+    arr = (ctypes.c_char_p * (len(items) + 1))()
+    for i, s in enumerate(items):
+        arr[i] = os.fsencode(s)
+    arr[len(items)] = None
+    return arr
+
+
+def confine(want: tuple[str, ...], read_paths: list[str],
+            write_paths: list[str]) -> tuple[int, tuple[str, ...]]:
+    """Confine this process (irreversibly). Returns (applied mask, notes)."""
+    import ctypes
+
+    lib = _lib()
+    if lib is None:
+        return 0, (f"{_LIBNAME} not found: no kernel confinement",)
+    applied = ctypes.c_uint(0)
+    note = ctypes.create_string_buffer(4096)
+    lib.tvmffi_sandbox_confine(mask_of(want), _paths(read_paths), _paths(write_paths),
+                               ctypes.byref(applied), note, len(note))
+    return int(applied.value), _notes(note)
