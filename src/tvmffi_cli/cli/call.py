@@ -182,6 +182,10 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     from ..sandbox import process as sandbox
 
     timeout = request.pop("timeout")
+    if request.get("runtime") is None:
+        from ..ffi import paths
+
+        paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
     inputs = files.private_inputs(request)
     final_out, stage = request.get("out"), None
     if final_out:

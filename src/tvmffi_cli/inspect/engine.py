@@ -262,6 +262,10 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         req = {"path": str(path)}
         if runtime is not None:
             req["runtime"] = str(runtime)
+        else:
+            from ..ffi import paths
+
+            paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
         from ..binary.deps import load_read_paths
 
         result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime,
