@@ -32,6 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "extract": {"inspect", "binary", "abi", "errors"},
     "render": {"inspect", "call", "conform", "stubs", "diff", "extract", "binary", "abi",
                "errors"},
+    # The public Python API (api.py): engines, never cli/ or render/.
+    "api": {"inspect", "call", "conform", "ffi", "sandbox", "binary", "abi", "errors"},
     "cli": {"*"},
     "": {"*"},  # tvmffi_cli/__init__.py and __main__.py: the public re-exports
 }

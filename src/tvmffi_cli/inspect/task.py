@@ -15,19 +15,22 @@ reply:
    "errors": [str]}
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any, cast
 
 
-def run(request):
-    from ..ffi.library import load
-    from ..ffi.typeinfo import type_info_dict
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    from ..ffi import library, typeinfo
 
-    lib = load(request["path"], runtime=request.get("runtime"))
+    type_info_dict = cast(Any, typeinfo).type_info_dict
+    lib = cast(Any, library).load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime
-    errors = []
-    functions = {}
+    errors: list[str] = []
+    functions: dict[str, dict[str, Any]] = {}
     for name in lib.function_names():
-        entry = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
+        entry: dict[str, Any] = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
         try:
             raw = lib.metadata_raw(name)
             entry["metadata_raw"] = raw
@@ -36,11 +39,11 @@ def run(request):
                     entry["metadata"] = json.loads(raw)
                 except ValueError as e:
                     errors.append(f"{name}: metadata is not JSON: {e}")
-        except Exception as e:  # a broken getter is a finding, not a failure
+        except Exception as e:  # noqa: BLE001  a broken getter is a finding, not a failure
             errors.append(f"{name}: metadata getter failed: {_describe(e)}")
         try:
             entry["doc"] = lib.doc(name)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001
             errors.append(f"{name}: doc getter failed: {_describe(e)}")
         functions[name] = entry
     types = []
@@ -53,7 +56,7 @@ def run(request):
             types.append(info)
     try:
         module = lib.describe()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001
         module = None
         errors.append(f"module description failed: {_describe(e)}")
     return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
@@ -61,13 +64,13 @@ def run(request):
             "module": module, "errors": errors}
 
 
-def _global_info(lib, names, errors):
+def _global_info(lib: Any, names: list[str], errors: list[str]) -> dict[str, Any]:
     """Metadata JSON of each registered global, from the runtime's
     ffi.GetGlobalFuncMetadata (absent in runtimes that do not keep it)."""
     getter = lib.get_global("ffi.GetGlobalFuncMetadata")
     if getter is None:
         return {}
-    out = {}
+    out: dict[str, Any] = {}
     for name in sorted(names):
         try:
             raw = getter(name)
@@ -78,6 +81,6 @@ def _global_info(lib, names, errors):
     return out
 
 
-def _describe(e):
+def _describe(e: Exception) -> str:
     kind = getattr(e, "kind", None) or type(e).__name__
     return f"{kind}: {e}"
