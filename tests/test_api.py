@@ -189,6 +189,21 @@ def test_call_values_of_every_kind_reach_the_child(build_lib, tmp_path):
     np.testing.assert_array_equal(res.value, arr)
 
 
+def test_call_crash_and_hang_are_results(build_lib):
+    lib = str(build_lib("c/crashy.c", headers="ours"))
+    res = tvmffi_cli.call_function(lib, "segv")
+    assert (res.ok, res.value, res.error.kind, dict(res.error.extra)) == (
+        False, None, "Crash", {"signal": "SIGSEGV"})
+    assert res.error.message == "segv crashed the worker process (SIGSEGV)"
+    rc, cli = cli_json("call", lib, "segv")
+    assert (rc, res.to_json()) == (1, cli)
+    validate(cli, "call")
+    res = tvmffi_cli.call_function(lib, "hang", timeout=0.5)
+    assert (res.error.kind, dict(res.error.extra)) == ("Timeout", {"timeout": 0.5})
+    assert res.error.message == "hang did not return within 0.5 s; the worker was killed"
+    assert tvmffi_cli.call_function(lib, "chatty").value == 7
+
+
 def test_call_bad_input_raises(add_one):
     with pytest.raises(InputError, match="no function 'nope'"):
         tvmffi_cli.call_function(add_one, "nope")
@@ -333,3 +348,14 @@ def test_sandboxed_api_and_tvm_ffi_share_a_process(add_one, official_runtime):
     """)
     assert (p.returncode, p.stderr) == (0, "")
     assert p.stdout.splitlines() == ["42", "ok", "mul3(int, int, int) -> int"]
+
+
+def test_api_modules_are_mypy_strict_clean():
+    try:
+        import mypy.api
+    except ImportError:
+        pytest.skip("mypy is not installed (pip install mypy)")
+    files = [str(ROOT / "src" / "tvmffi_cli" / f) for f in
+             ("api.py", "__init__.py", "call/engine.py", "inspect")]
+    out, err, rc = mypy.api.run(["--strict", "--no-incremental", *files])
+    assert rc == 0, out + err
