@@ -20,12 +20,14 @@ prints. The engines build those documents; this module only wraps them.
 from __future__ import annotations
 
 import copy
+import importlib.abc
 import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from importlib.machinery import ModuleSpec
+from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Union, cast
 
 from .errors import InputError
@@ -382,13 +384,35 @@ _GUARD_MESSAGE = (
     "libraries in a child process.")
 
 
-class _OfficialImportGuard:
-    """A meta path finder that turns `import tvm_ffi` into an ImportError once
-    our runtime is loaded (the official runtime's start-up would abort)."""
+class _RefuseLoader(importlib.abc.Loader):
+    """Loader of tvm_ffi once our runtime is in the process: refuses to run it."""
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "tvm_ffi" or name.startswith("tvm_ffi."):
-            raise RuntimeConflict(_GUARD_MESSAGE)
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        raise RuntimeConflict(_GUARD_MESSAGE, name=module.__name__)
+
+
+class _OfficialImportGuard(importlib.abc.MetaPathFinder):
+    """A meta path finder that turns `import tvm_ffi` into an ImportError once
+    our runtime is loaded (the official runtime's start-up would abort).
+    Looking the package up (importlib.util.find_spec) still finds it: the
+    spec is the real one, with a loader that refuses to execute it."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname != "tvm_ffi" and not fullname.startswith("tvm_ffi."):
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                spec.loader = _RefuseLoader()
+                return cast(ModuleSpec, spec)
+        return None
 
 
 def official_runtime_loaded() -> str | None:
@@ -438,7 +462,7 @@ def load(path: PathLike, *, runtime: PathLike | None = None,
     loaded = ffi_runtime.loaded_runtime()
     if (official is None and loaded is not None and loaded.is_ours
             and not any(isinstance(f, _OfficialImportGuard) for f in sys.meta_path)):
-        sys.meta_path.insert(0, cast(Any, _OfficialImportGuard()))
+        sys.meta_path.insert(0, _OfficialImportGuard())
     return cast("Library", lib)
 
 
