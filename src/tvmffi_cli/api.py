@@ -11,10 +11,11 @@ tvmffi_cli.api.conform; the package itself cannot export them under those
 names: tvmffi_cli.call and tvmffi_cli.conform are the engine packages, and
 importing any of their modules rebinds those attributes.
 
-inspect_library, call_function and conform_library run the library's code only in a child
-process (the sandbox the CLI uses); load runs it in this process. Results are
-frozen dataclasses whose to_json() returns the document `tvmffi ... --json`
-prints. The engines build those documents; this module only wraps them.
+inspect_library, call_function and conform_library run the library's code
+only in child processes (the sandbox the CLI uses); load runs it in this
+process. Results are frozen dataclasses whose to_json() returns the document
+`tvmffi ... --json` prints. The engines build those documents; this module
+only wraps them.
 """
 
 from __future__ import annotations
