@@ -305,6 +305,17 @@ def test_import_tvm_ffi_after_load_raises_clearly(add_one, official_runtime):
         "True", "6"]
 
 
+def test_the_api_runs_without_click_or_rich(add_one):
+    p = run_py(f"""
+        import sys, tvmffi_cli
+        tvmffi_cli.inspect_library({add_one!r})
+        tvmffi_cli.call_function({add_one!r}, "mul3", 1, 2, 3)
+        tvmffi_cli.conform_library({add_one!r}, select=["export-names"], jobs=1)
+        print(sorted(m for m in ("click", "rich") if m in sys.modules))
+    """)
+    assert (p.returncode, p.stderr, p.stdout) == (0, "", "[]\n")
+
+
 def test_the_abort_the_guard_prevents(add_one, official_runtime):
     # Without the guard (our runtime loaded directly), importing tvm_ffi
     # after it aborts the process: the reason the guard exists.
