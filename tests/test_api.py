@@ -71,7 +71,7 @@ def test_exports():
     assert tvmffi_cli.call_function is api.call is api.call_function
     assert tvmffi_cli.conform_library is api.conform is api.conform_library
     with pytest.raises(AttributeError):
-        tvmffi_cli.no_such_name  # noqa: B018
+        tvmffi_cli.no_such_name
     # The engine packages keep their names (and stay modules after imports).
     from tvmffi_cli.call import engine
 

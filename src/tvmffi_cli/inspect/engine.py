@@ -153,7 +153,7 @@ def static_report(binary: Binary) -> Report:
 
         try:
             data = b.read_symbol_bytes(lbs)
-        except Exception as e:  # noqa: BLE001  FormatError: e.g. in .bss
+        except Exception as e:  # FormatError: e.g. in .bss
             _err(rep, LIBRARY_BIN, str(e))
             data = None
         if data is not None:

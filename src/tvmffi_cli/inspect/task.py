@@ -39,11 +39,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                     entry["metadata"] = json.loads(raw)
                 except ValueError as e:
                     errors.append(f"{name}: metadata is not JSON: {e}")
-        except Exception as e:  # noqa: BLE001  a broken getter is a finding, not a failure
+        except Exception as e:  # a broken getter is a finding, not a failure
             errors.append(f"{name}: metadata getter failed: {_describe(e)}")
         try:
             entry["doc"] = lib.doc(name)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errors.append(f"{name}: doc getter failed: {_describe(e)}")
         functions[name] = entry
     types = []
@@ -56,7 +56,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             types.append(info)
     try:
         module = lib.describe()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         module = None
         errors.append(f"module description failed: {_describe(e)}")
     return {"functions": functions, "globals": sorted(lib.globals_registered), "types": types,
