@@ -226,9 +226,23 @@ def test_conform_matches_the_cli(add_one):
     validate(doc, "conform")
     rc, cli = cli_json("conform", add_one, "-j", "1", "--select", "no-crash,export-names")
     assert rc == 0
-    doc.pop("elapsed_s")
-    cli.pop("elapsed_s")
+    for d in (doc, cli):  # the run times differ
+        d.pop("elapsed_s")
+        d["summary_line"] = re.sub(r"\([0-9.]+ s,", "(T s,", d["summary_line"])
     assert doc == cli
+    assert rep.summary_line.startswith("tvmffi conform PASSED libadd_one.so: 0 error(s)")
+    assert rep.globals == () and rep.min_runtime_version == doc.get("min_runtime_version")
+
+
+def test_conform_options(add_one, tmp_path):
+    rep = tvmffi_cli.conform_library(add_one, jobs=1, select=["no-crash"], functions=["mul3"])
+    assert {(r.check, r.function) for r in rep.results} == {("no-crash", "mul3")}
+    with pytest.raises(InputError, match="threads must be between 2 and 256"):
+        tvmffi_cli.conform_library(add_one, threads=1)
+    with pytest.raises(InputError, match="no such file"):
+        tvmffi_cli.conform_library(add_one, runtime=tmp_path / "nope.so")
+    with pytest.raises(InputError, match="unknown check id"):
+        tvmffi_cli.conform_library(add_one, select=["nope"])
 
 
 # ---------------------------------------------------------------------------

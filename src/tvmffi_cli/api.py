@@ -304,7 +304,8 @@ def _positive(v: float, name: str) -> float:
 @dataclass(frozen=True)
 class CheckResult:
     """One check on the library (function None) or on one of its functions.
-    status: "pass", "fail", "skip" or "error"; severity: "error" or "warning"."""
+    status: "pass", "fail", "skip" or "error"; severity: "error" or "warning";
+    reproduce: a command that repeats a crash or hang, when there is one."""
 
     check: str
     function: str | None
@@ -313,6 +314,7 @@ class CheckResult:
     severity: str
     title: str
     details: Any = None
+    reproduce: str | None = None
 
 
 @dataclass(frozen=True)
@@ -323,8 +325,11 @@ class ConformReport:
     library: str
     passed: bool
     summary: Mapping[str, int]
+    summary_line: str
     functions: tuple[str, ...]
+    globals: tuple[str, ...]
     results: tuple[CheckResult, ...]
+    min_runtime_version: str | None
     elapsed_s: float | None
     _doc: Mapping[str, Any] = field(repr=False, compare=False)
 
@@ -338,13 +343,19 @@ class ConformReport:
 
 
 def conform_library(path: PathLike, *, select: Sequence[str] | None = None,
-            ignore: Sequence[str] | None = None, timeout: float = 10.0,
-            jobs: int | None = None) -> ConformReport:
+                    ignore: Sequence[str] | None = None, timeout: float = 10.0,
+                    jobs: int | None = None, threads: int | None = None,
+                    functions: Sequence[str] | None = None, strict: bool = False,
+                    runtime: PathLike | None = None) -> ConformReport:
     """Check the library at `path` against the TVM-FFI ABI rules (`tvmffi
     conform`; the checks are listed in docs/checks.md). select/ignore: check
     ids to run or skip; timeout: seconds each probe call may take; jobs:
-    probing worker processes (default: number of CPUs). Library code runs only
-    in those workers."""
+    probing worker processes (default: number of CPUs); threads: call each
+    function from this many threads at once (thread-safety is then an
+    error); functions: probe only these; strict: warnings fail the run too;
+    runtime: the libtvm_ffi.so hosting the library in the workers (default
+    tvmffi's). Library code runs only in those workers. Unlike the CLI, no
+    [tool.tvmffi.conform] configuration is read: pass options explicitly."""
     from .conform import registry as _registry
     from .conform import runner as _runner
 
@@ -353,19 +364,30 @@ def conform_library(path: PathLike, *, select: Sequence[str] | None = None,
     t = _positive(timeout, "timeout")
     if jobs is not None and jobs < 1:
         raise InputError("jobs must be at least 1")
+    if threads is not None and not 2 <= threads <= 256:
+        raise InputError("threads must be between 2 and 256")
     p = os.fspath(path)
     if os.path.isdir(p):
         raise InputError(f"{p}: is a directory")
-    sel = registry.parse_ids(list(select)) if select else None
-    ign = registry.parse_ids(list(ignore)) if ignore else None
-    doc = runner.run(p, select=sel, ignore=ign, timeout=t, jobs=jobs).to_json()
+    rt = None
+    if runtime is not None:
+        rt = os.path.abspath(os.fspath(runtime))
+        if not os.path.isfile(rt):
+            raise InputError(f"runtime {os.fspath(runtime)}: no such file")
+    sel = frozenset(registry.parse_ids(list(select))) if select else frozenset()
+    ign = frozenset(registry.parse_ids(list(ignore))) if ignore else frozenset()
+    opts = runner.Options(sel, ign, t, jobs, threads, None, rt, frozenset(functions or ()),
+                          strict)
+    doc = runner.run(p, options=opts).to_json()
     results = tuple(CheckResult(r["check"], r["function"], r["status"], r["message"],
-                                r["severity"], r["title"], r.get("details"))
+                                r["severity"], r["title"], r.get("details"), r.get("reproduce"))
                     for r in doc["results"])
     return ConformReport(library=doc["library"], passed=doc["passed"],
-                         summary=_frozen_map(doc["summary"]), functions=tuple(doc["functions"]),
-                         results=results, elapsed_s=doc.get("elapsed_s"),
-                         _doc=MappingProxyType(doc))
+                         summary=_frozen_map(doc["summary"]),
+                         summary_line=str(doc.get("summary_line", "")),
+                         functions=tuple(doc["functions"]), globals=tuple(doc.get("globals", ())),
+                         results=results, min_runtime_version=doc.get("min_runtime_version"),
+                         elapsed_s=doc.get("elapsed_s"), _doc=MappingProxyType(doc))
 
 
 # ---------------------------------------------------------------------------
