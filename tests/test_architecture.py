@@ -33,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "extract": {"text", "inspect", "binary", "abi", "errors"},
     "render": {"text", "inspect", "call", "conform", "stubs", "diff", "extract", "binary", "abi",
                "errors"},
+    # The public Python API (api.py): engines, never cli/ or render/.
+    "api": {"text", "inspect", "call", "conform", "ffi", "sandbox", "binary", "abi", "errors"},
     "cli": {"*"},
     "": {"*"},  # tvmffi_cli/__init__.py and __main__.py: the public re-exports
 }

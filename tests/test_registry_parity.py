@@ -26,8 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import fixturebuild
 import pytest
+
+import fixturebuild
 
 HERE = Path(__file__).resolve().parent
 

@@ -9,7 +9,7 @@ import os
 
 import click
 
-from ..call import argv
+from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -39,7 +39,7 @@ OPTION_HELP = [
     ("-h, --help", "Show this message and exit."),
 ]
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = engine.DEFAULT_TIMEOUT
 
 
 class RawCommand(click.Command):
@@ -118,15 +118,13 @@ def command(ctx, tokens):
 
     status = reply.get("status")
     if status == "raised":
-        err = reply["error"]
         if as_json:
-            emit_json(render.error_json(err["kind"], err["message"], err.get("backtrace"),
-                                        **({"cause": err["cause"]} if err.get("cause") else {})))
+            emit_json(engine.raised_json(reply))
         else:
-            click.echo(render.raised_text(err, verbose), err=True)
+            click.echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
-        emit_json(render.call_json(reply, parsed.func, request["path"]))
+        emit_json(engine.call_json(reply, parsed.func, request["path"]))
     else:
         from ..render.common import fit_lines
 
@@ -136,18 +134,10 @@ def command(ctx, tokens):
 
 def base_request(parsed, opts):
     """The request shared by call and bench (library, function, argument specs)."""
-    path = os.path.abspath(os.path.expanduser(parsed.lib))
-    if not os.path.isfile(path):
-        raise InputError(f"{parsed.lib}: no such file")
-    request = {"path": path, "func": parsed.func, "args": parsed.args, "cwd": os.getcwd(),
-               "tensor_mode": "object" if opts.get("--owned-tensors") else "dltensor"}
-    rt = opts.get("--runtime")
-    if rt:
-        rt = os.path.abspath(os.path.expanduser(rt))
-        if not os.path.isfile(rt):
-            raise InputError(f"--runtime {opts['--runtime']}: no such file")
-        request["runtime"] = rt
-    request["timeout"] = parse_timeout(opts.get("--timeout"))
+    request = engine.make_request(parsed.lib, parsed.func, parsed.args,
+                                  timeout=parse_timeout(opts.get("--timeout")),
+                                  runtime=opts.get("--runtime"),
+                                  tensor_mode="object" if opts.get("--owned-tensors") else "dltensor")
     from . import sandbox_opts
 
     sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
@@ -171,77 +161,22 @@ def emit_json(doc):
 
 
 def run_in_child(task, request, parsed, as_json, verbose=False):
-    """Run a task in the sandbox. Returns the reply, or an exit code after
-    printing a one-line report of a crash or timeout (-v adds what the worker
-    wrote on stderr, e.g. the fault handler's stack)."""
-    import shutil
-    import tempfile
-
-    from ..call import files
-    from ..render import call as render
-    from ..sandbox import process as sandbox
-
-    timeout = request.pop("timeout")
-    if request.get("runtime") is None:
-        from ..ffi import paths
-
-        paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
-    inputs = files.private_inputs(request)
-    final_out, stage = request.get("out"), None
-    if final_out:
-        stage = tempfile.mkdtemp(prefix="tvmffi-out-")
-        request["out"] = stage
+    """Run a task in the sandbox (call/engine.py). Returns the reply, or an
+    exit code after printing a one-line report of a crash or timeout (-v adds
+    what the worker wrote on stderr, e.g. the fault handler's stack)."""
     try:
-        from ..binary.deps import load_read_paths
-
-        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
-                                 read_paths=[inputs, *load_read_paths(request["path"])],
-                                 write_paths=[stage] if stage else [])
-        if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
-            # The worker is gone: check what it staged, then publish it.
-            reply["published"] = files.publish_outputs(stage, final_out, reply["files"],
-                                                       bool(request.get("force")))
-    except sandbox.ChannelTampered as e:
-        if as_json:
-            emit_json(render.error_json("Tampered", str(e), None))
-        else:
-            click.echo(f"tvmffi: error: {parsed.func}: {e}", err=True)
-        return EXIT_FAILED
-    except sandbox.ChildCrashed as e:
-        sig = getattr(e, "signal", None)
-        how = sig or f"exit status {getattr(e, 'returncode', '?')}"
-        msg = f"{parsed.func} crashed the worker process ({how})"
-        if isinstance(e, sandbox.MemoryLimitExceeded):
-            msg = f"{parsed.func}: {e}"
-        if as_json:
-            extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
-            emit_json(render.error_json("Crash", msg, None, **extra))
-        else:
-            click.echo(f"tvmffi: error: {msg}", err=True)
-            if verbose and getattr(e, "stderr", ""):
-                click.echo(e.stderr.rstrip(), err=True)
-        return EXIT_FAILED
-    except sandbox.ChildTimeout:
-        msg = f"{parsed.func} did not return within {timeout:g} s; the worker was killed"
-        if as_json:
-            emit_json(render.error_json("Timeout", msg, None, timeout=timeout))
-        else:
-            click.echo(f"tvmffi: error: {msg}", err=True)
-        return EXIT_FAILED
+        outcome = engine.run_in_child(task, request)
     finally:
         if not as_json:
             from . import sandbox_opts
 
             sandbox_opts.report(False)
-        shutil.rmtree(inputs, ignore_errors=True)
-        if stage:
-            shutil.rmtree(stage, ignore_errors=True)
-        if final_out:
-            request["out"] = final_out
-    if not isinstance(reply, dict):
-        raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
-    if reply.get("status") == "input_error":
-        err = InputError(reply.get("message", "bad input"))
-        err.exit_code = reply.get("exit_code", err.exit_code)
-        raise err
-    return reply
+    if isinstance(outcome, engine.ChildFailure):
+        if as_json:
+            emit_json(outcome.to_json())
+        else:
+            click.echo(f"tvmffi: error: {outcome.message}", err=True)
+            if verbose and outcome.kind == "Crash" and outcome.stderr:
+                click.echo(outcome.stderr.rstrip(), err=True)
+        return EXIT_FAILED
+    return outcome

@@ -24,13 +24,7 @@ def apply(no_sandbox: bool, memory_limit: str | None) -> None:
 
 def field() -> dict[str, Any]:
     """The `sandbox` field of a --json output."""
-    info = process.last_sandbox()
-    pol = process.policy()
-    if info is None:
-        return {"enabled": pol.sandbox, "ran": False, "applied": [], "missing": [],
-                "notes": ["no library code ran"], "memory_limit": pol.memory_limit,
-                "cpu_limit": None}
-    return {**info.to_json(), "ran": True}
+    return process.sandbox_field()
 
 
 def line() -> str | None:

@@ -11,6 +11,11 @@ Problems found in the file are collected in report["errors"]; a file that
 cannot be read as a library raises InputError/FormatError (from open_binary).
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, cast
+
 from ..abi.capi import C_API_NAMES as C_API  # (no ctypes: the fast path imports this)
 from ..abi.symbols import (
     C_API_PREFIX,
@@ -27,27 +32,33 @@ from ..abi.symbols import (
 )
 from ..abi.versions import BASELINE, min_runtime
 
+if TYPE_CHECKING:
+    from ..binary.model import Binary, Symbol
+
+#: The report: the --json document of `tvmffi inspect`.
+Report = dict[str, Any]
+
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
 
 
-def _err(report, where, message, offset=None):
-    e = {"where": where, "message": message}
+def _err(report: Report, where: str, message: str, offset: int | None = None) -> None:
+    e: dict[str, Any] = {"where": where, "message": message}
     if offset is not None:
         e["offset"] = offset
     report["errors"].append(e)
 
 
-def _is_cxx_runtime_import(name):
+def _is_cxx_runtime_import(name: str) -> bool:
     # Itanium-mangled names in namespace tvm::ffi (e.g. _ZN3tvm3ffi...,
     # _ZNK3tvm3ffi...): the official C++ runtime's exports, which a C runtime
     # cannot provide.
     return name.startswith("_Z") and "3tvm3ffi" in name
 
 
-def static_report(binary):
+def static_report(binary: Binary) -> Report:
     """Everything `inspect` learns from the bytes of an opened Binary."""
     b = binary
-    rep = {
+    rep: Report = {
         "path": b.path, "format": b.format, "arch": b.arch, "bits": b.bits, "kind": b.kind,
         "soname": b.soname, "needed": list(b.needed), "mode": "static",
         "functions": [], "modules": [], "library_bin": None, "library_ctx": None,
@@ -60,7 +71,11 @@ def static_report(binary):
 
     syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
     # One pass over the matches: functions, special symbols, getters, context.
-    by_name, funcs, meta, docs, ctx_syms = {}, [], set(), set(), []
+    by_name: dict[str, Symbol] = {}
+    funcs: list[Symbol] = []
+    meta: set[str] = set()
+    docs: set[str] = set()
+    ctx_syms: list[Symbol] = []
     nf, nm_, nd = len(FUNC_PREFIX), len(METADATA_PREFIX), len(DOC_PREFIX)
     for s in syms:
         n = s.name
@@ -81,7 +96,7 @@ def static_report(binary):
     main = by_name.get(MAIN)
     for s in funcs:
         name = s.name[nf:]
-        f = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
+        f: dict[str, Any] = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
              "kind": s.kind, "binding": s.binding, "has_metadata": name in meta,
              "has_doc": name in docs}
         if s is main:
@@ -147,8 +162,8 @@ def static_report(binary):
                                   "nbytes": lb.nbytes, "root": lb.root,
                                   "section": lbs.section}
             rep["modules"] = [m.to_json() for m in lb.modules]
-            for e in lb.errors:
-                _err(rep, LIBRARY_BIN, e["message"], e["offset"])
+            for problem in lb.errors:
+                _err(rep, LIBRARY_BIN, problem["message"], problem["offset"])
             kinds = {m.kind for m in lb.modules}
             if lb.modules and "_lib" not in kinds:
                 rep["warnings"].append("library_bin has no _lib entry: the library's own "
@@ -159,7 +174,8 @@ def static_report(binary):
     return rep
 
 
-def _cubins(b, by_name, rep, candidates):
+def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report,
+            candidates: list[Symbol]) -> None:
     if not candidates:
         return
     from ..binary import modformats
@@ -170,7 +186,7 @@ def _cubins(b, by_name, rep, candidates):
             continue
         name = n[len(CUBIN_PREFIX):]
         end = by_name.get(n + "_end")
-        c = {"name": name, "symbol": n, "address": s.value, "size": None}
+        c: dict[str, Any] = {"name": name, "symbol": n, "address": s.value, "size": None}
         if end is not None and end.section == s.section and end.value >= s.value:
             size = end.value - s.value
         elif end is not None:
@@ -186,6 +202,8 @@ def _cubins(b, by_name, rep, candidates):
             if off is None:
                 raise ValueError
             sec = s._sec or b.section_for(s.value)
+            if sec is None:
+                raise ValueError
             avail = min(sec.offset + sec.filesize, len(b.data)) - off
             if size > avail:
                 _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
@@ -196,7 +214,7 @@ def _cubins(b, by_name, rep, candidates):
         rep["cubins"].append(c)
 
 
-def _host_loadable(binary):
+def _host_loadable(binary: Binary) -> bool:
     import platform
 
     host = platform.machine().lower()
@@ -204,7 +222,7 @@ def _host_loadable(binary):
     return binary.format == "elf" and binary.arch == host and binary.kind == "shared"
 
 
-def merge_dynamic(rep, result):
+def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
     """Fold the child's "introspect" result into the static report."""
     from ..abi import typeschema as schema
     from ..errors import FormatError
@@ -236,13 +254,15 @@ def merge_dynamic(rep, result):
         rep["global_info"] = result["global_info"]
     if result.get("module") is not None:
         rep["loaded_module"] = result["module"]
-    for e in result.get("errors") or []:
-        _err(rep, "load", e if isinstance(e, str) else str(e.get("message", e)))
+    for problem in result.get("errors") or []:
+        _err(rep, "load", problem if isinstance(problem, str)
+             else str(problem.get("message", problem)))
     for w in result.get("warnings") or []:
         rep["warnings"].append(str(w))
 
 
-def dynamic_part(rep, binary, path, timeout, runtime=None):
+def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], timeout: float,
+                 runtime: str | os.PathLike[str] | None = None) -> None:
     from ..binary import require_library
     from ..errors import InputError
 
@@ -268,8 +288,9 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
             paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
         from ..binary.deps import load_read_paths
 
-        result = sandbox.run_task("inspect.task", req, timeout=timeout, runtime=runtime,
-                                  read_paths=load_read_paths(path))
+        result = cast(Any, sandbox).run_task("inspect.task", req, timeout=timeout,
+                                             runtime=runtime,
+                                             read_paths=load_read_paths(path))
     except InputError:
         # The child could not load the file or the runtime it was given (not a
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
@@ -283,7 +304,10 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         merge_dynamic(rep, result)
 
 
-def run(path, static=False, timeout=30.0, runtime=None):
+def run(path: str | os.PathLike[str], static: bool = False, timeout: float = 30.0,
+        runtime: str | os.PathLike[str] | None = None) -> Report:
+    """The report of `tvmffi inspect` (the --json document, schemas/inspect.schema.json):
+    static facts, plus what loading in a child process shows unless static."""
     from ..binary import open_binary
 
     b = open_binary(path)

@@ -19,7 +19,10 @@ with a warning naming the cap, so a 100 MiB metadata string costs the parent
 nothing and the whole step stays within --timeout.
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any, cast
 
 METADATA_CAP = 1 << 20
 DOC_CAP = 64 << 10
@@ -27,24 +30,24 @@ NAME_CAP = 1024
 LIST_CAP = 100_000
 
 
-def _cap(text, limit, what, warnings):
+def _cap(text: Any, limit: int, what: str, warnings: list[str]) -> tuple[Any, bool]:
     if isinstance(text, str) and len(text) > limit:
         warnings.append(f"{what} of {len(text)} characters cut to the first {limit} (cap)")
         return text[:limit], True
     return text, False
 
 
-def run(request):
-    from ..ffi.library import load
-    from ..ffi.typeinfo import type_info_dict
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    from ..ffi import library, typeinfo
 
-    lib = load(request["path"], runtime=request.get("runtime"))
+    type_info_dict = cast(Any, typeinfo).type_info_dict
+    lib = cast(Any, library).load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime
-    errors = []
-    warnings = []
-    functions = {}
+    errors: list[str] = []
+    warnings: list[str] = []
+    functions: dict[str, dict[str, Any]] = {}
     for name in lib.function_names():
-        entry = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
+        entry: dict[str, Any] = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
         try:
             raw, cut = _cap(lib.metadata_raw(name), METADATA_CAP, f"{name}: metadata", warnings)
             entry["metadata_raw"] = None if cut else raw  # half a JSON text is not shown
@@ -83,13 +86,13 @@ def run(request):
             "module": module, "errors": errors, "warnings": warnings}
 
 
-def _global_info(lib, names, errors):
+def _global_info(lib: Any, names: list[str], errors: list[str]) -> dict[str, Any]:
     """Metadata JSON of each registered global, from the runtime's
     ffi.GetGlobalFuncMetadata (absent in runtimes that do not keep it)."""
     getter = lib.get_global("ffi.GetGlobalFuncMetadata")
     if getter is None:
         return {}
-    out = {}
+    out: dict[str, Any] = {}
     for name in sorted(names):
         try:
             raw = getter(name)
@@ -100,6 +103,6 @@ def _global_info(lib, names, errors):
     return out
 
 
-def _describe(e):
+def _describe(e: Exception) -> str:
     kind = getattr(e, "kind", None) or type(e).__name__
     return f"{kind}: {e}"

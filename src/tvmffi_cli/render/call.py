@@ -6,35 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..call import describe as values
+from ..call.engine import bench_json, call_json, error_json
 
 # ---------------------------------------------------------------------------
-# call
-
-def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
-    """The --json document of a successful call."""
-    result = reply["result"]
-    doc: dict[str, Any] = {
-        "library": lib_path,
-        "function": func,
-        "resolved": reply.get("resolved"),
-        "type": result.get("type"),
-        "result": values.to_json(result),
-        "args": [{"index": i, "type": a.get("type"), "value": values.to_json(a)}
-                 for i, a in enumerate(reply.get("args", []))],
-        "call_ns": reply.get("call_ns"),
-    }
-    if "files" in reply:
-        doc["files"] = reply["files"]
-    return doc
-
-
-def error_json(kind: str, message: str, backtrace: str | None = None,
-               **extra: Any) -> dict[str, Any]:
-    """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
-    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
-    err.update(extra)
-    return {"error": err}
-
+# call (the JSON documents are the engine's: call/engine.py)
 
 def call_text(reply: dict[str, Any]) -> str:
     """Human rendering: the result, then every tensor argument as it is after
@@ -68,19 +43,6 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
 # ---------------------------------------------------------------------------
 # bench
 
-def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
-    return {
-        "library": lib_path,
-        "function": func,
-        "resolved": reply.get("resolved"),
-        "ns_per_call": dict(reply["ns_per_call"]),
-        "calls": reply["calls"],
-        "calls_per_round": reply["calls_per_round"],
-        "rounds": reply["rounds"],
-        "round_ns": list(reply.get("round_ns", [])),
-    }
-
-
 def _ns(v: float) -> str:
     if v >= 1e6:
         return f"{v / 1e6:.3f} ms"
@@ -94,3 +56,6 @@ def bench_text(reply: dict[str, Any], func: str) -> str:
     return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
             f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
             f"{reply['calls_per_round']:,} calls, timed in C")
+
+
+__all__ = ["bench_json", "bench_text", "call_json", "call_text", "error_json", "raised_text"]

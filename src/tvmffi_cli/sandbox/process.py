@@ -549,3 +549,15 @@ def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
     with Worker(runtime=runtime, env=env, read_paths=reads, write_paths=write_paths,
                 cpu_limit=cpu_seconds(timeout)) as w:
         return w.call(task, request, timeout)
+
+
+def sandbox_field() -> dict[str, Any]:
+    """The `sandbox` field of every --json output: what the last worker of
+    this process was confined with (or that no library code ran)."""
+    info = last_sandbox()
+    pol = policy()
+    if info is None:
+        return {"enabled": pol.sandbox, "ran": False, "applied": [], "missing": [],
+                "notes": ["no library code ran"], "memory_limit": pol.memory_limit,
+                "cpu_limit": None}
+    return {**info.to_json(), "ran": True}

@@ -1,0 +1,193 @@
+"""The call engine, parent side (no click): build a request, run it in the
+sandboxed child (task call.task or call.bench_task) and describe the outcome
+as the documented --json documents (schemas/call.schema.json, bench.schema.json).
+
+    request = make_request("lib.so", "add_one", specs, timeout=60.0)
+    outcome = run_in_child("call.task", request)   # reply dict or ChildFailure
+    doc = call_json(outcome, "add_one", request["path"])
+
+`tvmffi call`/`tvmffi bench` (cli/) and tvmffi_cli.call() (api) both use it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..errors import InputError
+
+DEFAULT_TIMEOUT = 60.0
+TENSOR_MODES = ("dltensor", "object")
+
+
+@dataclass(frozen=True)
+class ChildFailure:
+    """The worker process crashed or was killed for taking too long.
+
+    kind: "Crash" or "Timeout"; message: one line naming the function;
+    extra: the fields of the --json error object besides kind/message/backtrace
+    ({"signal": "SIGSEGV"}, {"exit_status": 3} or {"timeout": 5.0});
+    stderr: the tail of what the worker wrote on stderr."""
+
+    kind: str
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    stderr: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document of this failure."""
+        return error_json(self.kind, self.message, None, **self.extra)
+
+
+def parse_timeout(text: str | float | None, default: float = DEFAULT_TIMEOUT,
+                  flag: str = "--timeout") -> float:
+    """Seconds as a positive finite float (InputError otherwise)."""
+    if text is None:
+        return default
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag} {text}: not a number of seconds") from None
+    if not 0 < v < float("inf"):  # also rejects NaN
+        raise InputError(f"{flag} {text}: must be a positive number of seconds")
+    return v
+
+
+def make_request(lib: str | os.PathLike[str], func: str, args: list[dict[str, Any]], *,
+                 timeout: str | float | None = None, runtime: str | os.PathLike[str] | None = None,
+                 tensor_mode: str = "dltensor", cwd: str | None = None) -> dict[str, Any]:
+    """The request of call.task/call.bench_task: library, function, argument
+    specs (call.literals), runtime and timeout. InputError for a missing file."""
+    path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
+    if not os.path.isfile(path):
+        raise InputError(f"{os.fspath(lib)}: no such file")
+    if tensor_mode not in TENSOR_MODES:
+        raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
+    request: dict[str, Any] = {"path": path, "func": func, "args": args,
+                               "cwd": cwd or os.getcwd(), "tensor_mode": tensor_mode}
+    if runtime:
+        rt = os.path.abspath(os.path.expanduser(os.fspath(runtime)))
+        if not os.path.isfile(rt):
+            raise InputError(f"--runtime {os.fspath(runtime)}: no such file")
+        request["runtime"] = rt
+    request["timeout"] = parse_timeout(timeout)
+    return request
+
+
+def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFailure:
+    """Run `task` with `request` in a fresh sandboxed worker.
+
+    Inputs reach the worker as private copies; `--out` files are staged by
+    the worker and published (hash-checked) only after it is gone. Returns
+    the task's reply (status "ok" or "raised"), or a ChildFailure when the
+    worker crashed, ran out of memory, timed out or tampered with its channel.
+    A reply of status "input_error" (no such function, arguments that cannot
+    be passed) raises InputError."""
+    import shutil
+    import tempfile
+
+    from ..binary.deps import load_read_paths
+    from ..sandbox import process as _sandbox
+    from . import files
+
+    sandbox = cast(Any, _sandbox)
+    func = request.get("func")
+    timeout = request.pop("timeout", DEFAULT_TIMEOUT)
+    if request.get("runtime") is None:
+        from ..ffi import paths
+
+        paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
+    inputs = files.private_inputs(request)
+    final_out, stage = request.get("out"), None
+    if final_out:
+        stage = tempfile.mkdtemp(prefix="tvmffi-out-")
+        request["out"] = stage
+    try:
+        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
+                                 read_paths=[inputs, *load_read_paths(request["path"])],
+                                 write_paths=[stage] if stage else [])
+        if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
+            # The worker is gone: check what it staged, then publish it.
+            reply["published"] = files.publish_outputs(stage, str(final_out), reply["files"],
+                                                       bool(request.get("force")))
+    except sandbox.ChannelTampered as e:
+        return ChildFailure("Tampered", f"{func}: {e}")
+    except sandbox.ChildCrashed as e:
+        sig = getattr(e, "signal", None)
+        how = sig or f"exit status {getattr(e, 'returncode', '?')}"
+        msg = f"{func} crashed the worker process ({how})"
+        if isinstance(e, sandbox.MemoryLimitExceeded):
+            msg = f"{func}: {e}"
+        extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
+        return ChildFailure("Crash", msg, extra, getattr(e, "stderr", "") or "")
+    except sandbox.ChildTimeout as e:
+        return ChildFailure("Timeout", f"{func} did not return within {timeout:g} s; "
+                                       "the worker was killed", {"timeout": timeout},
+                            getattr(e, "stderr", "") or "")
+    finally:
+        request["timeout"] = timeout
+        shutil.rmtree(inputs, ignore_errors=True)
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+        if final_out:
+            request["out"] = final_out
+    if not isinstance(reply, dict):
+        raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
+    if reply.get("status") == "input_error":
+        err = InputError(reply.get("message", "bad input"))
+        err.exit_code = reply.get("exit_code", err.exit_code)
+        raise err
+    return reply
+
+
+# ---------------------------------------------------------------------------
+# The --json documents (schemas/call.schema.json, bench.schema.json)
+
+def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
+    """The --json document of a successful call."""
+    from . import describe as values
+
+    result = reply["result"]
+    doc: dict[str, Any] = {
+        "library": lib_path,
+        "function": func,
+        "resolved": reply.get("resolved"),
+        "type": result.get("type"),
+        "result": values.to_json(result),
+        "args": [{"index": i, "type": a.get("type"), "value": values.to_json(a)}
+                 for i, a in enumerate(reply.get("args", []))],
+        "call_ns": reply.get("call_ns"),
+    }
+    if "files" in reply:
+        doc["files"] = reply["files"]
+    return doc
+
+
+def error_json(kind: str, message: str, backtrace: str | None = None,
+               **extra: Any) -> dict[str, Any]:
+    """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
+    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
+    err.update(extra)
+    return {"error": err}
+
+
+def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any]:
+    """The --json document of a call whose function raised (reply status "raised")."""
+    err = reply["error"]
+    extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
+    return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
+
+
+def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
+    """The --json document of a benchmark."""
+    return {
+        "library": lib_path,
+        "function": func,
+        "resolved": reply.get("resolved"),
+        "ns_per_call": dict(reply["ns_per_call"]),
+        "calls": reply["calls"],
+        "calls_per_round": reply["calls_per_round"],
+        "rounds": reply["rounds"],
+        "round_ns": list(reply.get("round_ns", [])),
+    }
