@@ -4,11 +4,15 @@ and the arguments after the call, and write --out files.
 
 request: {"path", "func", "args": [spec...], "tensor_mode": "dltensor"|"object",
           "runtime": path|None, "out": dir|None, "force": bool}
+         or {"phase": "load", "path", "runtime", "tensor_mode"}: only load the
+         library (the parent can then tell a failing load from a failing call);
+         a later call in the same worker reuses the loaded library.
 reply (every outcome is a reply; nothing escapes as an exception):
   {"status": "ok", "resolved": "export"|"global", "result": desc, "args": [desc...],
    "files": [{"what", "path"}], "call_ns": int}
   {"status": "raised", "error": {"kind", "message", "backtrace"}}
   {"status": "input_error", "message": str}        (exit 2 in the parent)
+  {"status": "loaded"} | {"status": "load_failed", "message": str}   (phase "load")
 """
 
 import os
@@ -22,6 +26,8 @@ class ResolveError(InputError):
 
 
 def run(request):
+    if request.get("phase") == "load":
+        return _load_phase(request)
     try:
         return _run(request)
     except TvmffiError as e:
@@ -43,6 +49,33 @@ def _run(request):
 
 # Libraries stay loaded for the life of the child process: see _run.
 _keep_loaded = []
+# (path, runtime, tensor_mode) -> Library loaded by the "load" phase.
+_loaded = {}
+
+
+def _load_phase(request):
+    from ..ffi.library import LibraryLoadError
+
+    try:
+        load_library(request)
+    except LibraryLoadError as e:
+        return {"status": "load_failed", "message": str(e)}
+    except TvmffiError as e:
+        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+    return {"status": "loaded"}
+
+
+def load_library(request):
+    """The Library of request["path"], loaded once per worker process."""
+    from ..ffi import library
+
+    key = (request["path"], request.get("runtime"), request.get("tensor_mode"))
+    lib = _loaded.get(key)
+    if lib is None:
+        lib = library.load(request["path"], runtime=request.get("runtime"),
+                           tensor_mode=request.get("tensor_mode"))
+        _loaded[key] = lib
+    return lib
 
 
 def _call(lib, fn, resolved, request):
@@ -86,11 +119,8 @@ def error_dict(e):
 def open_function(request):
     """(Library, Function, "export"|"global") for request["func"], or ResolveError
     naming the closest known names."""
-    from ..ffi import library
-
-    path, name = request["path"], request["func"]
-    lib = library.load(path, runtime=request.get("runtime"),
-                       tensor_mode=request.get("tensor_mode"))
+    name = request["func"]
+    lib = load_library(request)
     fn = None
     resolved = None
     if "." not in name:  # dotted names can only be globals

@@ -275,7 +275,15 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
         # is wrong (exit 2), as in `call`; a crash or hang stays a failure (1).
         raise
-    except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
+    except sandbox.ChildCrashed as e:
+        from ..ffi.hosts import library_message
+
+        said = library_message(e.stderr or "")
+        _err(rep, "load", f"the library crashed the worker process "
+                          f"({e.signal or f'exit status {e.returncode}'}) while loading"
+                          + (f": {said}" if said else ""))
+        return
+    except Exception as e:  # ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
         return
@@ -284,6 +292,9 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
 
 
 def run(path, static=False, timeout=30.0, runtime=None):
+    """runtime: a --runtime value (auto, builtin, official or a path; None is
+    auto). The report's "runtime" says which runtime hosted the library (None
+    when nothing was loaded)."""
     from ..binary import open_binary
 
     b = open_binary(path)
@@ -291,6 +302,13 @@ def run(path, static=False, timeout=30.0, runtime=None):
         rep = static_report(b)
     finally:
         b.close()
+    rep["runtime"] = None
+    if not static and _host_loadable(b):
+        from ..ffi.hosts import choose_runtime
+
+        choice = choose_runtime(runtime, path)
+        rep["runtime"] = choice.to_json()
+        runtime = choice.path
     if not static:
         dynamic_part(rep, b, path, timeout, runtime)
     return rep

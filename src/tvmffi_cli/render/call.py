@@ -78,6 +78,7 @@ def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any
         "calls_per_round": reply["calls_per_round"],
         "rounds": reply["rounds"],
         "round_ns": list(reply.get("round_ns", [])),
+        "timer": reply.get("timer", "c"),
     }
 
 
@@ -93,4 +94,7 @@ def bench_text(reply: dict[str, Any], func: str) -> str:
     s = reply["ns_per_call"]
     return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
             f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
-            f"{reply['calls_per_round']:,} calls, timed in C")
+            f"{reply['calls_per_round']:,} calls, "
+            + ("timed in C" if reply.get("timer", "c") == "c"
+               else "looped through ctypes (this runtime has no C timing loop)"))
+
