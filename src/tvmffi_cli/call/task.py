@@ -161,10 +161,8 @@ def param_types(lib, name, resolved):
     schema, or None when the library has no usable schema for it."""
     from ..abi import typeschema as schema
 
-    if resolved != "export":
-        return None
     try:
-        raw = lib.metadata_raw(name)
+        raw = lib.metadata_raw(name) if resolved == "export" else global_metadata_raw(lib, name)
     except Exception:  # a failing metadata getter only costs us the schema
         return None
     if not raw:
@@ -176,6 +174,19 @@ def param_types(lib, name, resolved):
     if spec is None or not spec.is_function:
         return None
     return list(spec.params)
+
+
+def global_metadata_raw(lib, name):
+    """The metadata JSON a global function was registered with (its
+    "type_schema" among others), through the runtime's
+    ffi.GetGlobalFuncMetadata; None when the runtime or the function has none."""
+    from ..ffi import convert
+
+    getter = convert.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
+    if getter is None:
+        return None
+    v = getter(name)
+    return v if isinstance(v, str) and v else None
 
 
 def resolve_specs(lib, request, resolved):
