@@ -195,6 +195,11 @@ def describe_array(arr: npt.NDArray[Any], type_name: str = "DLTensor*",
 
 
 def _dl_of_numpy(dt: np.dtype[Any]) -> tuple[int, int, int]:
+    from ..ffi import mldtypes
+
+    ml = mldtypes.dl_of_numpy(dt)
+    if ml is not None:
+        return ml
     k = dt.kind
     if k == "b":
         return (6, 8, 1)

@@ -81,7 +81,8 @@ def load_library(request):
 def _call(lib, fn, resolved, request):
     from ..ffi import errors as ffi_errors
 
-    values, tensors = build_args(lib, request, resolved)
+    notes = []
+    values, tensors = build_args(lib, request, resolved, notes)
     mode = request.get("tensor_mode") or "dltensor"
     t0 = time.perf_counter_ns()
     try:
@@ -102,6 +103,8 @@ def _call(lib, fn, resolved, request):
             reply["args"].append(describe_array(arr, type_name))
         else:
             reply["args"].append(describe(v))
+    if notes:
+        reply["notes"] = notes
     if request.get("out"):
         reply["files"] = write_outputs(request["out"], tensors, result,
                                        bool(request.get("force")))
@@ -209,14 +212,18 @@ def resolve_specs(lib, request, resolved):
             if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
 
 
-def build_args(lib, request, resolved):
-    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call."""
+def build_args(lib, request, resolved, notes=None):
+    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call.
+    `notes` collects what was assumed while reading files (e.g. the ml_dtypes
+    type of raw .npy elements)."""
     specs = resolve_specs(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
     values, tensors = [], {}
     for i, spec in enumerate(specs):
         if spec.get("kind") == "tensor":
             arr = _load_tensor(spec)
+            if spec.get("assumed") and notes is not None:
+                notes.append(f"argument {i}: {spec['assumed']}")
             owned = spec.get("owned") or mode == "object"
             tensors[i] = (arr, "Tensor" if owned else "DLTensor*")
             values.append(_tensor_value(lib, arr, owned))
@@ -330,6 +337,8 @@ def _save_npy(path, arr, force):
 
     import numpy as np
 
+    from ..ffi import mldtypes
+
     d = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-", suffix=".npy.tmp", dir=d)
     umask = os.umask(0)
@@ -337,8 +346,15 @@ def _save_npy(path, arr, force):
     os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
     try:
         with os.fdopen(fd, "wb") as f:
-            # np.save writes a C-contiguous array straight from its buffer (no copy).
-            np.save(f, np.asarray(arr), allow_pickle=False)
+            arr = np.asarray(arr)
+            if mldtypes.is_ml(arr.dtype):
+                # np.save would write a raw "<V2"; name the type so it loads back as it.
+                fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+                f.write(mldtypes.npy_header(arr))
+                f.write((arr.T if fortran else np.ascontiguousarray(arr)).view(np.uint8).data)
+            else:
+                # np.save writes a C-contiguous array straight from its buffer (no copy).
+                np.save(f, arr, allow_pickle=False)
         if force:
             os.replace(tmp, path)
         else:

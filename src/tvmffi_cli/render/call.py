@@ -25,6 +25,8 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
     }
     if "files" in reply:
         doc["files"] = reply["files"]
+    if reply.get("notes"):
+        doc["notes"] = list(reply["notes"])
     return doc
 
 
