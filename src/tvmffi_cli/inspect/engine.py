@@ -279,7 +279,8 @@ def dynamic_part(rep, binary, path, timeout, runtime=None):
         from ..ffi.hosts import library_message
 
         said = library_message(e.stderr or "")
-        _err(rep, "load", f"the library crashed the worker process "
+        # Starts with the words of the other load failures (inspect/api.py's LOAD_FAILED).
+        _err(rep, "load", f"loading the library failed: it crashed the worker process "
                           f"({e.signal or f'exit status {e.returncode}'}) while loading"
                           + (f": {said}" if said else ""))
         return
