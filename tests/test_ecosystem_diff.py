@@ -127,3 +127,17 @@ def test_testing_library_matches_the_official_api(official_results, runtime_sel)
     misses = "\n".join(f"{r['func']} {r['args']}: official {r['official']} / tvmffi "
                        f"{r['tvmffi']}" for r in rows if not r["match"])
     assert rate >= MIN_MATCH, f"{matched}/{len(rows)} match on {runtime_sel}:\n{misses}"
+
+
+@pytest.mark.parametrize("index", [0, 50, 66, 78])
+def test_the_batch_equals_the_command_line(official_results, index):
+    # The batch above runs the command's own parsing, task and renderer in one
+    # worker; a few cases through the real `tvmffi call --json` agree with it.
+    func, args = CASES[index]
+    r = tvmffi("call", _testing_lib(), func, *[cli for cli, _ in args], "--runtime", "official",
+               "--json")
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    check = _validator()
+    check.validate(doc)
+    assert ours_canonical(doc) == official_results[index]
