@@ -12,6 +12,7 @@ reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
 import ctypes
 import statistics
 from ctypes import byref
+from typing import Any, Callable
 
 from ..errors import InputError, TvmffiError
 from . import task as call_task
@@ -85,7 +86,7 @@ def _run(request):
                             "max": max(per_call)}}
 
 
-def _ctypes_timer(rt):
+def _ctypes_timer(rt: Any) -> Callable[..., int]:
     """A stand-in for tvmffi_rt_time_calls on a runtime without it: the same
     rounds of TVMFFIFunctionCall, looped in Python (adds ctypes' cost)."""
     import time
@@ -96,7 +97,7 @@ def _ctypes_timer(rt):
     dec = rt.TVMFFIObjectDecRef
     first_object = abi.kTVMFFIStaticObjectBegin
 
-    def timer(handle, argv, n, calls, rounds, out):
+    def timer(handle: int, argv: Any, n: int, calls: int, rounds: int, out: Any) -> int:
         result = abi.TVMFFIAny()
         ref = byref(result)
         for r in range(rounds):

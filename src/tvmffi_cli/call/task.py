@@ -15,8 +15,11 @@ reply (every outcome is a reply; nothing escapes as an exception):
   {"status": "loaded"} | {"status": "load_failed", "message": str}   (phase "load")
 """
 
+from __future__ import annotations
+
 import os
 import time
+from typing import Any
 
 from ..errors import InputError, TvmffiError
 
@@ -50,10 +53,10 @@ def _run(request):
 # Libraries stay loaded for the life of the child process: see _run.
 _keep_loaded = []
 # (path, runtime, tensor_mode) -> Library loaded by the "load" phase.
-_loaded = {}
+_loaded: dict[tuple[str, str | None, str | None], Any] = {}
 
 
-def _load_phase(request):
+def _load_phase(request: dict[str, Any]) -> dict[str, Any]:
     from ..ffi.library import LibraryLoadError
 
     try:
@@ -65,7 +68,7 @@ def _load_phase(request):
     return {"status": "loaded"}
 
 
-def load_library(request):
+def load_library(request: dict[str, Any]) -> Any:
     """The Library of request["path"], loaded once per worker process."""
     from ..ffi import library
 
@@ -81,7 +84,7 @@ def load_library(request):
 def _call(lib, fn, resolved, request):
     from ..ffi import errors as ffi_errors
 
-    notes = []
+    notes: list[str] = []
     values, tensors = build_args(lib, request, resolved, notes)
     mode = request.get("tensor_mode") or "dltensor"
     t0 = time.perf_counter_ns()
@@ -179,7 +182,7 @@ def param_types(lib, name, resolved):
     return list(spec.params)
 
 
-def global_metadata_raw(lib, name):
+def global_metadata_raw(lib: Any, name: str) -> str | None:
     """The metadata JSON a global function was registered with (its
     "type_schema" among others), through the runtime's
     ffi.GetGlobalFuncMetadata; None when the runtime or the function has none."""
