@@ -48,7 +48,7 @@ def _validator():
 def _ours(runtime_sel):
     """Every case through the call command's parsing, task and renderer, in
     one worker; (list of canonical results, choice)."""
-    from tvmffi_cli.call import literals
+    from tvmffi_cli.call import argv as call_argv
     from tvmffi_cli.cli import call as cmd
     from tvmffi_cli.render import call as render
     from tvmffi_cli.sandbox import process as sandbox
@@ -61,7 +61,7 @@ def _ours(runtime_sel):
     try:
         for func, args in CASES:
             argv = [lib, func, *[cli for cli, _py in args], "--runtime", runtime_sel, "--json"]
-            parsed = literals.parse_argv(argv, cmd.CALL_OPTIONS, cwd=os.getcwd())
+            parsed = call_argv.parse_argv(argv, cmd.CALL_OPTIONS, cwd=os.getcwd())
             request = cmd.base_request(parsed, parsed.options)
             request.pop("timeout")
             choice = request["runtime_choice"]

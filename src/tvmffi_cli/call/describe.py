@@ -82,7 +82,7 @@ def describe(value: object, depth: int = 0) -> Desc:
     if isinstance(value, objects.Shape):
         return {"type": "Shape", "value": [int(x) for x in value]}
     if isinstance(value, (list, tuple)):
-        d = {"type": "List" if isinstance(value, cv.List) else "Array",
+        d = {"type": "List" if isinstance(value, objects.List) else "Array",
              "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]]}
         if len(value) > MAX_ITEMS:
             d["truncated"] = True
@@ -94,7 +94,7 @@ def describe(value: object, depth: int = 0) -> Desc:
             if i >= MAX_ITEMS:
                 break
             items.append([describe(k, depth + 1), describe(v, depth + 1)])
-        d = {"type": "Dict" if isinstance(value, cv.Dict) else "Map", "items": items}
+        d = {"type": "Dict" if isinstance(value, objects.Dict) else "Map", "items": items}
         if len(value) > MAX_ITEMS:
             d["truncated"] = True
             d["size"] = len(value)

@@ -186,9 +186,9 @@ def global_metadata_raw(lib: Any, name: str) -> str | None:
     """The metadata JSON a global function was registered with (its
     "type_schema" among others), through the runtime's
     ffi.GetGlobalFuncMetadata; None when the runtime or the function has none."""
-    from ..ffi import convert
+    from ..ffi import values
 
-    getter = convert.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
+    getter = values.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
     if getter is None:
         return None
     v = getter(name)

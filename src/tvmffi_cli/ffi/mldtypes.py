@@ -21,21 +21,14 @@ from __future__ import annotations
 import ast
 from typing import IO, Any
 
-from ..abi.structs import kDLBfloat
+from ..abi.dtypes import FIXED_BITS, format_dtype, kDLBfloat, parse_dtype
 from ..errors import FormatError, InputError
 
-#: ml_dtypes type name -> DLPack (type code, bits). The names are also the
-#: DLPack text names of these types.
+#: ml_dtypes type name -> DLPack (type code, bits): bfloat16 and the 8-bit
+#: floats. ml_dtypes names them as DLPack does (abi.dtypes).
 ML_TYPES: dict[str, tuple[int, int]] = {
-    "bfloat16": (kDLBfloat, 16),
-    "float8_e3m4": (7, 8),
-    "float8_e4m3": (8, 8),
-    "float8_e4m3b11fnuz": (9, 8),
-    "float8_e4m3fn": (10, 8),
-    "float8_e4m3fnuz": (11, 8),
-    "float8_e5m2": (12, 8),
-    "float8_e5m2fnuz": (13, 8),
-    "float8_e8m0fnu": (14, 8),
+    name: parse_dtype(name)[:2]
+    for name in [format_dtype(kDLBfloat, 16, 1)] + [n for n, b in FIXED_BITS.items() if b == 8]
 }
 _BY_DL = {v: k for k, v in ML_TYPES.items()}
 #: The type assumed for a raw element of this many bytes in a .npy file.
