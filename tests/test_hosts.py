@@ -4,10 +4,10 @@ reports of a library that fails while loading (issue 11, items 3 and 4)."""
 import json
 from pathlib import Path
 
-import fixturebuild
 import pytest
-from test_call_helpers import kernels, tvmffi, validate
 
+import fixturebuild
+from test_call_helpers import kernels, tvmffi, validate
 from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import hosts
 

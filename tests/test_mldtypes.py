@@ -5,12 +5,12 @@ C kernels' bf16/fp8 arithmetic equals ml_dtypes' own."""
 
 import json
 
-import fixturebuild
 import ml_dtypes
 import numpy as np
 import pytest
-from test_call_helpers import tvmffi, validate
 
+import fixturebuild
+from test_call_helpers import tvmffi, validate
 from tvmffi_cli.ffi import mldtypes
 
 # DLPack type codes of the ml_dtypes types, as the DLPack header numbers them.
