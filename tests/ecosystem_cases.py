@@ -17,7 +17,7 @@ T_F32_2Z = ("float32[2]:zeros", "np.zeros(2, dtype='float32')")
 T_U8_3 = ("uint8[3]:arange", "np.arange(3, dtype='uint8')")
 
 
-def I(v: int) -> tuple[str, str]:
+def I(v: int) -> tuple[str, str]:  # noqa: E743 - short names keep the case table readable
     return (str(v), repr(v))
 
 
