@@ -6,6 +6,7 @@ across options, so the whole argument tail is parsed by call.argv.parse_argv.
 """
 
 import os
+from typing import Any
 
 import click
 
@@ -32,7 +33,9 @@ OPTION_HELP = [
     ("--force", "Overwrite existing files under --out."),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime PATH", "Host the library with this libtvm_ffi.so (default: tvmffi's runtime)."),
+    ("--runtime auto|builtin|official|PATH",
+     ("Runtime that hosts the library (default auto: builtin when it provides every runtime "
+      "symbol the library imports, else the official tvm_ffi package's).")),
     ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
     ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
@@ -120,17 +123,22 @@ def command(ctx, tokens):
     if status == "raised":
         err = reply["error"]
         if as_json:
-            emit_json(render.error_json(err["kind"], err["message"], err.get("backtrace"),
-                                        **({"cause": err["cause"]} if err.get("cause") else {})))
+            emit_json(with_runtime(
+                render.error_json(err["kind"], err["message"], err.get("backtrace"),
+                                  **({"cause": err["cause"]} if err.get("cause") else {})),
+                request))
         else:
             click.echo(render.raised_text(err, verbose), err=True)
         return EXIT_FAILED
     if as_json:
-        emit_json(render.call_json(reply, parsed.func, request["path"]))
+        emit_json(with_runtime(render.call_json(reply, parsed.func, request["path"]), request))
     else:
         from ..render.common import fit_lines
 
         click.echo(fit_lines(render.call_text(reply)))
+        for note in reply.get("notes", []):
+            click.echo(f"note: {note}", err=True)
+        note_runtime(request, verbose)
     return 0
 
 
@@ -141,17 +149,31 @@ def base_request(parsed, opts):
         raise InputError(f"{parsed.lib}: no such file")
     request = {"path": path, "func": parsed.func, "args": parsed.args, "cwd": os.getcwd(),
                "tensor_mode": "object" if opts.get("--owned-tensors") else "dltensor"}
-    rt = opts.get("--runtime")
-    if rt:
-        rt = os.path.abspath(os.path.expanduser(rt))
-        if not os.path.isfile(rt):
-            raise InputError(f"--runtime {opts['--runtime']}: no such file")
-        request["runtime"] = rt
+    from ..ffi.hosts import choose_runtime
+
+    choice = choose_runtime(opts.get("--runtime"), path)
+    request["runtime"] = choice.path
+    request["runtime_choice"] = choice.to_json()
     request["timeout"] = parse_timeout(opts.get("--timeout"))
     from . import sandbox_opts
 
     sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
     return request
+
+
+def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The --json document with the runtime that hosted the library."""
+    doc["runtime"] = request.get("runtime_choice")
+    return doc
+
+
+def note_runtime(request: dict[str, Any], verbose: bool) -> None:
+    """Say on stderr which runtime hosted the library when it is not the
+    builtin one (or always under -v), so stdout stays the result alone."""
+    rc = request.get("runtime_choice") or {}
+    if rc.get("kind") != "builtin" or verbose:
+        where = rc.get("path") if rc.get("kind") == "path" else rc.get("kind")
+        click.echo(f"runtime: {where} ({rc.get('reason')})", err=True)
 
 
 def parse_timeout(text):
@@ -191,12 +213,32 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
     if final_out:
         stage = tempfile.mkdtemp(prefix="tvmffi-out-")
         request["out"] = stage
+    lib_name = os.path.basename(request["path"])
+    phase = "load"
     try:
         from ..binary.deps import load_read_paths
 
-        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
-                                 read_paths=[inputs, *load_read_paths(request["path"])],
-                                 write_paths=[stage] if stage else [])
+        reads = [inputs, *load_read_paths(request["path"]), request["path"]]
+        if request.get("runtime"):
+            reads.append(request["runtime"])
+        with sandbox.Worker(runtime=request.get("runtime"), read_paths=reads,
+                            write_paths=[stage] if stage else [],
+                            cpu_limit=sandbox.cpu_seconds(timeout)) as w:
+            # The library is loaded by a request of its own first, so a library
+            # that raises or aborts while loading is reported as the load.
+            loaded = w.call(task.split(".")[0] + ".task",
+                            {"phase": "load", "path": request["path"],
+                             "runtime": request.get("runtime"),
+                             "tensor_mode": request.get("tensor_mode")}, timeout)
+            if isinstance(loaded, dict) and loaded.get("status") == "load_failed":
+                return _report_failure(request, as_json, "LoadError",
+                                       f"{lib_name}: failed while loading: "
+                                       f"{loaded.get('message', '')}", {})
+            if isinstance(loaded, dict) and loaded.get("status") == "input_error":
+                reply = loaded
+            else:
+                phase = "call"
+                reply = w.call(task, request, timeout)
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(stage, final_out, reply["files"],
@@ -211,11 +253,17 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         sig = getattr(e, "signal", None)
         how = sig or f"exit status {getattr(e, 'returncode', '?')}"
         msg = f"{parsed.func} crashed the worker process ({how})"
+        if phase == "load":
+            from ..ffi.hosts import library_message
+
+            said = library_message(getattr(e, "stderr", "") or "")
+            msg = f"{lib_name} crashed the worker process ({how}) while loading" \
+                + (f": {said}" if said else "")
         if isinstance(e, sandbox.MemoryLimitExceeded):
             msg = f"{parsed.func}: {e}"
         if as_json:
             extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
-            emit_json(render.error_json("Crash", msg, None, **extra))
+            emit_json(with_runtime(render.error_json("Crash", msg, None, **extra), request))
         else:
             click.echo(f"tvmffi: error: {msg}", err=True)
             if verbose and getattr(e, "stderr", ""):
@@ -223,8 +271,11 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         return EXIT_FAILED
     except sandbox.ChildTimeout:
         msg = f"{parsed.func} did not return within {timeout:g} s; the worker was killed"
+        if phase == "load":
+            msg = f"{lib_name} did not finish loading within {timeout:g} s; the worker was killed"
         if as_json:
-            emit_json(render.error_json("Timeout", msg, None, timeout=timeout))
+            emit_json(with_runtime(render.error_json("Timeout", msg, None, timeout=timeout),
+                                   request))
         else:
             click.echo(f"tvmffi: error: {msg}", err=True)
         return EXIT_FAILED
@@ -245,3 +296,16 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
         err.exit_code = reply.get("exit_code", err.exit_code)
         raise err
     return reply
+
+
+def _report_failure(request: dict[str, Any], as_json: bool, kind: str, msg: str,
+                    extra: dict[str, Any], stderr: str = "") -> int:
+    from ..render import call as render
+
+    if as_json:
+        emit_json(with_runtime(render.error_json(kind, msg, None, **extra), request))
+    else:
+        click.echo(f"tvmffi: error: {msg}", err=True)
+        if stderr:
+            click.echo(stderr.rstrip(), err=True)
+    return EXIT_FAILED

@@ -147,8 +147,9 @@ def _dtype_of_descr(descr: Any, override: str | None, what: str) -> tuple[Any, s
                              f"{ML_TYPES[override][1] // 8}")
         return np_dtype(override), None
     name = F1_TYPE if raw == "f1" else RAW_DEFAULTS[size]
-    return np_dtype(name), (f"{what}: raw {size}-byte elements ({descr}) read as {name}; "
-                            f"name another type with {what.rsplit('/', 1)[-1]}@DTYPE")
+    # (`what` may be a private copy of the user's file: the note names no path.)
+    return np_dtype(name), (f"raw {size}-byte .npy elements ({descr}) read as {name}; "
+                            "name another type with FILE.npy@DTYPE")
 
 
 def npy_header(arr: Any) -> bytes:
