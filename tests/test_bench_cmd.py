@@ -1,6 +1,7 @@
 """`tvmffi bench`: the C timing loop of our runtime, its JSON, errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -71,7 +72,10 @@ def test_bench_crash_is_contained(ours):
     assert r.stderr == "tvmffi: error: segv crashed the worker process (SIGSEGV)\n"
 
 
-def test_bench_needs_the_c_timing_loop():
+@pytest.mark.parametrize("how", ["path", "official"])
+def test_bench_without_the_c_timing_loop_loops_through_ctypes(how):
+    import json
+
     import fixturebuild
 
     off = fixturebuild.official_runtime()
@@ -79,9 +83,18 @@ def test_bench_needs_the_c_timing_loop():
         pytest.skip("apache-tvm-ffi (the reference runtime) is not installed")
     if runtime_problem(str(off)) is not None:
         pytest.skip("the official runtime cannot host our fixture here")
-    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--runtime", off)
-    assert r.returncode == 2
-    assert "has no tvmffi_rt_time_calls" in r.stderr and r.stderr.count("\n") == 1
+    sel = str(off) if how == "path" else "official"
+    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--runtime", sel, "--rounds", "2",
+               "--repeat", "1000", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["timer"] == "ctypes" and doc["calls"] == 2000
+    assert doc["runtime"]["kind"] == "official" and doc["runtime"]["instrumented"] is False
+    assert doc["runtime"]["path"] == str(Path(off).resolve())
+    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--runtime", sel, "--rounds", "2",
+               "--repeat", "1000")
+    assert r.returncode == 0 and "looped through ctypes" in r.stdout
+    assert r.stderr.startswith("runtime: official (requested with --runtime")
 
 
 @pytest.mark.parametrize("args,msg", [

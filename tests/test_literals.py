@@ -301,8 +301,12 @@ def test_scalar_and_empty_tensor_literals():
 
 
 def test_tensor_literal_without_numpy_dtype():
-    with pytest.raises(InputError, match="bfloat16 has no NumPy equivalent"):
-        L.parse_tensor("bfloat16[4]:zeros")
+    # bfloat16 and float8 come from ml_dtypes (tests/test_mldtypes.py); sub-byte
+    # and vector types have no NumPy equivalent.
+    with pytest.raises(InputError, match="float4_e2m1fn has no NumPy equivalent"):
+        L.parse_tensor("float4_e2m1fn[4]:zeros")
+    with pytest.raises(InputError, match="bfloat16x2 has no NumPy equivalent"):
+        L.parse_tensor("bfloat16x2[4]:zeros")
 
 
 def test_huge_tensor_literal_is_refused_before_allocating():

@@ -33,3 +33,7 @@ C_API_PREFIX = "TVMFFI"
 # Reflection: the static method an object type registers as its constructor
 # (refl::init<...> in the C++ headers); it returns the new object.
 INIT_METHOD = "__ffi_init__"
+#: Type keys in this namespace are the runtime's own (ffi.Enum, ffi.reflection.*):
+#: a library's headers may register them lazily while it loads, but they are
+#: not the library's types.
+RUNTIME_TYPE_PREFIX = "ffi."

@@ -90,7 +90,10 @@ def spec_for_type(text, typ, cwd=None, where="argument"):
         return spec_for_type(text, args[0] if args else None, cwd, where)
     if name in ("Variant", "ffi.Variant", "Union"):
         errors = []
-        for a in args:
+        # Any text fits a string alternative: try it last, so "[1, 2]" is an
+        # Array and 5 an int when the variant also has those.
+        for a in sorted(args, key=lambda a: _type_name(a) in ("ffi.String", "str", "String",
+                                                               "std::string")):
             try:
                 return spec_for_type(text, a, cwd, where)
             except InputError as e:
@@ -205,7 +208,8 @@ VALUE_FLAGS = {
     "--bytes": "bytes: hex digits (00ff10) or @file",
     "--dtype": "data type (float32, bfloat16, int8x4, bool)",
     "--device": "device (cpu, cuda:1, rocm:0)",
-    "--tensor": "tensor: x.npy, x.npz:key, or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
+    "--tensor": "tensor: x.npy, x.npz:key, x.npy@bfloat16 (the ml_dtypes type of raw "
+                "elements), or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
     "--shape": "Shape: 2,3 or [2,3]",
     "--value": "any JSON value: list -> Array, object -> Map (nested), numbers, strings, null",
 }

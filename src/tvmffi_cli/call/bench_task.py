@@ -12,6 +12,7 @@ reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
 import ctypes
 import statistics
 from ctypes import byref
+from typing import Any, Callable
 
 from ..errors import InputError, TvmffiError
 from . import task as call_task
@@ -37,9 +38,8 @@ def _run(request):
     call_task._keep_loaded.append(lib)  # objects made by the library die first
     rt = lib.runtime
     timer = rt.rt.get("tvmffi_rt_time_calls")
-    if timer is None:
-        raise InputError(f"the runtime {rt.path} has no tvmffi_rt_time_calls (the C timing "
-                         "loop of tvmffi's own runtime); run bench with tvmffi's runtime")
+    if timer is None:  # not our runtime: the same loop, driven through ctypes
+        timer = _ctypes_timer(rt)
     values, _tensors = call_task.build_args(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
     n = len(values)
@@ -80,9 +80,37 @@ def _run(request):
             rt.TVMFFIObjectDecRef(h)
     per_call = [r / per_round for r in round_ns]
     return {"status": "ok", "resolved": resolved, "calls": per_round * rounds,
+            "timer": "c" if "tvmffi_rt_time_calls" in rt.rt else "ctypes",
             "calls_per_round": per_round, "rounds": rounds, "round_ns": round_ns,
             "ns_per_call": {"min": min(per_call), "median": statistics.median(per_call),
                             "max": max(per_call)}}
+
+
+def _ctypes_timer(rt: Any) -> Callable[..., int]:
+    """A stand-in for tvmffi_rt_time_calls on a runtime without it: the same
+    rounds of TVMFFIFunctionCall, looped in Python (adds ctypes' cost)."""
+    import time
+
+    from ..abi import structs as abi
+
+    call = rt.TVMFFIFunctionCall
+    dec = rt.TVMFFIObjectDecRef
+    first_object = abi.kTVMFFIStaticObjectBegin
+
+    def timer(handle: int, argv: Any, n: int, calls: int, rounds: int, out: Any) -> int:
+        result = abi.TVMFFIAny()
+        ref = byref(result)
+        for r in range(rounds):
+            t0 = time.perf_counter_ns()
+            for _ in range(calls):
+                if call(handle, argv, n, ref) != 0:
+                    return -1
+                if result.type_index >= first_object:
+                    dec(result.v_obj)
+            out[r] = time.perf_counter_ns() - t0
+        return 0
+
+    return timer
 
 
 def calibrate(timed, target_ns):

@@ -38,8 +38,8 @@ MAX_STR = 1 << 20
 
 # Type names of descriptions, in the order the docs list them.
 TYPES = ("None", "bool", "int", "float", "str", "bytes", "void*", "DataType", "Device",
-         "Shape", "Array", "Map", "Tensor", "DLTensor*", "Function", "Module", "Error",
-         "Object")
+         "Shape", "Array", "List", "Map", "Dict", "Tensor", "DLTensor*", "Function", "Module",
+         "Error", "Object")
 
 
 # ---------------------------------------------------------------------------
@@ -82,7 +82,8 @@ def describe(value: object, depth: int = 0) -> Desc:
     if isinstance(value, objects.Shape):
         return {"type": "Shape", "value": [int(x) for x in value]}
     if isinstance(value, (list, tuple)):
-        d = {"type": "Array", "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]]}
+        d = {"type": "List" if isinstance(value, objects.List) else "Array",
+             "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]]}
         if len(value) > MAX_ITEMS:
             d["truncated"] = True
             d["size"] = len(value)
@@ -93,7 +94,7 @@ def describe(value: object, depth: int = 0) -> Desc:
             if i >= MAX_ITEMS:
                 break
             items.append([describe(k, depth + 1), describe(v, depth + 1)])
-        d = {"type": "Map", "items": items}
+        d = {"type": "Dict" if isinstance(value, objects.Dict) else "Map", "items": items}
         if len(value) > MAX_ITEMS:
             d["truncated"] = True
             d["size"] = len(value)
@@ -194,6 +195,11 @@ def describe_array(arr: npt.NDArray[Any], type_name: str = "DLTensor*",
 
 
 def _dl_of_numpy(dt: np.dtype[Any]) -> tuple[int, int, int]:
+    from ..ffi import mldtypes
+
+    ml = mldtypes.dl_of_numpy(dt)
+    if ml is not None:
+        return ml
     k = dt.kind
     if k == "b":
         return (6, 8, 1)
@@ -235,9 +241,9 @@ def to_json(d: Desc) -> Any:
         return d.get("base64", "")
     if t == "Shape":
         return list(d.get("value", []))
-    if t == "Array":
+    if t in ("Array", "List"):
         return [to_json(x) for x in d.get("items", [])]
-    if t == "Map":
+    if t in ("Map", "Dict"):
         return {_json_key(k): to_json(v) for k, v in d.get("items", [])}
     if t in ("Tensor", "DLTensor*"):
         out: dict[str, Any] = {"type": "ffi.Tensor" if t == "Tensor" else "DLTensor*"}
@@ -283,7 +289,7 @@ def type_label(d: Desc) -> str:
         return tensor_header(d)
     if t == "Object":
         return f"Object {d.get('type_key')}"
-    if t in ("Array", "Map") and d.get("items") is not None:
+    if t in ("Array", "List", "Map", "Dict") and d.get("items") is not None:
         return f"{t} of {d.get('size', len(d['items']))}"
     if t == "bytes":
         return f"bytes ({d.get('size', 0)})"
@@ -313,7 +319,7 @@ def to_text(d: Desc, indent: int = 0) -> str:
         return str(d.get("value"))
     if t == "Shape":
         return "Shape(" + ", ".join(str(x) for x in d.get("value", [])) + ")"
-    if t == "Array":
+    if t in ("Array", "List"):
         items = d.get("items", [])
         parts = [to_text(x, indent + 2) for x in items]
         more = ", ..." if d.get("truncated") else ""
@@ -322,7 +328,7 @@ def to_text(d: Desc, indent: int = 0) -> str:
             return flat
         inner = ",\n".join(pad + "  " + p for p in parts)
         return "[\n" + inner + (",\n" + pad + "  ..." if more else "") + "\n" + pad + "]"
-    if t == "Map":
+    if t in ("Map", "Dict"):
         parts = [f"{to_text(k, indent + 2)}: {to_text(v, indent + 2)}" for k, v in d.get("items", [])]
         flat = "{" + ", ".join(parts) + "}"
         if len(flat) <= 80 and "\n" not in flat:

@@ -66,11 +66,13 @@ def make_request(lib: str | os.PathLike[str], func: str, args: list[dict[str, An
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
     request: dict[str, Any] = {"path": path, "func": func, "args": args,
                                "cwd": cwd or os.getcwd(), "tensor_mode": tensor_mode}
-    if runtime:
-        rt = os.path.abspath(os.path.expanduser(os.fspath(runtime)))
-        if not os.path.isfile(rt):
-            raise InputError(f"--runtime {os.fspath(runtime)}: no such file")
-        request["runtime"] = rt
+    from ..ffi.hosts import choose_runtime
+
+    # runtime: auto (None), builtin, official or a path; which one hosts the
+    # library is decided here, from the file, before anything loads.
+    choice = choose_runtime(None if runtime is None else os.fspath(runtime), path)
+    request["runtime"] = choice.path
+    request["runtime_choice"] = choice.to_json()
     request["timeout"] = parse_timeout(timeout)
     return request
 
@@ -103,10 +105,29 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     if final_out:
         stage = tempfile.mkdtemp(prefix="tvmffi-out-")
         request["out"] = stage
+    lib_name = os.path.basename(request["path"])
+    phase = "load"
     try:
-        reply = sandbox.run_task(task, request, timeout=timeout, runtime=request.get("runtime"),
-                                 read_paths=[inputs, *load_read_paths(request["path"])],
-                                 write_paths=[stage] if stage else [])
+        reads = [inputs, *load_read_paths(request["path"]), request["path"]]
+        if request.get("runtime"):
+            reads.append(request["runtime"])
+        with sandbox.Worker(runtime=request.get("runtime"), read_paths=reads,
+                            write_paths=[stage] if stage else [],
+                            cpu_limit=sandbox.cpu_seconds(timeout)) as w:
+            # The library is loaded by a request of its own first, so a library
+            # that raises or aborts while loading is reported as the load.
+            loaded = w.call(task.split(".")[0] + ".task",
+                            {"phase": "load", "path": request["path"],
+                             "runtime": request.get("runtime"),
+                             "tensor_mode": request.get("tensor_mode")}, timeout)
+            if isinstance(loaded, dict) and loaded.get("status") == "load_failed":
+                return ChildFailure("LoadError", f"{lib_name}: failed while loading: "
+                                                 f"{loaded.get('message', '')}")
+            if isinstance(loaded, dict) and loaded.get("status") == "input_error":
+                reply = loaded
+            else:
+                phase = "call"
+                reply = w.call(task, request, timeout)
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(stage, str(final_out), reply["files"],
@@ -117,14 +138,21 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         sig = getattr(e, "signal", None)
         how = sig or f"exit status {getattr(e, 'returncode', '?')}"
         msg = f"{func} crashed the worker process ({how})"
+        if phase == "load":
+            from ..ffi.hosts import library_message
+
+            said = library_message(getattr(e, "stderr", "") or "")
+            msg = (f"{lib_name} crashed the worker process ({how}) while loading"
+                   + (f": {said}" if said else ""))
         if isinstance(e, sandbox.MemoryLimitExceeded):
             msg = f"{func}: {e}"
         extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
         return ChildFailure("Crash", msg, extra, getattr(e, "stderr", "") or "")
     except sandbox.ChildTimeout as e:
-        return ChildFailure("Timeout", f"{func} did not return within {timeout:g} s; "
-                                       "the worker was killed", {"timeout": timeout},
-                            getattr(e, "stderr", "") or "")
+        msg = f"{func} did not return within {timeout:g} s; the worker was killed"
+        if phase == "load":
+            msg = f"{lib_name} did not finish loading within {timeout:g} s; the worker was killed"
+        return ChildFailure("Timeout", msg, {"timeout": timeout}, getattr(e, "stderr", "") or "")
     finally:
         request["timeout"] = timeout
         shutil.rmtree(inputs, ignore_errors=True)
@@ -161,6 +189,8 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
     }
     if "files" in reply:
         doc["files"] = reply["files"]
+    if reply.get("notes"):
+        doc["notes"] = list(reply["notes"])
     return doc
 
 
@@ -190,4 +220,5 @@ def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any
         "calls_per_round": reply["calls_per_round"],
         "rounds": reply["rounds"],
         "round_ns": list(reply.get("round_ns", [])),
+        "timer": reply.get("timer", "c"),
     }

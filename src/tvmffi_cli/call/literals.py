@@ -15,10 +15,13 @@ Nothing here imports numpy at module level: parsing the command line must stay
 cheap; tensor loading (load_tensor) imports it when called.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import re
+from typing import IO, Any
 
 # The dtype and device literals are the ABI's own spellings (abi/), re-exported
 # here with the other literal parsers.
@@ -150,6 +153,11 @@ def parse_tensor_literal(text):
 
 def numpy_dtype_name(code, bits, lanes, what="tensor"):
     """The NumPy dtype name holding elements of this DLPack type; InputError when none."""
+    from ..ffi import mldtypes
+
+    ml = mldtypes.name_of_dl(code, bits, lanes)
+    if ml is not None:
+        return ml
     if lanes == 1:
         if code == 0 and bits in (8, 16, 32, 64):
             return f"int{bits}"
@@ -176,6 +184,12 @@ def parse_tensor(text, cwd=None):
         m = re.fullmatch(r"(.+?\.npz):(.+)", text)
         if m:
             path_txt, key = m.group(1), m.group(2)
+        # x.npy@bfloat16: the ml_dtypes type of a file's raw (void) elements
+        m = re.fullmatch(r"(.+?\.np[yz](?::.+)?)@([A-Za-z0-9_]+)", text)
+        if m:
+            spec = parse_tensor(m.group(1), cwd)
+            spec["raw_dtype"] = m.group(2)
+            return spec
     path = _abspath(path_txt, cwd)
     if not os.path.isfile(path):
         if re.fullmatch(r"[A-Za-z0-9_]+\[.*", text):
@@ -213,19 +227,13 @@ def npz_keys(path):
         raise FormatError(f"{path}: not a readable .npz file ({e})") from None
 
 
-def _npy_header(fp, what):
-    """Read a .npy header from an open file -> (shape, fortran_order, dtype)."""
-    from numpy.lib import format as npf
+def _npy_header_ml(fp: IO[bytes], what: str,
+                   spec: dict[str, Any]) -> tuple[tuple[int, ...], bool, Any, str | None]:
+    """Read a .npy header, ml_dtypes files included (raw "<V2"/"<V1"/"<f1"
+    descrs, or one naming the type) -> (shape, fortran, dtype, note)."""
+    from ..ffi import mldtypes
 
-    try:
-        version = npf.read_magic(fp)
-        if version == (1, 0):
-            return npf.read_array_header_1_0(fp)
-        if version == (2, 0):
-            return npf.read_array_header_2_0(fp)
-        raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
-    except (ValueError, OSError, TypeError, SyntaxError) as e:
-        raise FormatError(f"{what}: bad .npy header ({e})") from None
+    return mldtypes.read_npy_header(fp, what, spec.get("raw_dtype"))
 
 
 def _check_plain_dtype(dtype, what):
@@ -248,7 +256,7 @@ def load_tensor(spec):
     path = spec["path"]
     if src == "npy":
         with open(path, "rb") as f:
-            shape, fortran, dtype = _npy_header(f, path)
+            shape, fortran, dtype, spec["assumed"] = _npy_header_ml(f, path, spec)
             offset = f.tell()
             size = os.fstat(f.fileno()).st_size
         _check_plain_dtype(dtype, path)
@@ -266,7 +274,8 @@ def load_tensor(spec):
             with zipfile.ZipFile(path) as z:
                 info = z.getinfo(spec["key"] + ".npy")
                 with z.open(info) as f:
-                    shape, fortran, dtype = _npy_header(f, f"{path}:{spec['key']}")
+                    shape, fortran, dtype, spec["assumed"] = _npy_header_ml(
+                        f, f"{path}:{spec['key']}", spec)
                     _check_plain_dtype(dtype, f"{path}:{spec['key']}")
                     need = dtype.itemsize * _prod(shape)
                     # The uncompressed member size bounds the allocation: a header
@@ -298,8 +307,11 @@ def _prod(shape):
 def make_literal_tensor(spec):
     import numpy as np
 
+    from ..ffi import mldtypes
+
     code, bits, lanes = parse_dtype(spec["dtype"])
-    dt = np.dtype(numpy_dtype_name(code, bits, lanes))
+    name = numpy_dtype_name(code, bits, lanes)
+    dt = mldtypes.np_dtype(name) if name in mldtypes.ML_TYPES else np.dtype(name)
     shape = tuple(spec["shape"])
     fill = spec.get("fill", "zeros")
     try:
@@ -315,7 +327,7 @@ def make_literal_tensor(spec):
         if fill == "rand":
             # Fixed seed: the same command line gives the same numbers.
             rng = np.random.default_rng(0)
-            if dt.kind == "f":
+            if dt.kind == "f" or mldtypes.is_ml(dt):
                 return rng.random(shape).astype(dt)
             if dt.kind == "c":
                 return (rng.random(shape) + 1j * rng.random(shape)).astype(dt)
@@ -446,5 +458,10 @@ def _looks_like_tensor(t, cwd):
             return False
     if t.endswith((".npy", ".npz")) and os.path.isfile(_abspath(t, cwd)):
         return True
+    m = re.fullmatch(r"(.+?\.np[yz](?::.+)?)@[A-Za-z0-9_]+", t)  # x.npy@bfloat16
+    if m and not os.path.exists(_abspath(t, cwd)):
+        t = m.group(1)
+        if t.endswith((".npy", ".npz")) and os.path.isfile(_abspath(t, cwd)):
+            return True
     m = re.fullmatch(r"(.+?\.npz):(.+)", t)
     return bool(m and os.path.isfile(_abspath(m.group(1), cwd)))

@@ -4,15 +4,22 @@ and the arguments after the call, and write --out files.
 
 request: {"path", "func", "args": [spec...], "tensor_mode": "dltensor"|"object",
           "runtime": path|None, "out": dir|None, "force": bool}
+         or {"phase": "load", "path", "runtime", "tensor_mode"}: only load the
+         library (the parent can then tell a failing load from a failing call);
+         a later call in the same worker reuses the loaded library.
 reply (every outcome is a reply; nothing escapes as an exception):
   {"status": "ok", "resolved": "export"|"global", "result": desc, "args": [desc...],
    "files": [{"what", "path"}], "call_ns": int}
   {"status": "raised", "error": {"kind", "message", "backtrace"}}
   {"status": "input_error", "message": str}        (exit 2 in the parent)
+  {"status": "loaded"} | {"status": "load_failed", "message": str}   (phase "load")
 """
+
+from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from ..errors import InputError, TvmffiError
 
@@ -22,6 +29,8 @@ class ResolveError(InputError):
 
 
 def run(request):
+    if request.get("phase") == "load":
+        return _load_phase(request)
     try:
         return _run(request)
     except TvmffiError as e:
@@ -43,12 +52,40 @@ def _run(request):
 
 # Libraries stay loaded for the life of the child process: see _run.
 _keep_loaded = []
+# (path, runtime, tensor_mode) -> Library loaded by the "load" phase.
+_loaded: dict[tuple[str, str | None, str | None], Any] = {}
+
+
+def _load_phase(request: dict[str, Any]) -> dict[str, Any]:
+    from ..ffi.library import LibraryLoadError
+
+    try:
+        load_library(request)
+    except LibraryLoadError as e:
+        return {"status": "load_failed", "message": str(e)}
+    except TvmffiError as e:
+        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+    return {"status": "loaded"}
+
+
+def load_library(request: dict[str, Any]) -> Any:
+    """The Library of request["path"], loaded once per worker process."""
+    from ..ffi import library
+
+    key = (request["path"], request.get("runtime"), request.get("tensor_mode"))
+    lib = _loaded.get(key)
+    if lib is None:
+        lib = library.load(request["path"], runtime=request.get("runtime"),
+                           tensor_mode=request.get("tensor_mode"))
+        _loaded[key] = lib
+    return lib
 
 
 def _call(lib, fn, resolved, request):
     from ..ffi import errors as ffi_errors
 
-    values, tensors = build_args(lib, request, resolved)
+    notes: list[str] = []
+    values, tensors = build_args(lib, request, resolved, notes)
     mode = request.get("tensor_mode") or "dltensor"
     t0 = time.perf_counter_ns()
     try:
@@ -69,6 +106,8 @@ def _call(lib, fn, resolved, request):
             reply["args"].append(describe_array(arr, type_name))
         else:
             reply["args"].append(describe(v))
+    if notes:
+        reply["notes"] = notes
     if request.get("out"):
         reply["files"] = write_outputs(request["out"], tensors, result,
                                        bool(request.get("force")))
@@ -86,11 +125,8 @@ def error_dict(e):
 def open_function(request):
     """(Library, Function, "export"|"global") for request["func"], or ResolveError
     naming the closest known names."""
-    from ..ffi import library
-
-    path, name = request["path"], request["func"]
-    lib = library.load(path, runtime=request.get("runtime"),
-                       tensor_mode=request.get("tensor_mode"))
+    name = request["func"]
+    lib = load_library(request)
     fn = None
     resolved = None
     if "." not in name:  # dotted names can only be globals
@@ -131,10 +167,8 @@ def param_types(lib, name, resolved):
     schema, or None when the library has no usable schema for it."""
     from ..abi import typeschema as schema
 
-    if resolved != "export":
-        return None
     try:
-        raw = lib.metadata_raw(name)
+        raw = lib.metadata_raw(name) if resolved == "export" else global_metadata_raw(lib, name)
     except Exception:  # a failing metadata getter only costs us the schema
         return None
     if not raw:
@@ -146,6 +180,19 @@ def param_types(lib, name, resolved):
     if spec is None or not spec.is_function:
         return None
     return list(spec.params)
+
+
+def global_metadata_raw(lib: Any, name: str) -> str | None:
+    """The metadata JSON a global function was registered with (its
+    "type_schema" among others), through the runtime's
+    ffi.GetGlobalFuncMetadata; None when the runtime or the function has none."""
+    from ..ffi import values
+
+    getter = values.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
+    if getter is None:
+        return None
+    v = getter(name)
+    return v if isinstance(v, str) and v else None
 
 
 def resolve_specs(lib, request, resolved):
@@ -168,14 +215,18 @@ def resolve_specs(lib, request, resolved):
             if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
 
 
-def build_args(lib, request, resolved):
-    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call."""
+def build_args(lib, request, resolved, notes=None):
+    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call.
+    `notes` collects what was assumed while reading files (e.g. the ml_dtypes
+    type of raw .npy elements)."""
     specs = resolve_specs(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
     values, tensors = [], {}
     for i, spec in enumerate(specs):
         if spec.get("kind") == "tensor":
             arr = _load_tensor(spec)
+            if spec.get("assumed") and notes is not None:
+                notes.append(f"argument {i}: {spec['assumed']}")
             owned = spec.get("owned") or mode == "object"
             tensors[i] = (arr, "Tensor" if owned else "DLTensor*")
             values.append(_tensor_value(lib, arr, owned))
@@ -289,6 +340,8 @@ def _save_npy(path, arr, force):
 
     import numpy as np
 
+    from ..ffi import mldtypes
+
     d = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-", suffix=".npy.tmp", dir=d)
     umask = os.umask(0)
@@ -296,8 +349,15 @@ def _save_npy(path, arr, force):
     os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
     try:
         with os.fdopen(fd, "wb") as f:
-            # np.save writes a C-contiguous array straight from its buffer (no copy).
-            np.save(f, np.asarray(arr), allow_pickle=False)
+            arr = np.asarray(arr)
+            if mldtypes.is_ml(arr.dtype):
+                # np.save would write a raw "<V2"; name the type so it loads back as it.
+                fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+                f.write(mldtypes.npy_header(arr))
+                f.write((arr.T if fortran else np.ascontiguousarray(arr)).view(np.uint8).data)
+            else:
+                # np.save writes a C-contiguous array straight from its buffer (no copy).
+                np.save(f, arr, allow_pickle=False)
         if force:
             os.replace(tmp, path)
         else:

@@ -8,7 +8,15 @@ import click
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
-from .call import SHARED_OPTIONS, RawCommand, base_request, emit_json, run_in_child
+from .call import (
+    SHARED_OPTIONS,
+    RawCommand,
+    base_request,
+    emit_json,
+    note_runtime,
+    run_in_child,
+    with_runtime,
+)
 
 BENCH_OPTIONS = {**SHARED_OPTIONS, "--repeat": True, "--rounds": True}
 
@@ -18,8 +26,9 @@ OPTION_HELP = [
     ("--json", 'Print {"ns_per_call": {"min", "median", "max"}, "calls": N, ...}.'),
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime PATH", ("Host the library with this libtvm_ffi.so (it must export "
-                        "tvmffi_rt_time_calls).")),
+    ("--runtime auto|builtin|official|PATH",
+     ("Runtime that hosts the library (default auto). Only tvmffi's runtime times calls "
+      "in C; under another one the loop runs through ctypes (slower, marked in the output).")),
     ("-v, --verbose", "Show the backtrace of a raised error."),
     ("-h, --help", "Show this message and exit."),
 ]
@@ -62,16 +71,18 @@ def command(ctx, tokens):
     if reply.get("status") == "raised":
         err = reply["error"]
         if as_json:
-            emit_json(render.error_json(err["kind"], err["message"], err.get("backtrace")))
+            emit_json(with_runtime(
+                render.error_json(err["kind"], err["message"], err.get("backtrace")), request))
         else:
             click.echo(render.raised_text(err, verbose), err=True)
         return EXIT_FAILED
     if as_json:
-        emit_json(render.bench_json(reply, parsed.func, request["path"]))
+        emit_json(with_runtime(render.bench_json(reply, parsed.func, request["path"]), request))
     else:
         from ..render.common import fit_lines
 
         click.echo(fit_lines(render.bench_text(reply, parsed.func)))
+        note_runtime(request, verbose)
     return 0
 
 

@@ -6,6 +6,7 @@ across options, so the whole argument tail is parsed by call.argv.parse_argv.
 """
 
 import os
+from typing import Any
 
 import click
 
@@ -32,7 +33,9 @@ OPTION_HELP = [
     ("--force", "Overwrite existing files under --out."),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime PATH", "Host the library with this libtvm_ffi.so (default: tvmffi's runtime)."),
+    ("--runtime auto|builtin|official|PATH",
+     ("Runtime that hosts the library (default auto: builtin when it provides every runtime "
+      "symbol the library imports, else the official tvm_ffi package's).")),
     ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
     ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
@@ -119,16 +122,19 @@ def command(ctx, tokens):
     status = reply.get("status")
     if status == "raised":
         if as_json:
-            emit_json(engine.raised_json(reply))
+            emit_json(with_runtime(engine.raised_json(reply), request))
         else:
             click.echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
-        emit_json(engine.call_json(reply, parsed.func, request["path"]))
+        emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
     else:
         from ..render.common import fit_lines
 
         click.echo(fit_lines(render.call_text(reply)))
+        for note in reply.get("notes", []):
+            click.echo(f"note: {note}", err=True)
+        note_runtime(request, verbose)
     return 0
 
 
@@ -142,6 +148,21 @@ def base_request(parsed, opts):
 
     sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
     return request
+
+
+def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The --json document with the runtime that hosted the library."""
+    doc["runtime"] = request.get("runtime_choice")
+    return doc
+
+
+def note_runtime(request: dict[str, Any], verbose: bool) -> None:
+    """Say on stderr which runtime hosted the library when it is not the
+    builtin one (or always under -v), so stdout stays the result alone."""
+    rc = request.get("runtime_choice") or {}
+    if rc.get("kind") != "builtin" or verbose:
+        where = rc.get("path") if rc.get("kind") == "path" else rc.get("kind")
+        click.echo(f"runtime: {where} ({rc.get('reason')})", err=True)
 
 
 def parse_timeout(text):
@@ -173,7 +194,7 @@ def run_in_child(task, request, parsed, as_json, verbose=False):
             sandbox_opts.report(False)
     if isinstance(outcome, engine.ChildFailure):
         if as_json:
-            emit_json(outcome.to_json())
+            emit_json(with_runtime(outcome.to_json(), request))
         else:
             click.echo(f"tvmffi: error: {outcome.message}", err=True)
             if verbose and outcome.kind == "Crash" and outcome.stderr:

@@ -36,9 +36,9 @@ MAX_JOBS = 256
                    "the run (without it, a 4-thread check only warns).")
 @click.option("--min-runtime", "min_runtime", metavar="VERSION",
               help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.")
-@click.option("--runtime", "runtime", metavar="official|PATH",
-              help="Run the checks with this libtvm_ffi.so (checks that need tvmffi's "
-                   "instrumented runtime are skipped with the reason).")
+@click.option("--runtime", "runtime", metavar="auto|builtin|official|PATH",
+              help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
+                   "tvmffi's instrumented runtime are skipped with the reason).")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
 @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
@@ -75,7 +75,7 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     min_runtime = min_runtime or cfg.min_runtime
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
-    rt = resolve_runtime(runtime)
+    rt = resolve_runtime(runtime, library)
     opts = runner.Options(sel, ign, secs, n_jobs, n_threads, min_runtime, rt,
                           frozenset(functions), strict, cfg, runtime)
     sandbox_opts.apply(no_sandbox, memory_limit)
@@ -115,27 +115,16 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     return report.exit_code()
 
 
-def resolve_runtime(value: str | None) -> str | None:
-    """--runtime: None (ours), "builtin" (ours), "official" (the installed
-    apache-tvm-ffi's libtvm_ffi.so, found without importing it) or a path."""
-    from ..errors import InputError
+def resolve_runtime(value: str | None, library: str | None = None) -> str | None:
+    """--runtime auto|builtin|official|PATH, resolved by ffi.hosts (auto: the
+    builtin runtime unless it lacks a runtime symbol the library imports):
+    None for tvmffi's own runtime, else the path of the libtvm_ffi.so."""
+    from ..ffi.hosts import choose_runtime
 
-    if value is None or value in ("builtin", "auto"):
-        return None
-    if value == "official":
-        import importlib.util
-        from pathlib import Path
-
-        spec = importlib.util.find_spec("tvm_ffi")
-        for d in (spec.submodule_search_locations or []) if spec else []:
-            p = Path(d) / "lib" / "libtvm_ffi.so"
-            if p.is_file():
-                return str(p)
-        raise InputError("--runtime official: apache-tvm-ffi is not installed "
-                         "(pip install apache-tvm-ffi)")
-    if not os.path.isfile(value):
-        raise InputError(f"--runtime {value}: no such file")
-    return os.path.abspath(value)
+    if library is not None and not os.path.isfile(library):
+        library = None  # the run reports the missing file itself
+    choice = choose_runtime(value, library)
+    return None if choice.kind == "builtin" else choice.path
 
 
 #: Below this many functions the run is short: no progress bar.

@@ -13,8 +13,10 @@ import click
               help="Compare the files only (exports, modules, kernels, imports).")
 @click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
               help="Seconds allowed for loading each library in a child process.")
-@click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="libtvm_ffi.so to load the libraries with.")
+@click.option("--runtime", default="auto", show_default=True,
+              metavar="auto|builtin|official|PATH",
+              help="Runtime that hosts the libraries: auto picks builtin when it provides "
+                   "every runtime symbol imported, else the official one.")
 @click.option("--suppress", "suppress_file", type=click.Path(dir_okay=False), default=None,
               help="File of accepted changes, one `KIND [SUBJECT]` glob per line; they are "
                    "listed but do not make the exit code 1.")

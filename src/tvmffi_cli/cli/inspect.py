@@ -79,11 +79,6 @@ def fast_main(argv):
             paths.append(a)
     if len(paths) != 1:
         return None
-    if opts["runtime"] is not None:
-        import os
-
-        if not os.path.isfile(opts["runtime"]):
-            return None  # let click word the usage error
     try:
         from .numbers import seconds
 
@@ -121,9 +116,10 @@ def _make_command():
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.option("--timeout", type=str, default="30", show_default=True,
                   help="Seconds allowed for loading the library in a child process.")
-    @click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
-                  help="libtvm_ffi.so to load the library with (default: ours, or "
-                       "$TVMFFI_RUNTIME).")
+    @click.option("--runtime", default="auto", show_default=True,
+                  metavar="auto|builtin|official|PATH",
+                  help="Runtime that hosts the library: auto picks builtin when it provides "
+                       "every runtime symbol the library imports, else the official one.")
     @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
     @click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
                   help=sandbox_opts.MEMORY_HELP)

@@ -17,8 +17,10 @@ import click
               help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.")
 @click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
               help="Seconds allowed for loading the library in a child process.")
-@click.option("--runtime", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="libtvm_ffi.so to load the library with.")
+@click.option("--runtime", default="auto", show_default=True,
+              metavar="auto|builtin|official|PATH",
+              help="Runtime that hosts the library: auto picks builtin when it provides "
+                   "every runtime symbol imported, else the official one.")
 def command(path: str, output: str | None, static: bool, check_file: str | None,
             timeout_text: str, runtime: str | None) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.

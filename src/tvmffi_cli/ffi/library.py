@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..abi import structs as abi
-from ..abi.symbols import FUNC_PREFIX, SPECIAL_PREFIX
-from ..errors import InputError
+from ..abi.symbols import FUNC_PREFIX, RUNTIME_TYPE_PREFIX, SPECIAL_PREFIX
+from ..errors import CheckFailed, InputError
 from . import errors as ffi_errors
 from . import tensors, values
 from .runtime import Runtime, byte_array, get_runtime
@@ -71,6 +71,11 @@ def _elf_code_exports(path: Union[str, os.PathLike[str]]) -> list[str]:
         from ..errors import FormatError
 
         raise FormatError(f"{path}: cannot read symbols: {e}") from None
+
+
+class LibraryLoadError(CheckFailed):
+    """The library itself failed to load: its initializer raised, or the
+    dynamic loader refused it (a missing symbol or dependency). Exit 1."""
 
 
 class Library:
@@ -220,6 +225,22 @@ def _type_keys(rt: Runtime) -> set[str]:
         return set()
 
 
+def _check_loadable_file(p: Path) -> None:
+    """InputError (the user's file is wrong, exit 2) for a file the dynamic
+    loader cannot even start on; a library that fails while loading is a
+    LibraryLoadError (exit 1) instead."""
+    import sys
+
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise InputError(f"{p}: {e.strerror}") from None
+    magic = {b"\x7fELF"} if sys.platform.startswith("linux") else None
+    if magic is not None and head not in magic:
+        raise InputError(f"{p}: not a shared library (no ELF header)")
+
+
 def load(path: Union[str, os.PathLike[str]],
          runtime: Union[str, os.PathLike[str], None] = None,
          tensor_mode: Optional[str] = None) -> Library:
@@ -234,6 +255,7 @@ def load(path: Union[str, os.PathLike[str]],
     if not p.is_file():
         raise InputError(f"{path}: no such file")
     p = p.resolve()
+    _check_loadable_file(p)
     rt = get_runtime(runtime)
     tensors.ensure_cpu_allocator(rt)
     before_globals = set(values.list_globals(rt))
@@ -250,17 +272,21 @@ def load(path: Union[str, os.PathLike[str]],
             m = values.global_func(rt, "ffi.ModuleLoadFromFile")(str(p))
             module = m if isinstance(m, values.Module) else None
     except ffi_errors.FFIErrorBase as e:
-        raise InputError(f"cannot load {path}: {e.kind}: {e}") from None
+        raise LibraryLoadError(f"cannot load {path}: {e.kind}: {e}") from None
     if module is None and loader is None:
         try:
             # bind lazily like the reference loader: a library may import
             # symbols this runtime lacks and never call them
             dl = ctypes.CDLL(str(p), mode=os.RTLD_LAZY | os.RTLD_LOCAL)
         except OSError as e:
-            raise InputError(f"cannot load {path}: {e}") from None
+            raise LibraryLoadError(f"cannot load {path}: {e}") from None
     if module is not None:
         _keep_modules.append(module)
     after_globals = set(values.list_globals(rt))
     after_types = _type_keys(rt)
-    return Library(p, rt, module, dl, sorted(after_globals - before_globals),
-                   sorted(after_types - before_types), tensor_mode)
+    # The runtime's own types (ffi.*) that the library's headers registered
+    # lazily while loading are not the library's.
+    new_types = sorted(k for k in after_types - before_types
+                       if not k.startswith(RUNTIME_TYPE_PREFIX))
+    return Library(p, rt, module, dl, sorted(after_globals - before_globals), new_types,
+                   tensor_mode)

@@ -113,6 +113,14 @@ class Device:
         return hash((self.device_type, self.device_id))
 
 
+class List(list):  # type: ignore[type-arg]
+    """The items of an ffi.List (a list; ffi.Array decodes as a plain list)."""
+
+
+class Dict(dict):  # type: ignore[type-arg]
+    """The entries of an ffi.Dict (a dict; ffi.Map decodes as a plain dict)."""
+
+
 class Shape(tuple[int, ...]):
     """An ffi.Shape: a tuple of ints."""
 

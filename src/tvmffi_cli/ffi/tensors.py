@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor
+from . import mldtypes
 from .errors import _kind_of
 from .objects import DataType, Triple
 
@@ -32,6 +33,8 @@ class _ArrayHolder:
 
 def _numpy_typestr(dt: DataType) -> str:
     code, bits, lanes = dt.code, dt.bits, dt.lanes
+    if mldtypes.name_of_dl(code, bits, lanes):  # raw bytes, viewed as ml_dtypes in tensor_numpy
+        return f"|V{bits // 8}"
     if lanes != 1:
         raise TypeError(f"dtype {dt} has {lanes} lanes; NumPy has no vector types")
     if code == abi.kDLBool:
@@ -43,6 +46,9 @@ def _numpy_typestr(dt: DataType) -> str:
 
 
 def _dl_dtype_of_numpy(np_dtype: Any) -> Triple:
+    ml = mldtypes.dl_of_numpy(np_dtype)
+    if ml is not None:
+        return ml
     k = np_dtype.kind
     if k == "b":
         return (abi.kDLBool, 8, 1)
@@ -195,6 +201,28 @@ def tensor_numpy(tensor: Any) -> Array:
         "data": (data_ptr if data_ptr else 0, False),
         "strides": None if strides is None else tuple(s * itemsize for s in strides),
     })
-    if not data_ptr:
-        return np.zeros(shape, dtype=typestr)
-    return np.asarray(holder)
+    dt = tensor.dtype
+    ml = mldtypes.name_of_dl(dt.code, dt.bits, dt.lanes)
+    arr: Array = np.zeros(shape, dtype=typestr) if not data_ptr else np.asarray(holder)
+    return arr.view(mldtypes.np_dtype(ml)) if ml else arr
+
+
+
+class _CallArgs:
+    """The converted arguments of a call (DLTensors we built, owned Tensors we
+    passed), kept alive by a borrowed DLTensor* result that may point into them."""
+
+    def __init__(self, rt: Runtime, keep: list[Any], owned: list[int]) -> None:
+        self.rt, self.keep, self.owned = rt, keep, owned
+
+    def __del__(self) -> None:
+        for h in self.owned:
+            self.rt.TVMFFIObjectDecRef(h)
+
+
+def hold_args(rt: Runtime, keep: list[Any], owned: list[int]) -> object:
+    """The owner a borrowed DLTensor* result keeps: the call's arguments, whose
+    `owned` references it takes over (the list is emptied)."""
+    held = _CallArgs(rt, keep, list(owned))
+    owned.clear()
+    return held

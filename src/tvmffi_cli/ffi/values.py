@@ -15,7 +15,7 @@ Value types (DataType, Device, Shape, OpaquePtr) are in objects.py; here:
   Module     ffi.Module; .kind, .get_function(name)
   Object     any other object: type_key, fields (reflected, read lazily)
   FFIErrorBase and subclasses: raised errors (and Error values)
-Arrays and Lists come back as Python lists, Maps and Dicts as dicts.
+Arrays and Maps come back as lists and dicts, Lists and Dicts as objects.List/Dict.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray
+from . import objects, tensors
 from .errors import FFIErrorBase, _kind_of, error_from_handle
 from .objects import DataType, Device, OpaquePtr, Shape, _Borrowed, _ObjectRef, _parse_dtype
 from .runtime import Runtime, byte_array
@@ -412,6 +413,8 @@ def call_function(rt: Runtime, handle: Optional[int], args: Any,
         result = TVMFFIAny()
         if rt.TVMFFIFunctionCall(handle, argv, n, byref(result)) != 0:
             raise rt.take_error()
+        if result.type_index == abi.kTVMFFIDLTensorPtr and result.v_ptr:  # may point into args
+            return Tensor(None, rt, dl_addr=result.v_ptr, owner=tensors.hold_args(rt, keep, owned))
         return any_to_py(rt, result)
     finally:
         for h in owned:
@@ -490,11 +493,11 @@ def _object_to_py(rt: Runtime, h: Optional[int], t: int, a: Optional[TVMFFIAny] 
             cell = abi.TVMFFIShapeCell.from_address(abi.cell_address(h))
             return Shape(cell.data[i] for i in range(cell.size)) if cell.size else Shape()
         if t in (abi.kTVMFFIArray, abi.kTVMFFIList):
-            return read_seq(rt, h)
+            return read_seq(rt, h) if t == abi.kTVMFFIArray else objects.List(read_seq(rt, h))
         if t == abi.kTVMFFIMap:
             return _read_map(rt, h, t, "ffi.MapForwardIterFunctor", "ffi.MapSize")
         if t == abi.kTVMFFIDict:
-            return _read_map(rt, h, t, "ffi.DictForwardIterFunctor", "ffi.DictSize")
+            return objects.Dict(_read_map(rt, h, t, "ffi.DictForwardIterFunctor", "ffi.DictSize"))
         if t == abi.kTVMFFIError:
             return error_from_handle(rt, h)
         if t == abi.kTVMFFIBigInt:

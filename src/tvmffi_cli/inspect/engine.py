@@ -296,7 +296,16 @@ def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], time
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
         # is wrong (exit 2), as in `call`; a crash or hang stays a failure (1).
         raise
-    except Exception as e:  # ChildCrashed / ChildTimeout / task errors: report, keep static
+    except sandbox.ChildCrashed as e:
+        from ..ffi.hosts import library_message
+
+        said = library_message(e.stderr or "")
+        # Starts with the words of the other load failures (inspect/api.py's LOAD_FAILED).
+        _err(rep, "load", f"loading the library failed: it crashed the worker process "
+                          f"({e.signal or f'exit status {e.returncode}'}) while loading"
+                          + (f": {said}" if said else ""))
+        return
+    except Exception as e:  # ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
         return
@@ -307,7 +316,10 @@ def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], time
 def run(path: str | os.PathLike[str], static: bool = False, timeout: float = 30.0,
         runtime: str | os.PathLike[str] | None = None) -> Report:
     """The report of `tvmffi inspect` (the --json document, schemas/inspect.schema.json):
-    static facts, plus what loading in a child process shows unless static."""
+    static facts, plus what loading in a child process shows unless static.
+    runtime: a --runtime value (auto, builtin, official or a path; None is
+    auto). The report's "runtime" says which runtime hosted the library (None
+    when nothing was loaded)."""
     from ..binary import open_binary
 
     b = open_binary(path)
@@ -315,6 +327,13 @@ def run(path: str | os.PathLike[str], static: bool = False, timeout: float = 30.
         rep = static_report(b)
     finally:
         b.close()
+    rep["runtime"] = None
+    if not static and _host_loadable(b):
+        from ..ffi.hosts import choose_runtime
+
+        choice = choose_runtime(runtime, path)
+        rep["runtime"] = choice.to_json()
+        runtime = choice.path
     if not static:
         dynamic_part(rep, b, path, timeout, runtime)
     return rep

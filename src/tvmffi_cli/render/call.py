@@ -55,7 +55,9 @@ def bench_text(reply: dict[str, Any], func: str) -> str:
     s = reply["ns_per_call"]
     return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
             f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
-            f"{reply['calls_per_round']:,} calls, timed in C")
+            f"{reply['calls_per_round']:,} calls, "
+            + ("timed in C" if reply.get("timer", "c") == "c"
+               else "looped through ctypes (this runtime has no C timing loop)"))
 
 
 __all__ = ["bench_json", "bench_text", "call_json", "call_text", "error_json", "raised_text"]

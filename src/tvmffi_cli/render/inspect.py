@@ -27,6 +27,10 @@ def build(rep: dict[str, Any]) -> Tree:
     head = (f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
             f"{rep['kind']}  ({rep['mode']})")
     tree = Tree(head)
+    rt = rep.get("runtime")
+    if rt:
+        where = rt["path"] if rt["kind"] == "path" else rt["kind"]
+        tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
     deps = tree.add("[bold]Needs[/]")
     deps.add("libraries: " + (escape(", ".join(rep["needed"])) if rep["needed"] else "(none)"))
     if rep["runtime_imports"]:

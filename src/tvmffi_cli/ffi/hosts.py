@@ -1,0 +1,209 @@
+"""Which libtvm_ffi.so hosts a library: `--runtime auto|builtin|official|PATH`.
+
+    choice = choose_runtime("auto", "lib.so")
+    choice.path          # the libtvm_ffi.so the child process loads
+    choice.kind          # "builtin" | "official" | "path"
+    choice.instrumented  # True when it exports our tvmffi_rt_* API
+
+`auto` (the default) picks the builtin runtime when it defines every runtime
+symbol the library imports (C API functions and C++ tvm::ffi symbols), else
+the official runtime when the `tvm_ffi` package is installed (found with
+importlib.util.find_spec: never imported in this process, its runtime aborts
+next to ours), else it refuses with InputError (exit 2) naming the missing
+symbols and the fix. Reading symbols never runs library code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from ..abi.symbols import C_API_PREFIX
+from ..errors import InputError, TvmffiError
+
+#: The named choices of --runtime; anything else is a path.
+RUNTIME_NAMES = ("auto", "builtin", "official")
+DEFAULT_RUNTIME = "auto"
+#: Symbol our runtime exports and the official one does not (runtime/include/tvmffi/rt.h).
+INSTRUMENTED_SYMBOL = "tvmffi_rt_library_load"
+OFFICIAL_PACKAGE = "tvm_ffi"
+OFFICIAL_DIST = "apache-tvm-ffi"
+_RUNTIME_FILE = "libtvm_ffi.so"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """The runtime that hosts a library, and why it was chosen."""
+
+    kind: str  # "builtin" | "official" | "path"
+    path: str  # absolute path of the libtvm_ffi.so
+    requested: str  # what the user asked: auto | builtin | official | a path
+    instrumented: bool  # exports tvmffi_rt_* (checks that need them can run)
+    reason: str  # one line for people
+    missing: tuple[str, ...] = field(default=())  # builtin lacks these (auto fell back)
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": self.path, "requested": self.requested,
+                "instrumented": self.instrumented, "reason": self.reason,
+                "missing_in_builtin": list(self.missing)}
+
+    def label(self) -> str:
+        """"builtin", "official" or the path, for human output."""
+        return self.path if self.kind == "path" else self.kind
+
+    def skip_reason(self, what: str) -> str | None:
+        """Why `what` (a check needing our instrumented runtime) cannot run
+        under this runtime, or None when it can."""
+        if self.instrumented:
+            return None
+        return f"{what} needs tvmffi's instrumented runtime; the library is hosted by " \
+               f"the {self.label()} runtime"
+
+
+def builtin_runtime_path() -> Path:
+    """tvmffi's own runtime (honours TVMFFI_RUNTIME); InputError when not built."""
+    from . import paths
+
+    return paths.runtime_library()
+
+
+def official_runtime_path() -> Path | None:
+    """libtvm_ffi.so of the installed `tvm_ffi` package, or None. The package is
+    located, never imported."""
+    try:
+        spec = importlib.util.find_spec(OFFICIAL_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for d in spec.submodule_search_locations or ():
+        p = Path(d) / "lib" / _RUNTIME_FILE
+        if p.is_file():
+            return p.resolve()
+    return None
+
+
+def _defined(path: PathLike) -> set[str]:
+    from ..binary import open_binary
+
+    with open_binary(path) as b:
+        return {s.name for s in b.symbols}
+
+
+def _is_runtime_symbol(name: str) -> bool:
+    # C API functions, and Itanium-mangled C++ names in namespace tvm::ffi
+    # (_ZN3tvm3ffi..., _ZTVN3tvm3ffi..., _ZNK3tvm3ffi...).
+    return name.startswith(C_API_PREFIX) or (name.startswith("_Z") and "3tvm3ffi" in name)
+
+
+def runtime_imports(library: PathLike) -> list[str]:
+    """Sorted runtime symbols (C API and C++ tvm::ffi) a library imports."""
+    from ..binary import open_binary
+
+    with open_binary(library) as b:
+        return sorted({n for n in b.imports if _is_runtime_symbol(n)})
+
+
+def missing_symbols(library: PathLike, runtime: PathLike) -> list[str]:
+    """Runtime symbols the library imports that `runtime` does not define."""
+    need = runtime_imports(library)
+    if not need:
+        return []
+    have = _defined(runtime)
+    return [n for n in need if n not in have]
+
+
+def is_instrumented(runtime: PathLike) -> bool:
+    try:
+        return INSTRUMENTED_SYMBOL in _defined(runtime)
+    except (TvmffiError, OSError, ValueError):  # unreadable: not ours; loading says more
+        return False
+
+
+def _short(names: list[str], n: int = 4) -> str:
+    shown = ", ".join(names[:n])
+    return shown + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def choose_runtime(requested: str | None, library: PathLike | None = None) -> RuntimeChoice:
+    """Resolve a --runtime value for `library` (None: no library to match).
+
+    InputError (exit 2) for an unknown path, a missing official package, or
+    `auto` when neither runtime can host the library."""
+    req = requested if requested else DEFAULT_RUNTIME
+    if req == "builtin":
+        p = builtin_runtime_path()
+        return RuntimeChoice("builtin", str(p), req, True, "requested with --runtime builtin")
+    if req == "official":
+        off = official_runtime_path()
+        if off is None:
+            raise InputError(f"--runtime official: the {OFFICIAL_PACKAGE} package is not "
+                             f"installed (pip install {OFFICIAL_DIST})")
+        return RuntimeChoice("official", str(off), req, False,
+                             "requested with --runtime official")
+    if req != "auto":
+        p = Path(os.path.expanduser(req))
+        if not p.is_file():
+            raise InputError(f"--runtime {req}: no such file (expected auto, builtin, "
+                             "official or the path of a libtvm_ffi.so)")
+        p = p.resolve()
+        off = official_runtime_path()
+        try:
+            builtin: Path | None = builtin_runtime_path()
+        except InputError:
+            builtin = None
+        kind = "builtin" if p == builtin else "official" if p == off else "path"
+        return RuntimeChoice(kind, str(p), req, is_instrumented(p),
+                             f"requested with --runtime {req}")
+    p = builtin_runtime_path()
+    if library is None:
+        return RuntimeChoice("builtin", str(p), req, True, "auto: the builtin runtime")
+    try:
+        missing = missing_symbols(library, p)
+    except (TvmffiError, OSError, ValueError):  # unreadable: the loader reports the file
+        missing = []
+    if not missing:
+        return RuntimeChoice("builtin", str(p), req, True,
+                             "auto: the builtin runtime provides every runtime symbol "
+                             "the library imports")
+    off = official_runtime_path()
+    if off is not None:
+        return RuntimeChoice("official", str(off), req, False,
+                             f"auto: the builtin runtime lacks {len(missing)} symbol"
+                             f"{'s' if len(missing) != 1 else ''} the library imports "
+                             f"({_short(missing)}); using the official runtime",
+                             tuple(missing))
+    raise InputError(f"the builtin runtime lacks {len(missing)} symbol"
+                     f"{'s' if len(missing) != 1 else ''} the library imports "
+                     f"({_short(missing)}); install the official runtime "
+                     f"(pip install {OFFICIAL_DIST}) or pass --runtime PATH")
+
+
+# ---------------------------------------------------------------------------
+# a library's own words, when it dies while loading
+
+# Lines of the worker's fault handler and of Python itself, not the library's.
+_NOISE = ("Fatal Python error", "Current thread", "Thread 0x", "  File ", "Extension modules",
+          "Stack (most recent", "<no Python frame>", "Python runtime state", "Aborted",
+          "Segmentation fault", "(total:", "  <")
+_MESSAGE_CHARS = 400
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in text)
+
+
+def library_message(stderr: str) -> str:
+    """What the library itself said on stderr before dying while loading
+    (e.g. "terminate called after throwing an instance of 'std::runtime_error'
+    what():  boom"), on one line with control characters escaped; "" when
+    it said nothing."""
+    kept = [ln.strip() for ln in stderr.splitlines()
+            if ln.strip() and not ln.startswith(_NOISE) and not ln.strip().startswith("File ")]
+    text = _printable(" ".join(kept))
+    return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"

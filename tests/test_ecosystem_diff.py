@@ -1,0 +1,158 @@
+"""Differential test against the real ecosystem (issue 11, item 6): the
+official test library's functions called through `tvmffi call --json` (its
+command-line parsing, task and JSON renderer, batched in one worker process
+per runtime) and through the official Python API (`tvm_ffi`, in a
+subprocess), compared as (type, plain JSON value).
+
+The match rate of each runtime is written to
+fixtures/build/ecosystem-diff-<runtime>.json for the report."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fixturebuild
+from ecosystem_cases import CASES, OFFICIAL_DRIVER, ours_canonical
+from test_call_helpers import schema, tvmffi
+
+MIN_CASES = 60
+MIN_MATCH = 0.95
+
+
+def _testing_lib():
+    d = fixturebuild.official_package_dir()
+    if d is None or not (d / "lib" / "libtvm_ffi_testing.so").is_file():
+        pytest.skip("apache-tvm-ffi (with its test library) is not installed")
+    return d / "lib" / "libtvm_ffi_testing.so"
+
+
+@pytest.fixture(scope="module")
+def official_results():
+    _testing_lib()
+    cases = [[f, [py for _cli, py in args]] for f, args in CASES]
+    r = subprocess.run([sys.executable, "-c", OFFICIAL_DRIVER, json.dumps(cases)],
+                       check=False, capture_output=True, text=True, timeout=120,
+                       cwd=fixturebuild.BUILD.parent)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+def _validator():
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema("call"))  # checked once, not per call
+
+
+def _ours(runtime_sel):
+    """Every case through the call command's parsing, task and renderer, in
+    one worker; (list of canonical results, choice)."""
+    from tvmffi_cli.call import argv as call_argv
+    from tvmffi_cli.cli import call as cmd
+    from tvmffi_cli.render import call as render
+    from tvmffi_cli.sandbox import process as sandbox
+
+    lib = str(_testing_lib())
+    out = []
+    choice = None
+    worker = None
+    check = _validator()
+    try:
+        for func, args in CASES:
+            argv = [lib, func, *[cli for cli, _py in args], "--runtime", runtime_sel, "--json"]
+            parsed = call_argv.parse_argv(argv, cmd.CALL_OPTIONS, cwd=os.getcwd())
+            request = cmd.base_request(parsed, parsed.options)
+            request.pop("timeout")
+            choice = request["runtime_choice"]
+            if worker is None:
+                worker = sandbox.Worker(runtime=request["runtime"])
+            try:
+                reply = worker.call("call.task", request, timeout=60)
+            except sandbox.ChildCrashed as e:
+                out.append(["crash", e.signal, (e.stderr or "")[-300:]])
+                continue
+            if reply["status"] == "raised":
+                e = reply["error"]
+                doc = render.error_json(e["kind"], e["message"], e["backtrace"])
+            elif reply["status"] == "ok":
+                doc = render.call_json(reply, parsed.func, request["path"])
+            else:
+                out.append(["input_error", reply.get("message")])
+                continue
+            doc["runtime"] = choice
+            check.validate(json.loads(json.dumps(doc, allow_nan=False)))
+            out.append(ours_canonical(doc))
+    finally:
+        if worker is not None:
+            worker.close()
+    return out, choice
+
+
+def _loads_on(runtime_sel):
+    """None when the test library loads on this runtime, else why not."""
+    r = tvmffi("call", _testing_lib(), "testing.add_one", "1", "--runtime", runtime_sel)
+    if r.returncode == 0 and r.stdout.strip() == "2":
+        return None
+    return (r.stderr or r.stdout).strip()[:300]
+
+
+def test_enough_cases_of_every_kind():
+    assert len(CASES) >= MIN_CASES
+    funcs = {f for f, _ in CASES}
+    for needle in ("schema_id_int", "schema_id_string", "schema_id_arr", "schema_id_dict",
+                   "enum_variant_get", "make_unregistered_object", "schema_id_tensor",
+                   "test_raise_error", "schema_id_list"):
+        assert any(needle in f for f in funcs), needle
+
+
+@pytest.mark.parametrize("runtime_sel", ["official", "builtin"])
+def test_testing_library_matches_the_official_api(official_results, runtime_sel):
+    problem = _loads_on(runtime_sel)
+    assert problem is None, problem  # the official test library loads on the builtin runtime
+    ours, choice = _ours(runtime_sel)
+    assert choice["kind"] == runtime_sel
+    rows = []
+    for (func, args), want, got in zip(CASES, official_results, ours):
+        rows.append({"func": func, "args": [cli for cli, _ in args], "match": want == got,
+                     "official": want, "tvmffi": got})
+    matched = sum(r["match"] for r in rows)
+    rate = matched / len(rows)
+    fixturebuild.BUILD.mkdir(parents=True, exist_ok=True)
+    (fixturebuild.BUILD / f"ecosystem-diff-{runtime_sel}.json").write_text(json.dumps(
+        {"runtime": choice, "calls": len(rows), "matched": matched, "rate": rate,
+         "mismatches": [r for r in rows if not r["match"]]}, indent=1))
+    misses = "\n".join(f"{r['func']} {r['args']}: official {r['official']} / tvmffi "
+                       f"{r['tvmffi']}" for r in rows if not r["match"])
+    assert rate >= MIN_MATCH, f"{matched}/{len(rows)} match on {runtime_sel}:\n{misses}"
+
+
+@pytest.mark.parametrize("index", [0, 50, 66, 78])
+def test_the_batch_equals_the_command_line(official_results, index):
+    # The batch above runs the command's own parsing, task and renderer in one
+    # worker; a few cases through the real `tvmffi call --json` agree with it.
+    func, args = CASES[index]
+    r = tvmffi("call", _testing_lib(), func, *[cli for cli, _ in args], "--runtime", "official",
+               "--json")
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    check = _validator()
+    check.validate(doc)
+    assert ours_canonical(doc) == official_results[index]
+
+
+def test_testing_library_registers_the_same_on_both_runtimes():
+    lib = _testing_lib()
+    docs = {}
+    for sel in ("auto", "official"):
+        r = tvmffi("inspect", lib, "--json", "--runtime", sel)
+        assert r.returncode == 0, r.stderr + r.stdout[-1000:]
+        docs[sel] = json.loads(r.stdout)
+    ours, theirs = docs["auto"], docs["official"]
+    assert ours["runtime"]["kind"] == "builtin"  # auto needs no fallback
+    assert len(ours["globals"]) >= 50 and ours["globals"] == theirs["globals"]
+    assert [t["type_key"] for t in ours["types"]] == [t["type_key"] for t in theirs["types"]]
+    from test_ecosystem_wheels import check_conform
+
+    check_conform(lib)
