@@ -154,7 +154,8 @@ def inspect_library(path: PathLike, *, static: bool = False, timeout: float = 30
     t = _positive(timeout, "timeout")
     rt = None if runtime is None else os.fspath(runtime)
     return InspectReport.from_json(_machine_doc(engine.run(os.fspath(path), static=static,
-                                                           timeout=t, runtime=rt)))
+                                                           timeout=t, runtime=rt),
+                                                ran=not static))
 
 
 # ---------------------------------------------------------------------------
@@ -230,15 +231,18 @@ def call_function(path: PathLike, function: str, *args: Any, timeout: float = 60
         outcome = engine.run_in_child("call.task", request)
         lib = request["path"]
         if isinstance(outcome, engine.ChildFailure):
-            return _failed(lib, function, outcome.to_json())
+            return _failed(lib, function, {**outcome.to_json(),
+                                           "runtime": request.get("runtime_choice")})
         if outcome.get("status") == "raised":
-            return _failed(lib, function, engine.raised_json(outcome))
+            return _failed(lib, function, {**engine.raised_json(outcome),
+                                           "runtime": request.get("runtime_choice")})
         # The staged outputs are gone with the worker; read the published copies.
         if "published" in outcome:
             outcome["files"] = outcome.pop("published")
         files = outcome.pop("files", [])
         arrays = _read_outputs(files)
-        doc = _machine_doc(engine.call_json(outcome, function, lib))
+        doc = _machine_doc({**engine.call_json(outcome, function, lib),
+                            "runtime": request.get("runtime_choice")})
     value = arrays.pop("result", doc["result"])
     tensors = {int(k[3:]): v for k, v in arrays.items() if k.startswith("arg")}
     return CallResult(library=lib, function=function, resolved=doc["resolved"], type=doc["type"],
@@ -247,13 +251,13 @@ def call_function(path: PathLike, function: str, *args: Any, timeout: float = 60
                       _doc=MappingProxyType(doc))
 
 
-def _machine_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _machine_doc(doc: Mapping[str, Any], ran: bool = True) -> dict[str, Any]:
     """The document as the CLI's --json prints it: library text made valid
     JSON text, and the `sandbox` field saying what confined the worker."""
     from . import text
     from .sandbox import process
 
-    return dict(text.json_clean(dict(doc)), sandbox=process.sandbox_field())
+    return dict(text.json_clean(dict(doc)), sandbox=process.sandbox_field(ran))
 
 
 def _failed(lib: str, function: str, doc: dict[str, Any]) -> CallResult:

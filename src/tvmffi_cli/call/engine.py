@@ -66,7 +66,14 @@ def make_request(lib: str | os.PathLike[str], func: str, args: list[dict[str, An
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
     request: dict[str, Any] = {"path": path, "func": func, "args": args,
                                "cwd": cwd or os.getcwd(), "tensor_mode": tensor_mode}
+    from ..binary import open_binary, require_library
     from ..ffi.hosts import choose_runtime
+
+    b = open_binary(path)  # not a library (a program, a text file): exit 2, before any load
+    try:
+        require_library(b)
+    finally:
+        b.close()
 
     # runtime: auto (None), builtin, official or a path; which one hosts the
     # library is decided here, from the file, before anything loads.

@@ -331,7 +331,7 @@ def run(path: str | os.PathLike[str], static: bool = False, timeout: float = 30.
     if not static and _host_loadable(b):
         from ..ffi.hosts import choose_runtime
 
-        choice = choose_runtime(runtime, path)
+        choice = choose_runtime(None if runtime is None else os.fspath(runtime), path)
         rep["runtime"] = choice.to_json()
         runtime = choice.path
     if not static:

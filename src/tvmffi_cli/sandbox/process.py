@@ -551,10 +551,11 @@ def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
         return w.call(task, request, timeout)
 
 
-def sandbox_field() -> dict[str, Any]:
+def sandbox_field(ran: bool = True) -> dict[str, Any]:
     """The `sandbox` field of every --json output: what the last worker of
-    this process was confined with (or that no library code ran)."""
-    info = last_sandbox()
+    this process was confined with (or, with ran=False or before any worker,
+    that no library code ran)."""
+    info = last_sandbox() if ran else None
     pol = policy()
     if info is None:
         return {"enabled": pol.sandbox, "ran": False, "applied": [], "missing": [],
