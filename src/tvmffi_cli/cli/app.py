@@ -1,7 +1,10 @@
 """The click application. Commands live in tvmffi_cli.cli.<name> and are
 imported only when run, so one command does not pay for the others."""
 
+from __future__ import annotations
+
 import importlib
+from typing import Any
 
 import click
 
@@ -21,17 +24,17 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: Any, name: str) -> Any:
         entry = COMMANDS.get(name)
         if entry is None:
             return None
         mod = importlib.import_module(f"tvmffi_cli.cli.{entry[0]}")
         return mod.command
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
         # Help text without importing every command module.
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
@@ -46,7 +49,7 @@ class LazyGroup(click.Group):
               help="Print nothing on stdout; errors still go to stderr and the exit code "
                    "tells the result (also after the subcommand).")
 @click.pass_context
-def cli(ctx, debug, quiet):
+def cli(ctx: Any, debug: bool, quiet: bool) -> None:
     """tvmffi: a toolkit for libraries that speak the TVM-FFI stable C ABI.
 
     Exit codes: 0 success; 1 the checked thing failed (call raised, conformance

@@ -2,7 +2,10 @@
 once in a child process; the runtime's C loop (tvmffi_rt_time_calls) makes the
 calls, so the figures are the function's and the ABI's, not Python's."""
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import click
 
@@ -40,7 +43,7 @@ MAX_ROUNDS = 100_000
                context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def command(ctx, tokens):
+def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     """Time FUNC of the library LIB: nanoseconds per call, timed in C.
 
     \b
@@ -86,11 +89,11 @@ def command(ctx, tokens):
     return 0
 
 
-def _positive_int(text, flag, limit):
+def _positive_int(text: str | None, flag: str, limit: int) -> int | None:
     if text is None:
         return None
     try:
-        v = literals.parse_int(text)
+        v: int = literals.parse_int(text)
     except InputError:
         raise InputError(f"{flag} {text}: not an integer") from None
     if not 1 <= v <= limit:

@@ -5,6 +5,8 @@ Typed value flags must stay in command-line order, which click does not keep
 across options, so the whole argument tail is parsed by call.argv.parse_argv.
 """
 
+from __future__ import annotations
+
 import os
 from typing import Any
 
@@ -48,14 +50,14 @@ DEFAULT_TIMEOUT = engine.DEFAULT_TIMEOUT
 class RawCommand(click.Command):
     """A command whose help lists options parsed by hand."""
 
-    def __init__(self, *a, option_help=(), **kw):
+    def __init__(self, *a: Any, option_help: Any = (), **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.option_help = list(option_help)
 
-    def format_usage(self, ctx, formatter):
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
         formatter.write_usage(ctx.command_path, "LIB FUNC [ARGS]... [OPTIONS]")
 
-    def format_options(self, ctx, formatter):
+    def format_options(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
             rows = [(f"{k} VALUE" if k != "--none" else k, v)
                     for k, v in argv.ARG_FLAGS.items()]
@@ -68,7 +70,7 @@ class RawCommand(click.Command):
                context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def command(ctx, tokens):
+def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     """Call FUNC of the library LIB once, in a child process, and print the result.
 
     \b
@@ -138,7 +140,7 @@ def command(ctx, tokens):
     return 0
 
 
-def base_request(parsed, opts):
+def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
     """The request shared by call and bench (library, function, argument specs)."""
     request = engine.make_request(parsed.lib, parsed.func, parsed.args,
                                   timeout=parse_timeout(opts.get("--timeout")),
@@ -165,13 +167,13 @@ def note_runtime(request: dict[str, Any], verbose: bool) -> None:
         click.echo(f"runtime: {where} ({rc.get('reason')})", err=True)
 
 
-def parse_timeout(text):
+def parse_timeout(text: str | None) -> float:
     from .numbers import seconds
 
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc):
+def emit_json(doc: dict[str, Any]) -> None:
     import json
 
     from .. import text
@@ -181,7 +183,8 @@ def emit_json(doc):
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
-def run_in_child(task, request, parsed, as_json, verbose=False):
+def run_in_child(task: str, request: dict[str, Any], parsed: Any, as_json: bool,
+                 verbose: bool = False) -> Any:
     """Run a task in the sandbox (call/engine.py). Returns the reply, or an
     exit code after printing a one-line report of a crash or timeout (-v adds
     what the worker wrote on stderr, e.g. the fault handler's stack)."""

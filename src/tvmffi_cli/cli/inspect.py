@@ -10,10 +10,14 @@ library, a program rather than a shared library, the loader refuses it, a bad
 runtime or option value (InputError/FormatError, reported by the CLI).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from ..inspect.engine import run
 
 
-def emit(rep, as_json, path):
+def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
     """Print the report and return the exit code (0, or 1 with one stderr line)."""
     import sys
 
@@ -48,7 +52,7 @@ def emit(rep, as_json, path):
     return 0
 
 
-def fast_main(argv):
+def fast_main(argv: list[str]) -> int | None:
     """`inspect` without click, for the CLI's start-up fast path: handles the
     plain forms (PATH with --static/--json/--timeout S/--runtime P) and returns
     the exit code, or None for anything else (e.g. --help) so the caller falls
@@ -57,9 +61,9 @@ def fast_main(argv):
 
     from ..errors import TvmffiError
 
-    opts = {"static": False, "json": False, "timeout": 30.0, "runtime": None,
-            "no_sandbox": False, "memory-limit": None}
-    paths = []
+    opts: dict[str, Any] = {"static": False, "json": False, "timeout": 30.0, "runtime": None,
+                            "no_sandbox": False, "memory-limit": None}
+    paths: list[str] = []
     it = iter(argv)
     for a in it:
         if a == "--static":
@@ -104,7 +108,7 @@ def fast_main(argv):
         return 3
 
 
-def _make_command():
+def _make_command() -> Any:
     import click
 
     from . import sandbox_opts
@@ -123,7 +127,8 @@ def _make_command():
     @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
     @click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
                   help=sandbox_opts.MEMORY_HELP)
-    def command(path, static, as_json, timeout, runtime, no_sandbox, memory_limit):
+    def command(path: str, static: bool, as_json: bool, timeout: str, runtime: str | None,
+                no_sandbox: bool, memory_limit: str | None) -> int:
         """Show what a library exports, embeds and imports.
 
         Exit 0 when the file was fully understood, 1 when it was read but
@@ -140,7 +145,7 @@ def _make_command():
     return command
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # The click command is built on first use, so importing this module (the
     # fast path, tests) does not import click.
     if name == "command":

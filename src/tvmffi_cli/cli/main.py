@@ -6,8 +6,11 @@ costs about twice a bare interpreter start, and inspect --static has to start
 within 3x of `python3 -c pass`.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import Any
 
 from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
 
@@ -34,11 +37,11 @@ def hoist_global_flags(argv: list[str]) -> tuple[list[str], list[str]]:
     return found, found + rest
 
 
-def _debug_requested(argv):
+def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("TVMFFI_DEBUG") == "1"
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> Any:
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, argv = hoist_global_flags(argv)
     if "-q" in flags or "--quiet" in flags:
@@ -57,7 +60,7 @@ def main(argv=None):
     _run_click(argv)
 
 
-def _run_click(argv):
+def _run_click(argv: list[str]) -> Any:
     import click
 
     from .app import cli
