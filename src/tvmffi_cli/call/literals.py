@@ -34,6 +34,11 @@ from ..errors import FormatError, InputError
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
+# An argument spec: a small JSON-able dict (see the module docstring).
+Spec = Dict[str, Any]
+# A NumPy array; numpy is imported lazily, so it is not named in annotations.
+Array = Any
+
 # ---------------------------------------------------------------------------
 # scalars
 
@@ -41,7 +46,7 @@ _INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0
 _FLOAT_RE = re.compile(r"[+-]?([0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*|[0-9][0-9_]*)([eE][+-]?[0-9]+)?")
 
 
-def parse_int(text):
+def parse_int(text: str) -> int:
     t = text.strip()
     if not _INT_RE.fullmatch(t):
         raise InputError(f"bad int {text!r}")
@@ -58,7 +63,7 @@ def parse_int(text):
     return v
 
 
-def parse_float(text):
+def parse_float(text: str) -> float:
     t = text.strip()
     try:
         return float(t)
@@ -66,7 +71,7 @@ def parse_float(text):
         raise InputError(f"bad float {text!r}") from None
 
 
-def float_spec(v):
+def float_spec(v: float) -> Spec:
     # JSON has no NaN/inf; repr() round-trips every double exactly.
     return {"kind": "float", "text": repr(float(v))}
 
@@ -75,7 +80,7 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def parse_bool(text):
+def parse_bool(text: str) -> bool:
     t = text.strip().lower()
     if t in _TRUE:
         return True
@@ -84,7 +89,7 @@ def parse_bool(text):
     raise InputError(f"bad bool {text!r} (true/false, 1/0, yes/no)")
 
 
-def parse_bytes(text, cwd=None):
+def parse_bytes(text: str, cwd: Optional[str] = None) -> Spec:
     """Hex ('00ff10', '0x00ff', 'de ad be ef') or @file -> a bytes spec."""
     if text.startswith("@"):
         path = _abspath(text[1:], cwd)
@@ -111,7 +116,7 @@ _TENSOR_LIT_RE = re.compile(r"([A-Za-z0-9_]+)\[([0-9,\s]*)\](?::([a-z]+))?")
 MAX_LITERAL_BYTES = 1 << 40
 
 
-def _abspath(p, cwd=None):
+def _abspath(p: str, cwd: Optional[str] = None) -> str:
     if "\0" in p:
         # No file name holds a NUL (os functions raise ValueError on one); a
         # JSON string converted to a tensor or bytes path can carry it.
@@ -120,7 +125,7 @@ def _abspath(p, cwd=None):
     return os.path.abspath(os.path.join(cwd, p) if cwd and not os.path.isabs(p) else p)
 
 
-def parse_tensor_literal(text):
+def parse_tensor_literal(text: str) -> Optional[Spec]:
     """'float32[2,3]:zeros' -> a tensor spec, or None when `text` is not of that form."""
     m = _TENSOR_LIT_RE.fullmatch(text.strip())
     if not m:
@@ -151,7 +156,7 @@ def parse_tensor_literal(text):
             "shape": shape, "fill": fill}
 
 
-def numpy_dtype_name(code, bits, lanes, what="tensor"):
+def numpy_dtype_name(code: int, bits: int, lanes: int, what: str = "tensor") -> str:
     """The NumPy dtype name holding elements of this DLPack type; InputError when none."""
     from ..ffi import mldtypes
 
@@ -173,7 +178,7 @@ def numpy_dtype_name(code, bits, lanes, what="tensor"):
                      "(use a .npy file of a NumPy dtype)")
 
 
-def parse_tensor(text, cwd=None):
+def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
     """--tensor value: x.npy, x.npz:key, or a literal like float32[2,3]:arange."""
     lit = parse_tensor_literal(text)
     if lit is not None:
@@ -217,7 +222,7 @@ def parse_tensor(text, cwd=None):
     raise FormatError(f"--tensor {text}: not a .npy or .npz file")
 
 
-def npz_keys(path):
+def npz_keys(path: str) -> List[str]:
     import zipfile
 
     try:
@@ -236,14 +241,14 @@ def _npy_header_ml(fp: IO[bytes], what: str,
     return mldtypes.read_npy_header(fp, what, spec.get("raw_dtype"))
 
 
-def _check_plain_dtype(dtype, what):
+def _check_plain_dtype(dtype: Any, what: str) -> None:
     if dtype.hasobject:
         raise FormatError(f"{what}: object arrays are not supported (they need pickle)")
     if dtype.fields is not None or dtype.subdtype is not None:
         raise FormatError(f"{what}: structured dtypes have no DLPack equivalent")
 
 
-def load_tensor(spec):
+def load_tensor(spec: Spec) -> Array:
     """Materialize a tensor spec as a NumPy array (imports numpy).
 
     .npy files are mapped copy-on-write: a kernel that writes in place changes
@@ -284,10 +289,10 @@ def load_tensor(spec):
                         raise FormatError(f"{path}:{spec['key']}: header says {need} data "
                                           f"bytes, the member holds {info.file_size}")
                     arr = np.empty(_prod(shape), dtype=dtype)
-                    view = memoryview(arr.view(np.uint8).reshape(-1))
+                    view = memoryview(cast(Any, arr.view(np.uint8).reshape(-1)))  # numpy types no __buffer__ before 3.12
                     got = 0
                     while got < need:
-                        n = f.readinto(view[got:got + (1 << 24)])
+                        n = cast(zipfile.ZipExtFile, f).readinto(view[got:got + (1 << 24)])  # what z.open() returns
                         if not n:
                             raise FormatError(f"{path}:{spec['key']}: truncated array data")
                         got += n
@@ -297,14 +302,14 @@ def load_tensor(spec):
     raise InputError(f"unknown tensor source {src!r}")
 
 
-def _prod(shape):
+def _prod(shape: Any) -> int:
     n = 1
     for d in shape:
         n *= int(d)
     return n
 
 
-def make_literal_tensor(spec):
+def make_literal_tensor(spec: Spec) -> Array:
     import numpy as np
 
     from ..ffi import mldtypes
@@ -344,7 +349,7 @@ def make_literal_tensor(spec):
 # ---------------------------------------------------------------------------
 # JSON values -> specs
 
-def json_to_spec(v, where="value"):
+def json_to_spec(v: Any, where: str = "value") -> Spec:
     """A decoded JSON value -> spec: list -> Array, object -> Map, nested."""
     if v is None:
         return {"kind": "none"}
@@ -366,7 +371,7 @@ def json_to_spec(v, where="value"):
     raise InputError(f"{where}: unsupported JSON value {v!r}")
 
 
-def parse_json(text, where="--value"):
+def parse_json(text: str, where: str = "--value") -> Any:
     try:
         v = json.loads(text, parse_constant=_json_constant)
     except ValueError as e:
@@ -374,15 +379,15 @@ def parse_json(text, where="--value"):
     return v
 
 
-def _json_constant(name):
+def _json_constant(name: str) -> float:
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
-def _short(text, n=40):
+def _short(text: str, n: int = 40) -> str:
     return repr(text if len(text) <= n else text[:n] + "...")
 
 
-def parse_shape(text):
+def parse_shape(text: str) -> List[int]:
     """'2,3' / '[2,3]' / '' -> list of ints."""
     t = text.strip()
     if t.startswith("["):
@@ -412,12 +417,13 @@ def parse_shape(text):
 _WORDS_NONE = {"none", "null"}
 
 
-def infer_positional(text, cwd=None):
+def infer_positional(text: str, cwd: Optional[str] = None) -> Spec:
     """Guess a positional argument's type from its text (no schema known):
     int, float, true/false, none, JSON list/object, "quoted" string, an
     existing .npy/.npz file or a tensor literal -> tensor, otherwise str."""
     t = text.strip()
     low = t.lower()
+    spec: Spec
     if low in _WORDS_NONE:
         spec = {"kind": "none"}
     elif low in ("true", "false"):
@@ -441,7 +447,7 @@ def infer_positional(text, cwd=None):
     return spec
 
 
-def _json_or_hint(t):
+def _json_or_hint(t: str) -> Any:
     try:
         return json.loads(t, parse_constant=_json_constant)
     except ValueError as e:
@@ -449,7 +455,7 @@ def _json_or_hint(t):
                          "pass text with --str") from None
 
 
-def _looks_like_tensor(t, cwd):
+def _looks_like_tensor(t: str, cwd: Optional[str]) -> bool:
     if _TENSOR_LIT_RE.fullmatch(t) and t.split("[", 1)[0].replace("_", "").isalnum():
         try:
             parse_dtype(t.split("[", 1)[0])
