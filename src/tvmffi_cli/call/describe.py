@@ -186,7 +186,7 @@ def describe_array(arr: npt.NDArray[Any], type_name: str = "DLTensor*",
     code, bits, lanes = _dl_of_numpy(arr.dtype)
     itemsize = arr.itemsize or 1
     compact = arr.flags.c_contiguous
-    d: Desc = {"type": type_name, "dtype": literals.dtype_str(code, bits, lanes),
+    d: Desc = {"type": type_name, "dtype": literals.dtype_str(code, bits, lanes),  # type: ignore[attr-defined]
          "shape": [int(x) for x in arr.shape],
          "strides": None if compact else [int(s) // itemsize for s in arr.strides],
          "device": device}

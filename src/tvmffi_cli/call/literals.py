@@ -26,9 +26,10 @@ from typing import IO, Any
 # The dtype and device literals are the ABI's own spellings (abi/), re-exported
 # here with the other literal parsers.
 from ..abi.devices import format_device as device_str  # noqa: F401
-from ..abi.devices import parse_device  # noqa: F401
-from ..abi.dtypes import canonical_dtype, parse_dtype  # noqa: F401
+from ..abi.devices import parse_device as parse_device
+from ..abi.dtypes import canonical_dtype as canonical_dtype
 from ..abi.dtypes import format_dtype as dtype_str
+from ..abi.dtypes import parse_dtype as parse_dtype
 from ..errors import FormatError, InputError
 
 INT64_MIN = -(1 << 63)

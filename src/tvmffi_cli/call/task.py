@@ -23,6 +23,18 @@ from typing import Any
 
 from ..errors import InputError, TvmffiError
 
+if TYPE_CHECKING:
+    from ..abi.typeschema import TypeSpec
+    from ..ffi.errors import FFIErrorBase
+    from ..ffi.library import Library
+    from ..ffi.values import Function
+    from .literals import Array, Spec
+
+# A request or reply of this task: a JSON-able dict (see the module docstring).
+Message = Dict[str, Any]
+# Tensor arguments by position: (the array, "DLTensor*"|"Tensor").
+Tensors = Dict[int, Tuple[Any, str]]
+
 
 class ResolveError(InputError):
     pass
@@ -37,7 +49,7 @@ def run(request):
         return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
 
 
-def _run(request):
+def _run(request: Message) -> Message:
     lib, fn, resolved = open_function(request)
     try:
         return _call(lib, fn, resolved, request)
@@ -81,7 +93,7 @@ def load_library(request: dict[str, Any]) -> Any:
     return lib
 
 
-def _call(lib, fn, resolved, request):
+def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Message:
     from ..ffi import errors as ffi_errors
 
     notes: list[str] = []
@@ -98,7 +110,7 @@ def _call(lib, fn, resolved, request):
     call_ns = time.perf_counter_ns() - t0
     from .describe import describe, describe_array
 
-    reply = {"status": "ok", "resolved": resolved, "call_ns": call_ns,
+    reply: Message = {"status": "ok", "resolved": resolved, "call_ns": call_ns,
              "result": describe(result), "args": []}
     for i, v in enumerate(values):
         if i in tensors:
@@ -114,15 +126,15 @@ def _call(lib, fn, resolved, request):
     return reply
 
 
-def error_dict(e):
-    d = {"kind": e.kind, "message": e.message, "backtrace": e.backtrace or ""}
-    cause = e.__cause__
+def error_dict(e: FFIErrorBase) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"kind": e.kind, "message": e.message, "backtrace": e.backtrace or ""}
+    cause: Any = e.__cause__
     if cause is not None and hasattr(cause, "kind"):
         d["cause"] = {"kind": cause.kind, "message": cause.message}
     return d
 
 
-def open_function(request):
+def open_function(request: Message) -> Tuple[Library, Function, str]:
     """(Library, Function, "export"|"global") for request["func"], or ResolveError
     naming the closest known names."""
     name = request["func"]
@@ -137,10 +149,11 @@ def open_function(request):
         resolved = "global"
     if fn is None:
         raise ResolveError(not_found_message(lib, name))
+    assert resolved is not None  # set together with fn
     return lib, fn, resolved
 
 
-def not_found_message(lib, name):
+def not_found_message(lib: Library, name: str) -> str:
     import difflib
 
     try:
@@ -162,7 +175,7 @@ def not_found_message(lib, name):
     return msg
 
 
-def param_types(lib, name, resolved):
+def param_types(lib: Library, name: str, resolved: str) -> Optional[List[TypeSpec]]:
     """The parameter types (schema.TypeSpec list) of a function's metadata type
     schema, or None when the library has no usable schema for it."""
     from ..abi import typeschema as schema
@@ -179,6 +192,7 @@ def param_types(lib, name, resolved):
         return None
     if spec is None or not spec.is_function:
         return None
+    assert spec.params is not None  # is_function says so
     return list(spec.params)
 
 
@@ -199,7 +213,7 @@ def resolve_specs(lib, request, resolved):
     """Specs with positional ones re-read by the function's type schema."""
     from . import argv
 
-    specs = request.get("args") or []
+    specs: List[Spec] = request.get("args") or []
     positional = [s for s in specs if s.get("positional")]
     if not positional:
         return specs
@@ -221,7 +235,8 @@ def build_args(lib, request, resolved, notes=None):
     type of raw .npy elements)."""
     specs = resolve_specs(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
-    values, tensors = [], {}
+    values: List[Any] = []
+    tensors: Tensors = {}
     for i, spec in enumerate(specs):
         if spec.get("kind") == "tensor":
             arr = _load_tensor(spec)
@@ -235,7 +250,7 @@ def build_args(lib, request, resolved, notes=None):
     return values, tensors
 
 
-def _load_tensor(spec):
+def _load_tensor(spec: Spec) -> Array:
     from . import literals
 
     try:
@@ -244,7 +259,7 @@ def _load_tensor(spec):
         raise InputError("not enough memory for a tensor argument") from None
 
 
-def _tensor_value(lib, arr, owned):
+def _tensor_value(lib: Library, arr: Array, owned: bool) -> Any:
     from ..ffi import values
 
     if owned:
@@ -252,7 +267,7 @@ def _tensor_value(lib, arr, owned):
     return arr
 
 
-def materialize(spec, lib=None):
+def materialize(spec: Spec, lib: Optional[Library] = None) -> Any:
     """A spec -> the Python value the ffi layer passes (DataType, Device, Shape...)."""
     from ..ffi import objects
 
@@ -282,7 +297,7 @@ def materialize(spec, lib=None):
     if k == "array":
         return [materialize(s, lib) for s in spec["items"]]
     if k == "map":
-        out = {}
+        out: Dict[Any, Any] = {}
         for ks, vs in spec["items"]:
             key = materialize(ks, lib)
             if isinstance(key, list):
@@ -298,21 +313,21 @@ def materialize(spec, lib=None):
 # ---------------------------------------------------------------------------
 # --out
 
-def planned_outputs(out_dir, tensor_indices, with_result=True):
+def planned_outputs(out_dir: str, tensor_indices: Iterable[int], with_result: bool = True) -> List[str]:
     names = [f"arg{i}.npy" for i in tensor_indices]
     if with_result:
         names.append("result.npy")
     return [os.path.join(out_dir, n) for n in names]
 
 
-def write_outputs(out_dir, tensors, result, force):
+def write_outputs(out_dir: str, tensors: Tensors, result: Any, force: bool) -> List[Dict[str, Any]]:
     """Write every tensor argument as arg<i>.npy and a tensor result as
     result.npy; each file is written to a temporary name and then renamed, so a
     reader never sees half a file and an existing one is kept unless `force`."""
     from ..ffi import values
 
     os.makedirs(out_dir, exist_ok=True)
-    files = []
+    files: List[Dict[str, Any]] = []
     for i in sorted(tensors):
         path = os.path.join(out_dir, f"arg{i}.npy")
         _save_npy(path, tensors[i][0], force)
@@ -329,13 +344,13 @@ def write_outputs(out_dir, tensors, result, force):
     return files
 
 
-def _sha256(path):
+def _sha256(path: str) -> str:
     from .files import sha256_file
 
     return sha256_file(path)
 
 
-def _save_npy(path, arr, force):
+def _save_npy(path: str, arr: Array, force: bool) -> None:
     import tempfile
 
     import numpy as np
@@ -343,6 +358,7 @@ def _save_npy(path, arr, force):
     from ..ffi import mldtypes
 
     d = os.path.dirname(path)
+    tmp: Optional[str]
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-", suffix=".npy.tmp", dir=d)
     umask = os.umask(0)
     os.umask(umask)
