@@ -9,6 +9,8 @@ reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
         "raised" / "input_error" replies of call/task.py.
 """
 
+from __future__ import annotations
+
 import ctypes
 import statistics
 from ctypes import byref
@@ -16,20 +18,24 @@ from typing import Any, Callable
 
 from ..errors import InputError, TvmffiError
 from . import task as call_task
+from .task import Message
+
+# timed(calls, rounds) -> the nanoseconds of each round
+Timer = Callable[[int, int], List[int]]
 
 DEFAULT_ROUNDS = 10
 DEFAULT_TARGET_ROUND_NS = 20_000_000  # 20 ms per round when calibrating
 MAX_CALLS_PER_ROUND = 1 << 34
 
 
-def run(request):
+def run(request: Message) -> Message:
     try:
         return _run(request)
     except TvmffiError as e:
         return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
 
 
-def _run(request):
+def _run(request: Message) -> Message:
     from ..abi import structs as abi
     from ..ffi import errors as ffi_errors
     from ..ffi import values as ffi_values
@@ -44,7 +50,8 @@ def _run(request):
     mode = request.get("tensor_mode") or "dltensor"
     n = len(values)
     argv = (abi.TVMFFIAny * max(n, 1))()
-    keep, owned = [], []
+    keep: List[Any] = []
+    owned: List[int] = []
     try:
         try:
             for i, v in enumerate(values):
@@ -59,7 +66,7 @@ def _run(request):
             return {"status": "raised", "error": call_task.error_dict(rt.take_error())}
         ffi_values.any_to_py(rt, result)  # releases an object result
 
-        def timed(calls, rounds):
+        def timed(calls: int, rounds: int) -> List[int]:
             out = (ctypes.c_int64 * rounds)()
             if timer(fn.handle, argv, n, calls, rounds, out) != 0:
                 raise rt.take_error()
