@@ -4,8 +4,11 @@ reading of positional values (in the child, which knows the type schema).
 Single values are read by literals.py.
 """
 
+from __future__ import annotations
+
 import json
 import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, cast
 
 from ..abi.devices import format_device as device_str
 from ..abi.devices import parse_device
@@ -15,6 +18,7 @@ from .literals import (
     _FLOAT_RE,
     _INT_RE,
     _WORDS_NONE,
+    Spec,
     _short,
     float_spec,
     infer_positional,
@@ -28,10 +32,15 @@ from .literals import (
     parse_tensor,
 )
 
+# A schema type: a typeschema.TypeSpec (.key/.name/.args), a {"type", "args"}
+# dict, or None (unknown); read by duck typing, hence Any.
+SchemaType = Any
+_T = TypeVar("_T")
+
 # ---------------------------------------------------------------------------
 # schema-typed conversion (used in the child, which knows the type schema)
 
-def _type_name(t):
+def _type_name(t: SchemaType) -> Optional[str]:
     # schema.TypeSpec: .key is the schema's own type key ("ffi.Array"), .name a
     # short alias ("Array"); both spellings are recognised below.
     if isinstance(t, dict):
@@ -39,7 +48,7 @@ def _type_name(t):
     return getattr(t, "key", None) or getattr(t, "name", None)
 
 
-def _type_args(t):
+def _type_args(t: SchemaType) -> List[SchemaType]:
     if isinstance(t, dict):
         return list(t.get("args") or [])
     return list(getattr(t, "args", None) or [])
@@ -51,7 +60,8 @@ _FLOAT_TYPES = {"float", "double"}
 _TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
 
 
-def spec_for_type(text, typ, cwd=None, where="argument"):
+def spec_for_type(text: str, typ: SchemaType, cwd: Optional[str] = None,
+                  where: str = "argument") -> Spec:
     """Convert positional `text` by a schema type (a TypeSpec with .name/.args or a
     {"type", "args"} dict). Returns a spec; InputError when it does not fit."""
     name = _type_name(typ)
@@ -107,27 +117,27 @@ def spec_for_type(text, typ, cwd=None, where="argument"):
     raise InputError(f"{label}: cannot pass a value of type {type_label(typ)} from the command line")
 
 
-def _wrap(fn, text, label, what):
+def _wrap(fn: Callable[[str], _T], text: str, label: str, what: str) -> _T:
     try:
         return fn(text)
     except InputError:
         raise InputError(f"{label}: expected {what}") from None
 
 
-def device_spec(text):
+def device_spec(text: str) -> Spec:
     t, i = parse_device(text)
     return {"kind": "device", "value": device_str(t, i), "device_type": t, "device_id": i}
 
 
-def type_label(typ):
+def type_label(typ: SchemaType) -> str:
     if hasattr(typ, "render"):
-        return typ.render()
+        return cast(str, typ.render())
     name = _type_name(typ) or "Any"
     args = _type_args(typ)
     return f"{name}[{', '.join(type_label(a) for a in args)}]" if args else name
 
 
-def json_for_type(v, typ, where="argument"):
+def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
     """A decoded JSON value converted by a schema type -> spec (nested)."""
     name = _type_name(typ)
     args = _type_args(typ)
@@ -137,7 +147,7 @@ def json_for_type(v, typ, where="argument"):
     if name in ("Optional", "ffi.Optional"):
         return {"kind": "none"} if v is None else json_for_type(v, args[0] if args else None, where)
     if name in ("Variant", "ffi.Variant", "Union"):
-        errors = []
+        errors: List[str] = []
         for a in args:
             try:
                 return json_for_type(v, a, where)
@@ -183,7 +193,7 @@ def json_for_type(v, typ, where="argument"):
             raise InputError(f"{label} is not a JSON object")
         kt = args[0] if args else None
         vt = args[1] if len(args) > 1 else None
-        items = []
+        items: List[List[Spec]] = []
         for k, x in v.items():
             if _type_name(kt) in _INT_TYPES:
                 ks = {"kind": "int", "value": _wrap(parse_int, k, f"{where} key {k!r}", "int")}
@@ -216,7 +226,7 @@ VALUE_FLAGS = {
 ARG_FLAGS = dict(VALUE_FLAGS, **{"--none": "None (takes no value)"})
 
 
-def spec_from_flag(flag, value, cwd=None):
+def spec_from_flag(flag: str, value: str, cwd: Optional[str] = None) -> Spec:
     if flag == "--int":
         return {"kind": "int", "value": parse_int(value)}
     if flag == "--float":
@@ -243,15 +253,16 @@ def spec_from_flag(flag, value, cwd=None):
 class ArgvSpec:
     """Parsed `LIB FUNC [ARGS...] [options]`."""
 
-    def __init__(self):
-        self.lib = None
-        self.func = None
-        self.args = []          # specs, in command-line order
-        self.options = {}       # option name -> value (True for flags)
+    def __init__(self) -> None:
+        self.lib: Optional[str] = None
+        self.func: Optional[str] = None
+        self.args: List[Spec] = []          # specs, in command-line order
+        self.options: Dict[str, Any] = {}       # option name -> value (True for flags)
         self.help = False
 
 
-def parse_argv(tokens, options, cwd=None):
+def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
+               cwd: Optional[str] = None) -> ArgvSpec:
     """Parse the raw argument tail of a command.
 
     `options` maps each command option ("--json", "--timeout", ...) to whether it
@@ -260,7 +271,7 @@ def parse_argv(tokens, options, cwd=None):
     positionals with value flags is refused. `--` ends option parsing.
     """
     out = ArgvSpec()
-    words = []
+    words: List[str] = []
     flagged = False
     i, n = 0, len(tokens)
     only_words = False
@@ -333,6 +344,6 @@ def parse_argv(tokens, options, cwd=None):
     return out
 
 
-def _is_number(tok):
+def _is_number(tok: str) -> bool:
     return bool(_INT_RE.fullmatch(tok) or _FLOAT_RE.fullmatch(tok)) or tok.lower() in (
         "-inf", "-infinity", "-nan")
