@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 from ctypes import byref
-from typing import Any, Callable
+from typing import Any, Callable, List
 
 from ..errors import InputError, TvmffiError
 from . import task as call_task
@@ -120,7 +120,7 @@ def _ctypes_timer(rt: Any) -> Callable[..., int]:
     return timer
 
 
-def calibrate(timed, target_ns):
+def calibrate(timed: Timer, target_ns: int) -> int:
     """Calls per round so that one round takes about target_ns. Early rounds
     run cold (page faults, lazy binding, a CPU clocking up), so the estimate
     is checked against a full-size round and rescaled until it holds."""

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import re
-from typing import IO, Any
+from typing import IO, Any, Dict, List, Optional, cast
 
 # The dtype and device literals are the ABI's own spellings (abi/), re-exported
 # here with the other literal parsers.

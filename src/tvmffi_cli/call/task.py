@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InputError, TvmffiError
 
@@ -40,7 +40,7 @@ class ResolveError(InputError):
     pass
 
 
-def run(request):
+def run(request: Message) -> Message:
     if request.get("phase") == "load":
         return _load_phase(request)
     try:
@@ -63,7 +63,7 @@ def _run(request: Message) -> Message:
 
 
 # Libraries stay loaded for the life of the child process: see _run.
-_keep_loaded = []
+_keep_loaded: List[Library] = []
 # (path, runtime, tensor_mode) -> Library loaded by the "load" phase.
 _loaded: dict[tuple[str, str | None, str | None], Any] = {}
 
@@ -209,7 +209,7 @@ def global_metadata_raw(lib: Any, name: str) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def resolve_specs(lib, request, resolved):
+def resolve_specs(lib: Library, request: Message, resolved: str) -> List[Spec]:
     """Specs with positional ones re-read by the function's type schema."""
     from . import argv
 
@@ -229,7 +229,8 @@ def resolve_specs(lib, request, resolved):
             if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
 
 
-def build_args(lib, request, resolved, notes=None):
+def build_args(lib: Library, request: Message, resolved: str,
+               notes: Optional[List[str]] = None) -> Tuple[List[Any], Tensors]:
     """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call.
     `notes` collects what was assumed while reading files (e.g. the ml_dtypes
     type of raw .npy elements)."""
