@@ -58,6 +58,7 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     if parsed.help:
         click.echo(ctx.get_help())
         return 0
+    assert parsed.func is not None  # parse_argv sets LIB and FUNC unless --help
     opts = parsed.options
     as_json = bool(opts.get("--json"))
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
