@@ -18,7 +18,6 @@ Exit status 0 when the bound holds, 1 otherwise.
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -88,15 +87,41 @@ def build(tmp):
 
     inc, lib = paths.include_dir(), paths.runtime_library()
     so = tmp / "libkernels.so"
-    sh(["gcc", "-std=c11", "-O2", "-shared", "-fPIC", f"-I{inc}",
-        str(ROOT / "fixtures" / "call" / "kernels.c"), "-o", str(so),
-        f"-L{lib.parent}", "-ltvm_ffi"])
+    sh(
+        [
+            "gcc",
+            "-std=c11",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            f"-I{inc}",
+            str(ROOT / "fixtures" / "call" / "kernels.c"),
+            "-o",
+            str(so),
+            f"-L{lib.parent}",
+            "-ltvm_ffi",
+        ]
+    )
     exe = tmp / "direct"
     (tmp / "direct.c").write_text(DRIVER)
-    sh(["gcc", "-std=c11", "-O2", f"-I{inc}", str(tmp / "direct.c"), "-o", str(exe),
-        # --no-as-needed: load the runtime at start-up (nothing here calls it), so the
-        # dlopened library finds its libtvm_ffi.so by soname, as in any host process.
-        f"-L{lib.parent}", "-Wl,--no-as-needed", "-ltvm_ffi", f"-Wl,-rpath,{lib.parent}", "-ldl"])
+    sh(
+        [
+            "gcc",
+            "-std=c11",
+            "-O2",
+            f"-I{inc}",
+            str(tmp / "direct.c"),
+            "-o",
+            str(exe),
+            # --no-as-needed: load the runtime at start-up (nothing here calls it), so the
+            # dlopened library finds its libtvm_ffi.so by soname, as in any host process.
+            f"-L{lib.parent}",
+            "-Wl,--no-as-needed",
+            "-ltvm_ffi",
+            f"-Wl,-rpath,{lib.parent}",
+            "-ldl",
+        ]
+    )
     return so, exe
 
 
@@ -110,8 +135,23 @@ def run_direct(exe, so, calls, rounds):
 
 
 def run_tvmffi(so, calls, rounds):
-    r = sh([sys.executable, "-m", "tvmffi_cli", "bench", str(so), "add_int", "1", "2",
-            "--repeat", str(calls), "--rounds", str(rounds), "--json"])
+    r = sh(
+        [
+            sys.executable,
+            "-m",
+            "tvmffi_cli",
+            "bench",
+            str(so),
+            "add_int",
+            "1",
+            "2",
+            "--repeat",
+            str(calls),
+            "--rounds",
+            str(rounds),
+            "--json",
+        ]
+    )
     doc = json.loads(r.stdout)
     assert doc["calls"] == calls * rounds, doc
     return doc["ns_per_call"]["median"]
@@ -121,8 +161,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2_000_000, help="calls per round")
     ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--trials", type=int, default=5,
-                    help="alternating runs of each side; the medians of all are compared")
+    ap.add_argument(
+        "--trials",
+        type=int,
+        default=5,
+        help="alternating runs of each side; the medians of all are compared",
+    )
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         so, exe = build(Path(d))
@@ -133,12 +177,18 @@ def main():
     d_med, t_med = statistics.median(direct), statistics.median(ours)
     bound = 1.5 * d_med + 2.0
     print(f"add_int(1, 2), {a.trials} alternating trials x {a.rounds} rounds x {a.calls:,} calls")
-    print(f"  direct C loop calling __tvm_ffi_add_int: median {d_med:.2f} ns/call "
-          f"(trials: {', '.join(f'{x:.2f}' for x in direct)})")
-    print(f"  tvmffi bench (C loop via TVMFFIFunctionCall): median {t_med:.2f} ns/call "
-          f"(trials: {', '.join(f'{x:.2f}' for x in ours)})")
-    print(f"  ratio {t_med / d_med:.2f}x; bound 1.5 x {d_med:.2f} + 2 = {bound:.2f} ns -> "
-          f"{'PASS' if t_med <= bound else 'FAIL'}")
+    print(
+        f"  direct C loop calling __tvm_ffi_add_int: median {d_med:.2f} ns/call "
+        f"(trials: {', '.join(f'{x:.2f}' for x in direct)})"
+    )
+    print(
+        f"  tvmffi bench (C loop via TVMFFIFunctionCall): median {t_med:.2f} ns/call "
+        f"(trials: {', '.join(f'{x:.2f}' for x in ours)})"
+    )
+    print(
+        f"  ratio {t_med / d_med:.2f}x; bound 1.5 x {d_med:.2f} + 2 = {bound:.2f} ns -> "
+        f"{'PASS' if t_med <= bound else 'FAIL'}"
+    )
     return 0 if t_med <= bound else 1
 
 

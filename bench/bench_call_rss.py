@@ -18,7 +18,6 @@ Usage: python bench/bench_call_rss.py [--gib 1] [--out] [--keep DIR]
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -46,10 +45,23 @@ def build(tmp):
     from tvmffi_cli.ffi import paths
 
     so = tmp / "libkernels.so"
-    r = subprocess.run(["gcc", "-std=c11", "-O2", "-shared", "-fPIC", f"-I{paths.include_dir()}",
-                        str(ROOT / "fixtures" / "call" / "kernels.c"), "-o", str(so),
-                        f"-L{paths.runtime_library().parent}", "-ltvm_ffi"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "gcc",
+            "-std=c11",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            f"-I{paths.include_dir()}",
+            str(ROOT / "fixtures" / "call" / "kernels.c"),
+            "-o",
+            str(so),
+            f"-L{paths.runtime_library().parent}",
+            "-ltvm_ffi",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         sys.exit(r.stderr)
     return so
@@ -88,8 +100,18 @@ def main():
         big = tmp / "big.npy"
         write_big_npy(big, nbytes)
         mtime = big.stat().st_mtime_ns
-        cmd = [sys.executable, "-c", WRAPPER, "call", str(so), "scale2", "--tensor", str(big),
-               "--timeout", "600"]
+        cmd = [
+            sys.executable,
+            "-c",
+            WRAPPER,
+            "call",
+            str(so),
+            "scale2",
+            "--tensor",
+            str(big),
+            "--timeout",
+            "600",
+        ]
         if a.out:
             cmd += ["--out", str(tmp / "out")]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -114,11 +136,15 @@ def main():
     parent, child = stats["parent_kib"] * 1024, stats["child_kib"] * 1024
     total = parent + child
     limit = a.limit_gib * GIB
-    print(f"tvmffi call scale2 on a {nbytes / GIB:.2f} GiB float32 .npy"
-          f"{' with --out' if a.out else ''} (result: another {nbytes / GIB:.2f} GiB)")
-    print(f"  peak RSS: parent {parent / GIB:.3f} GiB + worker {child / GIB:.3f} GiB "
-          f"= {total / GIB:.3f} GiB (limit {a.limit_gib} GiB, floor {2 * nbytes / GIB:.2f} GiB)"
-          f" -> {'PASS' if total <= limit else 'FAIL'}")
+    print(
+        f"tvmffi call scale2 on a {nbytes / GIB:.2f} GiB float32 .npy"
+        f"{' with --out' if a.out else ''} (result: another {nbytes / GIB:.2f} GiB)"
+    )
+    print(
+        f"  peak RSS: parent {parent / GIB:.3f} GiB + worker {child / GIB:.3f} GiB "
+        f"= {total / GIB:.3f} GiB (limit {a.limit_gib} GiB, floor {2 * nbytes / GIB:.2f} GiB)"
+        f" -> {'PASS' if total <= limit else 'FAIL'}"
+    )
     return 0 if total <= limit else 1
 
 

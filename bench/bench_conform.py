@@ -49,9 +49,11 @@ T = {k: '{\\"type\\":\\"%s\\"}' % k for k in ("int", "float", "ffi.String", "DLT
 
 
 def schema(ret, params):
-    return ('{\\"type_schema\\":\\"{\\\\\\"type\\\\\\":\\\\\\"ffi.Function\\\\\\",'
-            '\\\\\\"named_args\\\\\\":{\\\\\\"return\\\\\\":[%s],\\\\\\"params\\\\\\":[%s]}}\\"}'
-            % (_esc(T[ret]), ",".join(_esc(T[p]) for p in params)))
+    return (
+        '{\\"type_schema\\":\\"{\\\\\\"type\\\\\\":\\\\\\"ffi.Function\\\\\\",'
+        '\\\\\\"named_args\\\\\\":{\\\\\\"return\\\\\\":[%s],\\\\\\"params\\\\\\":[%s]}}\\"}'
+        % (_esc(T[ret]), ",".join(_esc(T[p]) for p in params))
+    )
 
 
 def _esc(s):
@@ -109,16 +111,22 @@ def function(i, untyped=False):
   result->v_int64 = n + {i};
   return 0;"""
         meta = schema("int", ["DLTensor*"])
-    out = [f"EXPORT int __tvm_ffi_{name}(void* self, const TVMFFIAny* args, int32_t num_args, "
-           f"TVMFFIAny* result) {{\n  (void)self;{body}\n}}"]
+    out = [
+        f"EXPORT int __tvm_ffi_{name}(void* self, const TVMFFIAny* args, int32_t num_args, "
+        f"TVMFFIAny* result) {{\n  (void)self;{body}\n}}"
+    ]
     if not untyped:
-        out.append(f"EXPORT int __tvm_ffi__metadata_{name}(void* s, const TVMFFIAny* a, "
-                   f"int32_t n, TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n"
-                   f"  return getter(\"{meta}\", r);\n}}")
+        out.append(
+            f"EXPORT int __tvm_ffi__metadata_{name}(void* s, const TVMFFIAny* a, "
+            f"int32_t n, TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n"
+            f'  return getter("{meta}", r);\n}}'
+        )
     if i % 3 == 0:
-        out.append(f"EXPORT int __tvm_ffi__doc_{name}(void* s, const TVMFFIAny* a, int32_t n, "
-                   f"TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n"
-                   f"  return getter(\"{name}: generated function {i}\", r);\n}}")
+        out.append(
+            f"EXPORT int __tvm_ffi__doc_{name}(void* s, const TVMFFIAny* a, int32_t n, "
+            f"TVMFFIAny* r) {{\n  (void)s; (void)a; (void)n;\n"
+            f'  return getter("{name}: generated function {i}", r);\n}}'
+        )
     return "\n".join(out)
 
 
@@ -133,8 +141,22 @@ def build(src, out):
 
     inc = paths.include_dir()
     libdir = paths.runtime_library().parent
-    cmd = ["gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-           f"-I{inc}", str(src), "-o", str(out), f"-L{libdir}", "-ltvm_ffi"]
+    cmd = [
+        "gcc",
+        "-std=c11",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-shared",
+        "-fPIC",
+        f"-I{inc}",
+        str(src),
+        "-o",
+        str(out),
+        f"-L{libdir}",
+        "-ltvm_ffi",
+    ]
     subprocess.run(cmd, check=True)
 
 
@@ -142,8 +164,11 @@ def run_conform(lib, jobs):
     """(wall s, CPU s of the command and its workers, report, exit code)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "--json",
-                           "-j", str(jobs)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "--json", "-j", str(jobs)],
+        capture_output=True,
+        text=True,
+    )
     dt = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
@@ -157,8 +182,9 @@ def main(argv=None):
     ap.add_argument("--functions", type=int, default=300)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--untyped", action="store_true",
-                    help="generate the functions without metadata getters")
+    ap.add_argument(
+        "--untyped", action="store_true", help="generate the functions without metadata getters"
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench_conform_") as d:
         src = Path(d) / "gen.c"
@@ -177,16 +203,28 @@ def main(argv=None):
     s = doc["summary"]
     found = len(doc["functions"])
     print(f"library: {args.functions} generated functions ({found} found), -j {args.jobs}")
-    print(f"checks:  {s['pass']} pass, {s['fail']} fail, {s['error']} error, {s['skip']} skip; "
-          f"passed={doc['passed']} (exit {rc})")
-    print(f"wall:    median {med:.2f} s of {args.repeat} runs "
-          f"({', '.join(f'{t:.2f}' for t in times)})")
+    print(
+        f"checks:  {s['pass']} pass, {s['fail']} fail, {s['error']} error, {s['skip']} skip; "
+        f"passed={doc['passed']} (exit {rc})"
+    )
+    print(
+        f"wall:    median {med:.2f} s of {args.repeat} runs "
+        f"({', '.join(f'{t:.2f}' for t in times)})"
+    )
     print(f"cost:    {per_fn:.2f} ms per function (limit {LIMIT_MS:.0f} ms)")
     # CPU time depends less on other load of the machine than wall time.
-    print(f"cpu:     {1000.0 * statistics.median(cpus) / args.functions:.2f} ms per function "
-          f"(median user+sys of the command and its workers)")
-    ok = doc["passed"] and rc == 0 and found == args.functions and s["fail"] == 0 \
-        and s["error"] == 0 and per_fn <= LIMIT_MS
+    print(
+        f"cpu:     {1000.0 * statistics.median(cpus) / args.functions:.2f} ms per function "
+        f"(median user+sys of the command and its workers)"
+    )
+    ok = (
+        doc["passed"]
+        and rc == 0
+        and found == args.functions
+        and s["fail"] == 0
+        and s["error"] == 0
+        and per_fn <= LIMIT_MS
+    )
     if not ok:
         for r in doc["results"]:
             if r["status"] in ("fail", "error"):

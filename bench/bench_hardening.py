@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "fixtures" / "hardening"))
 
 import corpus  # noqa: E402
+
 import test_hardening_corpus as tc  # noqa: E402
 import test_hardening_resources as tr  # noqa: E402
 import test_hardening_stress as ts  # noqa: E402
@@ -61,42 +62,56 @@ def bench_corpus(seeds, work):
                     worst, worst_id = r["seconds"], f"{name} {r['id']}"
         total += n_lib
         print(f"  {name:16s} {lib.stat().st_size:>9,d} bytes  {n_lib:5d} inputs")
-    print(f"  total {total} inputs over {seeds} seed(s): exit 0={codes[0]} 1={codes[1]} "
-          f"2={codes[2]}; contract violations {len(problems)} "
-          f"{bound(not problems, 'corpus contract')}")
+    print(
+        f"  total {total} inputs over {seeds} seed(s): exit 0={codes[0]} 1={codes[1]} "
+        f"2={codes[2]}; contract violations {len(problems)} "
+        f"{bound(not problems, 'corpus contract')}"
+    )
     for p in problems[:5]:
         print("    " + p.splitlines()[0])
-    print(f"  slowest input in-process: {worst * 1000:.1f} ms ({worst_id}) "
-          f"{bound(worst < tc.LIMIT_S, 'corpus time')}")
+    print(
+        f"  slowest input in-process: {worst * 1000:.1f} ms ({worst_id}) "
+        f"{bound(worst < tc.LIMIT_S, 'corpus time')}"
+    )
     # real processes on a sample
     times, bad = [], 0
     for name, lib in sorted(libs.items()):
         data = lib.read_bytes()
-        for i, spec in enumerate(corpus.specs(data, tc.SEED)[::tc.CLI_EVERY * 2]):
+        for i, spec in enumerate(corpus.specs(data, tc.SEED)[:: tc.CLI_EVERY * 2]):
             p = work / f"cli-{name}-{i}.so"
             p.write_bytes(corpus.apply(data, spec))
             rc, out, err, dt = tc.run_cli(p)
             times.append(dt)
             bad += rc == "timeout" or bool(tc.check_result(rc, out, err, name))
             p.unlink()
-    print(f"  real `tvmffi` processes: {len(times)} inputs, median {statistics.median(times) * 1000:.0f}"
-          f" ms, max {max(times) * 1000:.0f} ms, violations {bad} "
-          f"{bound(bad == 0 and max(times) < tc.LIMIT_S, 'cli sample')}")
+    print(
+        f"  real `tvmffi` processes: {len(times)} inputs, median {statistics.median(times) * 1000:.0f}"
+        f" ms, max {max(times) * 1000:.0f} ms, violations {bad} "
+        f"{bound(bad == 0 and max(times) < tc.LIMIT_S, 'cli sample')}"
+    )
 
 
 def bench_resources(work):
     print("2. bounded resources (inspect --static --json)")
-    lib = tr.fixturebuild.build("cpp/kitchen.cc", headers="official",
-                                defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]) \
-        if tr.fixturebuild.official_include() else tr.fixturebuild.build("c/basic.c")
+    lib = (
+        tr.fixturebuild.build(
+            "cpp/kitchen.cc", headers="official", defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
+        )
+        if tr.fixturebuild.official_include()
+        else tr.fixturebuild.build("c/basic.c")
+    )
     big = tr.sparse_copy(lib, work / "big.so")
     small = tr.measure(["inspect", "--static", "--json", lib], work, probe=True)
     r = tr.measure(["inspect", "--static", "--json", big], work, probe=True)
-    print(f"  library {lib.name} ({lib.stat().st_size:,d} bytes): RSS {small['maxrss'] / 1e6:.1f} MB,"
-          f" read {small['rchar'] / 1e6:.2f} MB")
-    print(f"  2 GiB sparse copy: exit {r['rc']}, RSS {r['maxrss'] / 1e6:.1f} MB, read "
-          f"{r['rchar'] / 1e6:.2f} MB of {big.stat().st_size / 1e6:.0f} MB, {r['seconds']:.2f} s "
-          f"{bound(r['rc'] == 0 and r['maxrss'] < tr.RSS_LIMIT and r['rchar'] < 64 << 20, '2 GiB')}")
+    print(
+        f"  library {lib.name} ({lib.stat().st_size:,d} bytes): RSS {small['maxrss'] / 1e6:.1f} MB,"
+        f" read {small['rchar'] / 1e6:.2f} MB"
+    )
+    print(
+        f"  2 GiB sparse copy: exit {r['rc']}, RSS {r['maxrss'] / 1e6:.1f} MB, read "
+        f"{r['rchar'] / 1e6:.2f} MB of {big.stat().st_size / 1e6:.0f} MB, {r['seconds']:.2f} s "
+        f"{bound(r['rc'] == 0 and r['maxrss'] < tr.RSS_LIMIT and r['rchar'] < 64 << 20, '2 GiB')}"
+    )
     data = lib.read_bytes()
     with open(big, "r+b") as f:
         for at, sh in tr._shdrs(data):
@@ -104,9 +119,11 @@ def bench_resources(work):
                 f.seek(at + 32)
                 f.write(struct.pack("<Q", 2 * tr.GIB - sh[4]))
     r = tr.measure(["inspect", "--static", "--json", big], work, probe=True)
-    print(f"  .dynsym claiming 2 GiB: exit {r['rc']}, RSS {r['maxrss'] / 1e6:.1f} MB, read "
-          f"{r['rchar'] / 1e6:.2f} MB, {r['seconds']:.2f} s "
-          f"{bound(r['rc'] == 1 and r['maxrss'] < tr.RSS_LIMIT, 'dynsym claim')}")
+    print(
+        f"  .dynsym claiming 2 GiB: exit {r['rc']}, RSS {r['maxrss'] / 1e6:.1f} MB, read "
+        f"{r['rchar'] / 1e6:.2f} MB, {r['seconds']:.2f} s "
+        f"{bound(r['rc'] == 1 and r['maxrss'] < tr.RSS_LIMIT, 'dynsym claim')}"
+    )
     big.unlink()
 
 
@@ -119,9 +136,11 @@ def bench_valgrind():
     proc, s = tv.run_valgrind([tv.capi_all_program(), tv.basic_library()])
     dt = time.monotonic() - t0
     ok = proc.returncode == 0 and s["errors"] == 0 and s["definite"] == 0 and s["indirect"] == 0
-    print(f"  errors {s['errors']}, invalid accesses {s['invalid']}, definitely lost "
-          f"{s['definite']} B, indirectly lost {s['indirect']} B, possibly lost {s['possible']} B,"
-          f" still reachable {s['reachable']} B; {dt:.1f} s {bound(ok, 'valgrind')}")
+    print(
+        f"  errors {s['errors']}, invalid accesses {s['invalid']}, definitely lost "
+        f"{s['definite']} B, indirectly lost {s['indirect']} B, possibly lost {s['possible']} B,"
+        f" still reachable {s['reachable']} B; {dt:.1f} s {bound(ok, 'valgrind')}"
+    )
 
 
 def bench_stress(runs):

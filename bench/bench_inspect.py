@@ -65,8 +65,10 @@ def small_lib():
     out = CACHE / "small.so"
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        src.write_text("int __tvm_ffi_add(void*h,const void*a,int n,void*r){return 0;}\n"
-                       "int __tvm_ffi_sub(void*h,const void*a,int n,void*r){return 0;}\n")
+        src.write_text(
+            "int __tvm_ffi_add(void*h,const void*a,int n,void*r){return 0;}\n"
+            "int __tvm_ffi_sub(void*h,const void*a,int n,void*r){return 0;}\n"
+        )
         subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
     return out
 
@@ -99,26 +101,38 @@ def main():
     tv = tvmffi_cmd()
 
     big = generate_big_elf(args.symbols, args.functions)
-    r = subprocess.run(tv + ["inspect", "--static", "--json", str(big)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        tv + ["inspect", "--static", "--json", str(big)], capture_output=True, text=True
+    )
     found = len(json.loads(r.stdout)["functions"]) if r.returncode == 0 else -1
-    print(f"large ELF: {big.name} ({big.stat().st_size / 1e6:.1f} MB), "
-          f"{args.symbols} dynamic symbols, inspect found {found}/{args.functions} functions")
+    print(
+        f"large ELF: {big.name} ({big.stat().st_size / 1e6:.1f} MB), "
+        f"{args.symbols} dynamic symbols, inspect found {found}/{args.functions} functions"
+    )
     ok &= found == args.functions
-    med = interleaved({"inspect": tv + ["inspect", "--static", "--json", str(big)],
-                       "nm": ["nm", "-D", "--defined-only", str(big)]}, args.runs)
+    med = interleaved(
+        {
+            "inspect": tv + ["inspect", "--static", "--json", str(big)],
+            "nm": ["nm", "-D", "--defined-only", str(big)],
+        },
+        args.runs,
+    )
     ratio = med["inspect"] / med["nm"]
-    print(f"  tvmffi inspect --static --json: {med['inspect'] * 1e3:8.1f} ms (median of "
-          f"{args.runs}, interleaved)")
+    print(
+        f"  tvmffi inspect --static --json: {med['inspect'] * 1e3:8.1f} ms (median of "
+        f"{args.runs}, interleaved)"
+    )
     print(f"  nm -D --defined-only:           {med['nm'] * 1e3:8.1f} ms")
     print(f"  ratio inspect/nm = {ratio:.2f} (target <= 1.00) {'OK' if ratio <= 1 else 'MISSED'}")
     ok &= ratio <= 1.0
 
     small = small_lib()
-    cmds = {"python3 -c pass (PATH)": ["python3", "-c", "pass"],
-            "python -c pass (same interpreter)": [sys.executable, "-c", "pass"],
-            "inspect --static": tv + ["inspect", "--static", str(small)],
-            "inspect --static --json": tv + ["inspect", "--static", "--json", str(small)]}
+    cmds = {
+        "python3 -c pass (PATH)": ["python3", "-c", "pass"],
+        "python -c pass (same interpreter)": [sys.executable, "-c", "pass"],
+        "inspect --static": tv + ["inspect", "--static", str(small)],
+        "inspect --static --json": tv + ["inspect", "--static", "--json", str(small)],
+    }
     med = interleaved(cmds, args.startup_runs)
     print(f"start-up on a small library (median of {args.startup_runs}, interleaved):")
     for name, t in med.items():

@@ -9,6 +9,7 @@ the median ns/op of each case and the ratio ours/official.
 Usage: python bench/bench_runtime.py [--runs N] [--scale K] [--ours PATH] [--json]
 Exit status 1 when a ratio misses its target (--check).
 """
+
 import argparse
 import json
 import os
@@ -57,8 +58,19 @@ def build(inc, lib, out):
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         sys.exit("bench_runtime: no C compiler on PATH")
-    cmd = [cc, "-O2", "-std=c11", "-Wall", "-Wextra", f"-I{inc}", str(SRC),
-           f"-L{lib.parent}", "-ltvm_ffi", "-o", str(out)]
+    cmd = [
+        cc,
+        "-O2",
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        f"-I{inc}",
+        str(SRC),
+        f"-L{lib.parent}",
+        "-ltvm_ffi",
+        "-o",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"bench_runtime: build failed:\n{' '.join(cmd)}\n{proc.stderr}")
@@ -67,8 +79,9 @@ def build(inc, lib, out):
 def run_once(exe, libdir, scale):
     env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
     env.pop("LD_PRELOAD", None)
-    proc = subprocess.run([str(exe), str(scale)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(exe), str(scale)], capture_output=True, text=True, env=env, timeout=600
+    )
     if proc.returncode != 0:
         sys.exit(f"bench_runtime: benchmark failed on {libdir}:\n{proc.stderr}")
     res = {}
@@ -104,18 +117,32 @@ def main(argv=None):
         off = statistics.median(s[case] for s in samples["official"])
         our = statistics.median(s[case] for s in samples["ours"])
         ratio = our / off if off > 0 else float("inf")
-        rows.append({"case": case, "official_ns": off, "ours_ns": our, "ratio": ratio,
-                     "target": TARGETS[case], "ok": ratio <= TARGETS[case]})
+        rows.append(
+            {
+                "case": case,
+                "official_ns": off,
+                "ours_ns": our,
+                "ratio": ratio,
+                "target": TARGETS[case],
+                "ok": ratio <= TARGETS[case],
+            }
+        )
     if args.json:
-        print(json.dumps({"official": str(off_lib), "ours": str(ours), "runs": args.runs,
-                          "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {"official": str(off_lib), "ours": str(ours), "runs": args.runs, "rows": rows},
+                indent=2,
+            )
+        )
     else:
         print(f"official: {off_lib}\nours:     {ours}\nmedian of {args.runs} interleaved runs\n")
         print(f"{'case':<46} {'official ns':>12} {'ours ns':>10} {'ours/off':>9} {'target':>7}")
         for r in rows:
-            print(f"{LABELS[r['case']]:<46} {r['official_ns']:>12.2f} {r['ours_ns']:>10.2f} "
-                  f"{r['ratio']:>8.3f}x {'<=' + format(r['target'], 'g'):>7} "
-                  f"{'ok' if r['ok'] else 'MISS'}")
+            print(
+                f"{LABELS[r['case']]:<46} {r['official_ns']:>12.2f} {r['ours_ns']:>10.2f} "
+                f"{r['ratio']:>8.3f}x {'<=' + format(r['target'], 'g'):>7} "
+                f"{'ok' if r['ok'] else 'MISS'}"
+            )
     if args.check and not all(r["ok"] for r in rows):
         return 1
     return 0

@@ -64,10 +64,15 @@ class Stats:
             self.masked_count += 1
         ent = table.get(out.key)
         if ent is None:
-            ent = table[out.key] = {"key": out.key, "type": out.exc_type,
-                                    "frame": list(out.frame) if out.frame else None,
-                                    "message": out.message, "count": 0, "size": None,
-                                    "input": None}
+            ent = table[out.key] = {
+                "key": out.key,
+                "type": out.exc_type,
+                "frame": list(out.frame) if out.frame else None,
+                "message": out.message,
+                "count": 0,
+                "size": None,
+                "input": None,
+            }
         ent["count"] += 1
         if ent["size"] is None or len(data) < ent["size"]:
             ent["size"] = len(data)
@@ -81,11 +86,18 @@ class Stats:
                 ent["input"] = str(stem.with_suffix(".bin"))
 
     def to_json(self):
-        return {"target": self.target, "engine": self.engine, "execs": self.execs,
-                "crashes": self.crashes, "distinct": len(self.findings),
-                "project_errors": self.errors, "masked": self.masked_count,
-                "seconds": round(time.monotonic() - self.start, 2),
-                "findings": list(self.findings.values()), "masked_kinds": list(self.masked.values())}
+        return {
+            "target": self.target,
+            "engine": self.engine,
+            "execs": self.execs,
+            "crashes": self.crashes,
+            "distinct": len(self.findings),
+            "project_errors": self.errors,
+            "masked": self.masked_count,
+            "seconds": round(time.monotonic() - self.start, 2),
+            "findings": list(self.findings.values()),
+            "masked_kinds": list(self.masked.values()),
+        }
 
 
 def _limit_memory(mb):
@@ -102,6 +114,7 @@ def _limit_memory(mb):
 
 # ---------------------------------------------------------------------------
 # engines (both run in the current process; `run` puts them in a child)
+
 
 def run_hypothesis(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0, chunk=2000):
     """Property-based run: `execs` inputs drawn from the target's strategy."""
@@ -122,8 +135,14 @@ def run_hypothesis(target, execs, seconds=None, seed=0, artifacts=None, timeout=
         # each chunk its own seed; failures never reach hypothesis (the contract
         # check records them), so nothing is shrunk or replayed.
         @hseed(seed * 1_000_003 + n_chunk)
-        @settings(max_examples=todo, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck), derandomize=False)
+        @settings(
+            max_examples=todo,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+            derandomize=False,
+        )
         @given(strategy)
         def body(data):
             if stats.execs >= execs or (deadline is not None and time.monotonic() > deadline):
@@ -174,27 +193,61 @@ def run_atheris(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0
 
     def one(data):
         stats.record(data, fuzz_targets.check(target, data, timeout))
-        if stats.execs >= execs or (deadline is not None and stats.execs % 64 == 0
-                                    and time.monotonic() > deadline):
+        if stats.execs >= execs or (
+            deadline is not None and stats.execs % 64 == 0 and time.monotonic() > deadline
+        ):
             finish()
 
     max_len = max([target.max_len] + [len(s) for s in target.seeds()])
     # -timeout=0 and no -runs: the per-input timer and the exec count above
     # decide; libFuzzer would otherwise abort the process and lose the stats.
-    atheris.Setup([sys.argv[0], f"-max_len={max_len}", f"-seed={seed + 1}", "-timeout=0",
-                   "-rss_limit_mb=0", "-print_final_stats=0", "-reload=0", corpus], one)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            f"-max_len={max_len}",
+            f"-seed={seed + 1}",
+            "-timeout=0",
+            "-rss_limit_mb=0",
+            "-print_final_stats=0",
+            "-reload=0",
+            corpus,
+        ],
+        one,
+    )
     atheris.Fuzz()
     finish()  # the corpus and mutation budget ran out before the count
 
 
-def run(target_name, engine, execs, seconds=None, seed=0, artifacts=None, memory_mb=1024,
-        timeout=5.0, python=None):
+def run(
+    target_name,
+    engine,
+    execs,
+    seconds=None,
+    seed=0,
+    artifacts=None,
+    memory_mb=1024,
+    timeout=5.0,
+    python=None,
+):
     """Run one (target, engine) in a child process and return its stats dict."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stats.json"
-        cmd = [python or sys.executable, str(Path(__file__).resolve()), "--child", engine,
-               "--target", target_name, "--execs", str(execs), "--seed", str(seed),
-               "--timeout", str(timeout), "--memory-mb", str(memory_mb)]
+        cmd = [
+            python or sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            engine,
+            "--target",
+            target_name,
+            "--execs",
+            str(execs),
+            "--seed",
+            str(seed),
+            "--timeout",
+            str(timeout),
+            "--memory-mb",
+            str(memory_mb),
+        ]
         if seconds:
             cmd += ["--seconds", str(seconds)]
         if artifacts:
@@ -209,19 +262,41 @@ def run(target_name, engine, execs, seconds=None, seed=0, artifacts=None, memory
             return st
         # The child died (a signal, an abort in native code): that is a finding too.
         tail = p.stderr.decode("utf-8", "replace")[-2000:]
-        return {"target": target_name, "engine": engine, "execs": 0, "crashes": 1, "distinct": 1,
-                "project_errors": 0, "masked": 0, "seconds": round(wall, 2),
-                "wall_seconds": round(wall, 2), "masked_kinds": [],
-                "findings": [{"key": f"child exited with {p.returncode}", "type": "ChildDied",
-                              "frame": None, "message": tail, "count": 1, "size": None,
-                              "input": None}]}
+        return {
+            "target": target_name,
+            "engine": engine,
+            "execs": 0,
+            "crashes": 1,
+            "distinct": 1,
+            "project_errors": 0,
+            "masked": 0,
+            "seconds": round(wall, 2),
+            "wall_seconds": round(wall, 2),
+            "masked_kinds": [],
+            "findings": [
+                {
+                    "key": f"child exited with {p.returncode}",
+                    "type": "ChildDied",
+                    "frame": None,
+                    "message": tail,
+                    "count": 1,
+                    "size": None,
+                    "input": None,
+                }
+            ],
+        }
 
 
 def child_main(args):
     _limit_memory(args.memory_mb)
     target = fuzz_targets.TARGETS[args.target[0]]
-    kw = dict(execs=args.execs, seconds=args.seconds, seed=args.seed, artifacts=args.artifacts,
-              timeout=args.timeout)
+    kw = dict(
+        execs=args.execs,
+        seconds=args.seconds,
+        seed=args.seed,
+        artifacts=args.artifacts,
+        timeout=args.timeout,
+    )
     if args.child == "atheris":
         run_atheris(target, **kw)
         return 0
@@ -244,20 +319,36 @@ def repro(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/fuzz", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--execs", type=int, default=DEFAULT_EXECS,
-                    help="executions per target and engine (default 100,000)")
-    ap.add_argument("--target", action="append", choices=sorted(fuzz_targets.TARGETS),
-                    help="target to run (repeatable; default: all)")
+    ap.add_argument(
+        "--execs",
+        type=int,
+        default=DEFAULT_EXECS,
+        help="executions per target and engine (default 100,000)",
+    )
+    ap.add_argument(
+        "--target",
+        action="append",
+        choices=sorted(fuzz_targets.TARGETS),
+        help="target to run (repeatable; default: all)",
+    )
     ap.add_argument("--engine", choices=ENGINES + ("both",), default="both")
-    ap.add_argument("--seconds", type=float, default=None,
-                    help="time cap per target and engine (stops before --execs)")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="time cap per target and engine (stops before --execs)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", "-j", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--timeout", type=float, default=5.0, help="per-input time limit (s)")
-    ap.add_argument("--memory-mb", type=int, default=1024,
-                    help="address-space limit of each child (0: none)")
-    ap.add_argument("--artifacts", default=None,
-                    help="where finding inputs go (default: a new temporary directory)")
+    ap.add_argument(
+        "--memory-mb", type=int, default=1024, help="address-space limit of each child (0: none)"
+    )
+    ap.add_argument(
+        "--artifacts",
+        default=None,
+        help="where finding inputs go (default: a new temporary directory)",
+    )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--list", action="store_true", help="list the targets and exit")
     ap.add_argument("--repro", metavar="FILE", help="replay one input against --target")
@@ -280,8 +371,11 @@ def main(argv=None):
         try:
             import atheris  # noqa: F401
         except ImportError:
-            print("bench/fuzz: atheris is not installed (pip install '.[test]'); "
-                  "use --engine hypothesis", file=sys.stderr)
+            print(
+                "bench/fuzz: atheris is not installed (pip install '.[test]'); "
+                "use --engine hypothesis",
+                file=sys.stderr,
+            )
             return 2
     artifacts = args.artifacts or tempfile.mkdtemp(prefix="tvmffi-fuzz-findings-")
     # Build the seed libraries once here, not in two children at the same time.
@@ -290,30 +384,60 @@ def main(argv=None):
     jobs = [(n, e) for n in names for e in engines]
     t0 = time.monotonic()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda job: run(job[0], job[1], args.execs, args.seconds,
-                                                args.seed, artifacts, args.memory_mb,
-                                                args.timeout), jobs))
+        results = list(
+            pool.map(
+                lambda job: run(
+                    job[0],
+                    job[1],
+                    args.execs,
+                    args.seconds,
+                    args.seed,
+                    artifacts,
+                    args.memory_mb,
+                    args.timeout,
+                ),
+                jobs,
+            )
+        )
     total = time.monotonic() - t0
     bad = any(r["crashes"] for r in results)
     if args.json:
-        print(json.dumps({"execs_per_target": args.execs, "seconds": round(total, 1),
-                          "artifacts": artifacts, "results": results}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "execs_per_target": args.execs,
+                    "seconds": round(total, 1),
+                    "artifacts": artifacts,
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
         return 1 if bad else 0
-    print(f"{'target':11} {'engine':10} {'execs':>8} {'crashes':>7} {'distinct':>8} "
-          f"{'masked':>6} {'errors':>7} {'time':>8} {'execs/s':>8}")
+    print(
+        f"{'target':11} {'engine':10} {'execs':>8} {'crashes':>7} {'distinct':>8} "
+        f"{'masked':>6} {'errors':>7} {'time':>8} {'execs/s':>8}"
+    )
     for r in results:
         secs = r["seconds"]
-        print(f"{r['target']:11} {r['engine']:10} {r['execs']:>8} {r['crashes']:>7} "
-              f"{r['distinct']:>8} {r['masked']:>6} {r['project_errors']:>7} {secs:>7.1f}s "
-              f"{(r['execs'] / secs if secs else 0):>8.0f}")
+        print(
+            f"{r['target']:11} {r['engine']:10} {r['execs']:>8} {r['crashes']:>7} "
+            f"{r['distinct']:>8} {r['masked']:>6} {r['project_errors']:>7} {secs:>7.1f}s "
+            f"{(r['execs'] / secs if secs else 0):>8.0f}"
+        )
     for r in results:
         for kind, items in (("FINDING", r["findings"]), ("masked", r["masked_kinds"])):
             for f in items:
-                print(f"{kind} {r['target']}/{r['engine']}: {f['key']} x{f['count']}: "
-                      f"{(f['message'] or '')[:160]!r}" + (f"\n    input: {f['input']}"
-                                                           if f.get("input") else ""))
-    print(f"total {total:.1f}s; findings saved under {artifacts}" if bad else
-          f"total {total:.1f}s; no findings")
+                print(
+                    f"{kind} {r['target']}/{r['engine']}: {f['key']} x{f['count']}: "
+                    f"{(f['message'] or '')[:160]!r}"
+                    + (f"\n    input: {f['input']}" if f.get("input") else "")
+                )
+    print(
+        f"total {total:.1f}s; findings saved under {artifacts}"
+        if bad
+        else f"total {total:.1f}s; no findings"
+    )
     return 1 if bad else 0
 
 

@@ -36,9 +36,30 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG_DIR = "tvmffi_cli"
 
 # Integers that sit on the boundaries parsers get wrong.
-INTERESTING_U64 = (0, 1, 2, 7, 8, 15, 16, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF,
-                   0x80000000, 0xFFFFFFFF, 0x100000000, 1 << 40, (1 << 63) - 1, 1 << 63,
-                   (1 << 64) - 1, (1 << 64) - 8)
+INTERESTING_U64 = (
+    0,
+    1,
+    2,
+    7,
+    8,
+    15,
+    16,
+    0x7F,
+    0x80,
+    0xFF,
+    0x100,
+    0xFFFF,
+    0x10000,
+    0x7FFFFFFF,
+    0x80000000,
+    0xFFFFFFFF,
+    0x100000000,
+    1 << 40,
+    (1 << 63) - 1,
+    1 << 63,
+    (1 << 64) - 1,
+    (1 << 64) - 8,
+)
 
 
 class FuzzTimeout(BaseException):
@@ -48,13 +69,14 @@ class FuzzTimeout(BaseException):
 # ---------------------------------------------------------------------------
 # the contract
 
+
 def _project_frame(tb):
     """(relative file, line, function) of the innermost frame inside tvmffi_cli."""
     best = None
     for fs in traceback.extract_tb(tb):
         parts = Path(fs.filename).parts
         if PKG_DIR in parts:
-            rel = "/".join(parts[len(parts) - parts[::-1].index(PKG_DIR) - 1:])
+            rel = "/".join(parts[len(parts) - parts[::-1].index(PKG_DIR) - 1 :])
             best = (rel, fs.lineno, fs.name)
     return best
 
@@ -77,8 +99,13 @@ def _wrapped(exc):
         if isinstance(e, (MemoryError, RecursionError)) and e is not exc:
             if not (isinstance(e, RecursionError) and suppressed):
                 return ("finding", e)
-        if masked is None and not suppressed and e is not exc and not isinstance(e, TvmffiError) \
-                and type(e).__module__ in ("builtins", "struct", "_struct"):
+        if (
+            masked is None
+            and not suppressed
+            and e is not exc
+            and not isinstance(e, TvmffiError)
+            and type(e).__module__ in ("builtins", "struct", "_struct")
+        ):
             masked = ("masked", e)
         nxt = e.__cause__
         if nxt is None and not e.__suppress_context__:
@@ -155,6 +182,7 @@ def _jsonable(obj):
 # ---------------------------------------------------------------------------
 # seeds
 
+
 def _fixturebuild():
     sys.path.insert(0, str(ROOT / "tests"))
     try:
@@ -211,11 +239,28 @@ def pe_seed_files():
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             (tmp / "tvm_ffi.def").write_text(
-                "LIBRARY tvm_ffi.dll\nEXPORTS\nTVMFFIErrorSetRaisedFromCStr\n")
-            ok = _run_quiet(["x86_64-w64-mingw32-dlltool", "-d", tmp / "tvm_ffi.def", "-l",
-                             tmp / "libtvm_ffi.dll.a"]) and _run_quiet(
-                ["x86_64-w64-mingw32-gcc", "-shared", "-O1", "-s", "-o", tmp / "x.dll", src,
-                 tmp / "libtvm_ffi.dll.a"])
+                "LIBRARY tvm_ffi.dll\nEXPORTS\nTVMFFIErrorSetRaisedFromCStr\n"
+            )
+            ok = _run_quiet(
+                [
+                    "x86_64-w64-mingw32-dlltool",
+                    "-d",
+                    tmp / "tvm_ffi.def",
+                    "-l",
+                    tmp / "libtvm_ffi.dll.a",
+                ]
+            ) and _run_quiet(
+                [
+                    "x86_64-w64-mingw32-gcc",
+                    "-shared",
+                    "-O1",
+                    "-s",
+                    "-o",
+                    tmp / "x.dll",
+                    src,
+                    tmp / "libtvm_ffi.dll.a",
+                ]
+            )
             if not ok:
                 return []
             os.replace(tmp / "x.dll", out)
@@ -232,13 +277,33 @@ def macho_seed_files():
         out = d / f"portable-{arch}-{_key(src, arch)}.dylib"
         if not out.exists():
             tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            cmd = ["clang", "-target", f"{arch}-apple-macos11", "-ffreestanding", "-O1",
-                   "-fuse-ld=lld", "-nostdlib", "-shared", "-Wl,-undefined,dynamic_lookup",
-                   "-o", tmp, src]
+            cmd = [
+                "clang",
+                "-target",
+                f"{arch}-apple-macos11",
+                "-ffreestanding",
+                "-O1",
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-shared",
+                "-Wl,-undefined,dynamic_lookup",
+                "-o",
+                tmp,
+                src,
+            ]
             if not _run_quiet(cmd):
                 # No ld64.lld: an object file still has every load command we read.
-                cmd = ["clang", "-target", f"{arch}-apple-macos11", "-ffreestanding", "-O1",
-                       "-c", "-o", tmp, src]
+                cmd = [
+                    "clang",
+                    "-target",
+                    f"{arch}-apple-macos11",
+                    "-ffreestanding",
+                    "-O1",
+                    "-c",
+                    "-o",
+                    tmp,
+                    src,
+                ]
                 if not _run_quiet(cmd):
                     continue
             os.replace(tmp, out)
@@ -246,8 +311,11 @@ def macho_seed_files():
     if len(outs) == 2:
         fat = d / f"portable-fat-{_key(src, 'fat')}.dylib"
         if not fat.exists():
-            fat.write_bytes(make_fat([("x86_64", outs[0].read_bytes()),
-                                      ("arm64", outs[1].read_bytes())], align=256))
+            fat.write_bytes(
+                make_fat(
+                    [("x86_64", outs[0].read_bytes()), ("arm64", outs[1].read_bytes())], align=256
+                )
+            )
         outs.append(fat)
     return outs
 
@@ -258,14 +326,20 @@ def make_fat(slices, align=4096):
     header = struct.pack(">II", 0xCAFEBABE, len(slices))
     placed, off = [], align
     for arch, data in slices:
-        header += struct.pack(">iiIII", cputypes[arch], 3 if arch == "x86_64" else 0, off,
-                              len(data), align.bit_length() - 1)
+        header += struct.pack(
+            ">iiIII",
+            cputypes[arch],
+            3 if arch == "x86_64" else 0,
+            off,
+            len(data),
+            align.bit_length() - 1,
+        )
         placed.append((off, data))
         off = (off + len(data) + align - 1) // align * align
     buf = bytearray(off)
-    buf[:len(header)] = header
+    buf[: len(header)] = header
     for o, data in placed:
-        buf[o:o + len(data)] = data
+        buf[o : o + len(data)] = data
     return bytes(buf)
 
 
@@ -282,10 +356,24 @@ def tiny_macho():
     text_off = hdr_size + seg_size + symtab_size
     symoff = text_off + len(text)
     stroff = symoff + 3 * 16
-    seg = struct.pack("<II16sQQQQiiII", 0x19, seg_size, b"__TEXT", 0, 0x1000, 0, stroff + len(strtab),
-                      5, 5, 1, 0)
-    sect = struct.pack("<16s16sQQIIIIIIII", b"__text", b"__TEXT", 0x400, len(text), text_off, 0,
-                       0, 0, 0x80000400, 0, 0, 0)
+    seg = struct.pack(
+        "<II16sQQQQiiII", 0x19, seg_size, b"__TEXT", 0, 0x1000, 0, stroff + len(strtab), 5, 5, 1, 0
+    )
+    sect = struct.pack(
+        "<16s16sQQIIIIIIII",
+        b"__text",
+        b"__TEXT",
+        0x400,
+        len(text),
+        text_off,
+        0,
+        0,
+        0,
+        0x80000400,
+        0,
+        0,
+        0,
+    )
     symtab = struct.pack("<IIIIII", 0x2, 24, symoff, 3, stroff, len(strtab))
     ncmds_body = seg + sect + symtab
     header = struct.pack("<IiiIIIII", 0xFEEDFACF, 0x01000007, 3, 6, 2, len(ncmds_body), 0, 0)
@@ -299,19 +387,51 @@ def tiny_pe():
     """A minimal PE32+ DLL image: DOS stub, headers and one .text section."""
     dos = b"MZ" + b"\0" * 58 + struct.pack("<I", 64)
     coff = struct.pack("<HHIIIHH", 0x8664, 1, 0, 0, 0, 240, 0x2022)
-    opt = struct.pack("<HBBIIIIIQIIHHHHHHIIIIHHQQQQII", 0x20B, 14, 0, 0x200, 0, 0, 0x1000, 0x1000,
-                      0x180000000, 0x1000, 0x200, 6, 0, 0, 0, 6, 0, 0, 0x2000, 0x200, 0, 3, 0x160,
-                      0x100000, 0x1000, 0x100000, 0x1000, 0, 16)
+    opt = struct.pack(
+        "<HBBIIIIIQIIHHHHHHIIIIHHQQQQII",
+        0x20B,
+        14,
+        0,
+        0x200,
+        0,
+        0,
+        0x1000,
+        0x1000,
+        0x180000000,
+        0x1000,
+        0x200,
+        6,
+        0,
+        0,
+        0,
+        6,
+        0,
+        0,
+        0x2000,
+        0x200,
+        0,
+        3,
+        0x160,
+        0x100000,
+        0x1000,
+        0x100000,
+        0x1000,
+        0,
+        16,
+    )
     opt += b"\0" * (16 * 8)
-    sect = struct.pack("<8sIIIIIIHHI", b".text", 0x10, 0x1000, 0x200, 0x200, 0, 0, 0, 0,
-                       0x60000020)
+    sect = struct.pack("<8sIIIIIIHHI", b".text", 0x10, 0x1000, 0x200, 0x200, 0, 0, 0, 0, 0x60000020)
     head = dos + b"PE\0\0" + coff + opt + sect
     return head + b"\0" * (0x200 - len(head)) + b"\xc3" * 0x200
 
 
 # An ELF64 header of a CUDA binary (EM_CUDA, ABI version 7, sm_80 in e_flags).
-FAKE_CUBIN = (b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
-              + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, 80, 64, 56, 0, 64, 0, 0))
+FAKE_CUBIN = (
+    b"\x7fELF"
+    + bytes([2, 1, 1, 0x33, 7])
+    + bytes(7)
+    + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, 80, 64, 56, 0, 64, 0, 0)
+)
 
 
 def libbin_blobs():
@@ -323,9 +443,17 @@ def libbin_blobs():
     blobs = [libbin.encode([], tree=[]), libbin.encode([("_lib", None)])]
     for b in gpu_blobs(cubin):
         blobs.append(libbin.encode([("_lib", None), (b[0], b[1])]))
-    blobs.append(libbin.encode([("_lib", None), ("cuda", gpu_blobs(cubin)[0][1]),
-                                ("acme.custom", b"\x00\x01hello"), gpu_blobs(cubin)[-1]],
-                               tree=[[1, 3], [2], [], []]))
+    blobs.append(
+        libbin.encode(
+            [
+                ("_lib", None),
+                ("cuda", gpu_blobs(cubin)[0][1]),
+                ("acme.custom", b"\x00\x01hello"),
+                gpu_blobs(cubin)[-1],
+            ],
+            tree=[[1, 3], [2], [], []],
+        )
+    )
     blobs.append(libbin.encode([("acme", b"x" * 40), ("_lib", None)], tree=[[1], []]))
     return blobs
 
@@ -338,22 +466,50 @@ def gpu_blobs(cubin=FAKE_CUBIN):
         x = x.encode() if isinstance(x, str) else x
         return struct.pack("<Q", len(x)) + x
 
-    funcs = [("k0", [(2, 32, 1), (0, 64, 1), (3, 64, 1)], ["blockIdx.x", "threadIdx.x"], [0, 1, 0]),
-             ("k1", [(4, 16, 4)], [], [])]
-    out = [("cuda", modformats.encode_gpu("cubin", funcs, cubin)),
-           ("rocm", modformats.encode_gpu("hsaco", funcs[:1], b"\x7fELF" + b"\1" * 60)),
-           ("cuda", modformats.encode_gpu("ptx", [], b"//\n.version 7.0\n.target sm_80\n"))]
+    funcs = [
+        ("k0", [(2, 32, 1), (0, 64, 1), (3, 64, 1)], ["blockIdx.x", "threadIdx.x"], [0, 1, 0]),
+        ("k1", [(4, 16, 4)], [], []),
+    ]
+    out = [
+        ("cuda", modformats.encode_gpu("cubin", funcs, cubin)),
+        ("rocm", modformats.encode_gpu("hsaco", funcs[:1], b"\x7fELF" + b"\1" * 60)),
+        ("cuda", modformats.encode_gpu("ptx", [], b"//\n.version 7.0\n.target sm_80\n")),
+    ]
     # dtype strings, no arg_extra_tags (older releases)
-    old = s("ptx") + struct.pack("<Q", 1) + s("k") + s("k") + struct.pack("<Q", 2) + s("float32") \
-        + s("int64") + struct.pack("<Q", 1) + s("threadIdx.x") + s(".target sm_70")
+    old = (
+        s("ptx")
+        + struct.pack("<Q", 1)
+        + s("k")
+        + s("k")
+        + struct.pack("<Q", 2)
+        + s("float32")
+        + s("int64")
+        + struct.pack("<Q", 1)
+        + s("threadIdx.x")
+        + s(".target sm_70")
+    )
     out.append(("cuda", old))
     # metal: source map tail
-    metal = s("metal") + struct.pack("<Q", 0) + struct.pack("<Q", 2) + s("k0") + s("kernel void k0(){}") \
-        + s("k1") + s("")
+    metal = (
+        s("metal")
+        + struct.pack("<Q", 0)
+        + struct.pack("<Q", 2)
+        + s("k0")
+        + s("kernel void k0(){}")
+        + s("k1")
+        + s("")
+    )
     out.append(("metal", metal))
     # vulkan: shader map tail
-    vk = s("spirv") + struct.pack("<Q", 0) + struct.pack("<Q", 1) + s("main") + struct.pack("<I", 0) \
-        + struct.pack("<Q", 3) + struct.pack("<3I", 0x07230203, 0x10000, 0)
+    vk = (
+        s("spirv")
+        + struct.pack("<Q", 0)
+        + struct.pack("<Q", 1)
+        + s("main")
+        + struct.pack("<I", 0)
+        + struct.pack("<Q", 3)
+        + struct.pack("<3I", 0x07230203, 0x10000, 0)
+    )
     out.append(("vulkan", vk))
     out.append(("opencl", modformats.encode_gpu("cl", funcs[1:], b"__kernel void k1() {}")))
     return out
@@ -361,6 +517,7 @@ def gpu_blobs(cubin=FAKE_CUBIN):
 
 # ---------------------------------------------------------------------------
 # mutations (hypothesis side; atheris mutates bytes by itself)
+
 
 def _hot_ranges(data):
     """(offset, length) of the regions of a library worth mutating: headers,
@@ -372,9 +529,23 @@ def _hot_ranges(data):
     try:
         b = parse_bytes(data)
         for s in b.sections:
-            if s.filesize and s.name in (".dynsym", ".dynstr", ".dynamic", ".symtab", ".strtab",
-                                         ".rdata", ".edata", ".idata", "__const", "__data",
-                                         ".rodata", ".data", "__text", ".text", "__cstring"):
+            if s.filesize and s.name in (
+                ".dynsym",
+                ".dynstr",
+                ".dynamic",
+                ".symtab",
+                ".strtab",
+                ".rdata",
+                ".edata",
+                ".idata",
+                "__const",
+                "__data",
+                ".rodata",
+                ".data",
+                "__text",
+                ".text",
+                "__cstring",
+            ):
                 ranges.append((s.offset, min(s.filesize, len(data) - s.offset)))
         for sym in b.find_symbols(("__tvm_ffi_",)):
             off = b.file_offset(sym)
@@ -407,17 +578,17 @@ def mutate(rng, data, ranges, max_ops=8):
             if rng.random() < 0.5:
                 at -= at % size
             raw = v.to_bytes(size, rng.choice(("little", "big")))
-            b[at:at + size] = raw[:len(b) - at]
+            b[at : at + size] = raw[: len(b) - at]
         elif op == 4:  # truncate
-            del b[rng.randint(0, len(b)):]
+            del b[rng.randint(0, len(b)) :]
         elif op == 5:  # delete a chunk
-            del b[at:at + rng.randint(1, 64)]
+            del b[at : at + rng.randint(1, 64)]
         elif op == 6:  # insert random bytes
             b[at:at] = rng.randbytes(rng.randint(1, 32))
         else:  # copy a chunk over another place
             src = rng.randrange(len(b))
-            chunk = b[src:src + rng.randint(1, 64)]
-            b[at:at + len(chunk)] = chunk
+            chunk = b[src : src + rng.randint(1, 64)]
+            b[at : at + len(chunk)] = chunk
     return bytes(b)
 
 
@@ -430,9 +601,9 @@ def mutated(st, seeds, hot=None, max_ops=8):
     import random
 
     hot = hot or {}
-    return st.tuples(st.integers(0, len(seeds) - 1), st.integers(1, max_ops),
-                     st.integers(0, (1 << 64) - 1)).map(
-        lambda t: mutate(random.Random(t[2]), seeds[t[0]], hot.get(t[0]), t[1]))
+    return st.tuples(
+        st.integers(0, len(seeds) - 1), st.integers(1, max_ops), st.integers(0, (1 << 64) - 1)
+    ).map(lambda t: mutate(random.Random(t[2]), seeds[t[0]], hot.get(t[0]), t[1]))
 
 
 def text_mutated(st, texts, alphabet):
@@ -449,7 +620,7 @@ def text_mutated(st, texts, alphabet):
             elif op == 1:
                 s[at:at] = list(draw(st.text(alphabet, max_size=4)))
             elif op == 2 and s:
-                del s[at:at + draw(st.integers(1, 4))]
+                del s[at : at + draw(st.integers(1, 4))]
             else:
                 s[at:at] = list(draw(st.sampled_from(TEXT_TOKENS)))
         return "".join(s)
@@ -462,16 +633,70 @@ def surrogate_text(st):
     return st.binary(max_size=24).map(_text)
 
 
-TEXT_TOKENS = ["[", "]", "{", "}", ",", ":", "x", "_", " ", "\t", "0", "9" * 30, "9" * 5000,
-               "-", "+", "0x", "0b", "0o", ".", "e", "e999", "nan", "inf", "NaN", "Infinity",
-               '"', "\\u", "\\ud800", "\0", "\u00a0", "\u0663", "\uff11", "\ud800", "@", "/",
-               "null", "true", "float32", "int8x4", "bfloat16", "float8_e4m3fn", "cuda:",
-               ":zeros", ":arange", ":rand", ":ones", "x65536", "x0", "int0", "uint256",
-               "ffi.Function", "Optional", "named_args", "type", "args", "params", "return"]
+TEXT_TOKENS = [
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    "x",
+    "_",
+    " ",
+    "\t",
+    "0",
+    "9" * 30,
+    "9" * 5000,
+    "-",
+    "+",
+    "0x",
+    "0b",
+    "0o",
+    ".",
+    "e",
+    "e999",
+    "nan",
+    "inf",
+    "NaN",
+    "Infinity",
+    '"',
+    "\\u",
+    "\\ud800",
+    "\0",
+    "\u00a0",
+    "\u0663",
+    "\uff11",
+    "\ud800",
+    "@",
+    "/",
+    "null",
+    "true",
+    "float32",
+    "int8x4",
+    "bfloat16",
+    "float8_e4m3fn",
+    "cuda:",
+    ":zeros",
+    ":arange",
+    ":rand",
+    ":ones",
+    "x65536",
+    "x0",
+    "int0",
+    "uint256",
+    "ffi.Function",
+    "Optional",
+    "named_args",
+    "type",
+    "args",
+    "params",
+    "return",
+]
 
 
 # ---------------------------------------------------------------------------
 # targets
+
 
 class Target:
     name = "?"
@@ -519,21 +744,32 @@ class LibBinTarget(Target):
         from tvmffi_cli.binary import libbin
 
         seeds = self.seeds()
-        kinds = st.sampled_from(["_lib", "cuda", "rocm", "metal", "vulkan", "opencl", "webgpu",
-                                 "acme", "", "\u00e9"])
-        module = st.tuples(kinds, st.binary(max_size=64) | st.sampled_from([b for _k, b in gpu_blobs()]))
+        kinds = st.sampled_from(
+            ["_lib", "cuda", "rocm", "metal", "vulkan", "opencl", "webgpu", "acme", "", "\u00e9"]
+        )
+        module = st.tuples(
+            kinds, st.binary(max_size=64) | st.sampled_from([b for _k, b in gpu_blobs()])
+        )
 
         @st.composite
         def generated(draw):
             mods = draw(st.lists(module, max_size=5))
             n = len(mods)
-            tree = draw(st.lists(st.lists(st.integers(0, max(0, n)), max_size=3),
-                                 min_size=n, max_size=n)) if n else []
+            tree = (
+                draw(
+                    st.lists(
+                        st.lists(st.integers(0, max(0, n)), max_size=3), min_size=n, max_size=n
+                    )
+                )
+                if n
+                else []
+            )
             tree = [[c for c in t if c < n] for t in tree] if draw(st.booleans()) else tree
             return libbin.encode([(k, None if k == "_lib" else b) for k, b in mods], tree)
 
-        return st.one_of(mutated(st, seeds), generated(), mutated(st, [b"\0" * 8]),
-                         st.binary(max_size=256))
+        return st.one_of(
+            mutated(st, seeds), generated(), mutated(st, [b"\0" * 8]), st.binary(max_size=256)
+        )
 
     def run(self, data):
         from tvmffi_cli.binary import libbin
@@ -590,7 +826,8 @@ class BinaryTarget(Target):
         seeds = self.seeds()
         hot = {i: _hot_ranges(s) for i, s in enumerate(seeds)}
         headed = st.tuples(st.sampled_from(self.magic), st.binary(max_size=512)).map(
-            lambda t: t[0] + t[1])
+            lambda t: t[0] + t[1]
+        )
         return st.one_of(mutated(st, seeds, hot), mutated(st, seeds, hot, max_ops=40), headed)
 
     def run(self, data):
@@ -656,8 +893,13 @@ class PeTarget(BinaryTarget):
 class MachOTarget(BinaryTarget):
     name = "macho"
     doc = "Mach-O reader, thin and fat (binary.macho) + inspect's static report"
-    magic = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xca\xfe\xba\xbe",
-             b"\xca\xfe\xba\xbf")
+    magic = (
+        b"\xcf\xfa\xed\xfe",
+        b"\xce\xfa\xed\xfe",
+        b"\xfe\xed\xfa\xcf",
+        b"\xca\xfe\xba\xbe",
+        b"\xca\xfe\xba\xbf",
+    )
 
     def files(self):
         return macho_seed_files()
@@ -667,10 +909,31 @@ class MachOTarget(BinaryTarget):
         return [t, make_fat([("x86_64", t), ("arm64", t)], align=64)]
 
 
-SCHEMA_KEYS = ["int", "float", "bool", "None", "Any", "ffi.String", "ffi.Bytes", "ffi.Tensor",
-               "DLTensor*", "ffi.Shape", "ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict",
-               "Optional", "Variant", "Tuple", "ffi.Function", "DataType", "Device",
-               "ffi.Object", "my.Custom", ""]
+SCHEMA_KEYS = [
+    "int",
+    "float",
+    "bool",
+    "None",
+    "Any",
+    "ffi.String",
+    "ffi.Bytes",
+    "ffi.Tensor",
+    "DLTensor*",
+    "ffi.Shape",
+    "ffi.Array",
+    "ffi.List",
+    "ffi.Map",
+    "ffi.Dict",
+    "Optional",
+    "Variant",
+    "Tuple",
+    "ffi.Function",
+    "DataType",
+    "Device",
+    "ffi.Object",
+    "my.Custom",
+    "",
+]
 
 
 def _schema_strategy(st):
@@ -678,9 +941,11 @@ def _schema_strategy(st):
 
     def extend(children):
         plain = st.tuples(st.sampled_from(SCHEMA_KEYS), st.lists(children, max_size=3)).map(
-            lambda t: {"type": t[0], "args": t[1]})
+            lambda t: {"type": t[0], "args": t[1]}
+        )
         func = st.tuples(st.lists(children, max_size=1), st.lists(children, max_size=4)).map(
-            lambda t: {"type": "ffi.Function", "named_args": {"return": t[0], "params": t[1]}})
+            lambda t: {"type": "ffi.Function", "named_args": {"return": t[0], "params": t[1]}}
+        )
         return plain | func
 
     return st.recursive(leaf, extend, max_leaves=12)
@@ -690,7 +955,8 @@ def _json_value_strategy(st):
     return st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
         lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-        max_leaves=8)
+        max_leaves=8,
+    )
 
 
 class SchemaTarget(Target):
@@ -700,9 +966,16 @@ class SchemaTarget(Target):
     def make_seeds(self):
         out = []
         for ts, value in [
-            ({"type": "ffi.Function", "named_args": {"return": [{"type": "int"}],
-                                                     "params": [{"type": "int"}, {"type": "float"}]}},
-             "[1, 2.5]"),
+            (
+                {
+                    "type": "ffi.Function",
+                    "named_args": {
+                        "return": [{"type": "int"}],
+                        "params": [{"type": "int"}, {"type": "float"}],
+                    },
+                },
+                "[1, 2.5]",
+            ),
             ({"type": "ffi.Array", "args": [{"type": "int"}]}, "[1,2,3]"),
             ({"type": "ffi.Map", "args": [{"type": "ffi.String"}, {"type": "float"}]}, '{"a": 1}'),
             ({"type": "Optional", "args": [{"type": "ffi.Bytes"}]}, "abc"),
@@ -710,7 +983,9 @@ class SchemaTarget(Target):
             ({"type": "Tuple", "args": [{"type": "int"}, {"type": "ffi.Shape"}]}, "[1, [2, 3]]"),
         ]:
             out.append(json.dumps(ts).encode() + b"\0" + value.encode())
-            out.append(json.dumps({"type_schema": json.dumps(ts)}).encode() + b"\0" + value.encode())
+            out.append(
+                json.dumps({"type_schema": json.dumps(ts)}).encode() + b"\0" + value.encode()
+            )
         return out
 
     def strategy(self, st):
@@ -719,17 +994,37 @@ class SchemaTarget(Target):
             _schema_strategy(st).map(lambda s: json.dumps({"type_schema": json.dumps(s)})),
             _schema_strategy(st).map(lambda s: json.dumps({"type_schema": s})),
             st.integers(1, 3000).map(lambda n: '{"type":"a","args":[' * n),
-            st.integers(1, 200).map(lambda n: '{"type":"a","args":[' * n + '{"type":"b"}' + "]}" * n),
+            st.integers(1, 200).map(
+                lambda n: '{"type":"a","args":[' * n + '{"type":"b"}' + "]}" * n
+            ),
             _json_value_strategy(st).map(json.dumps),
         )
-        mutated_schema = text_mutated(st, [json.dumps(s) for s in
-                                           [{"type": "ffi.Function", "named_args": {"return": [{"type": "int"}], "params": [{"type": "Optional", "args": [{"type": "int"}]}]}},
-                                            {"type": "ffi.Map", "args": [{"type": "int"}, {"type": "ffi.Bytes"}]}]],
-                                      st.characters())
-        value = st.one_of(_json_value_strategy(st).map(json.dumps), st.text(max_size=16),
-                          surrogate_text(st), st.sampled_from(TEXT_TOKENS))
+        mutated_schema = text_mutated(
+            st,
+            [
+                json.dumps(s)
+                for s in [
+                    {
+                        "type": "ffi.Function",
+                        "named_args": {
+                            "return": [{"type": "int"}],
+                            "params": [{"type": "Optional", "args": [{"type": "int"}]}],
+                        },
+                    },
+                    {"type": "ffi.Map", "args": [{"type": "int"}, {"type": "ffi.Bytes"}]},
+                ]
+            ],
+            st.characters(),
+        )
+        value = st.one_of(
+            _json_value_strategy(st).map(json.dumps),
+            st.text(max_size=16),
+            surrogate_text(st),
+            st.sampled_from(TEXT_TOKENS),
+        )
         pair = st.tuples(schema_text | mutated_schema, value).map(
-            lambda t: _enc(t[0]) + b"\0" + _enc(t[1]))
+            lambda t: _enc(t[0]) + b"\0" + _enc(t[1])
+        )
         return st.one_of(pair, mutated(st, self.seeds()))
 
     def run(self, data):
@@ -775,36 +1070,84 @@ class SchemaTarget(Target):
 
 
 def _literal_texts():
-    return ["float32", "bfloat16", "int8x4", "bool", "float8_e4m3fn", "void", "uint1", "handle",
-            "cpu", "cuda:1", "gpu:0", "2:1", "rocm", "0x7f", "-12", "1_000", "0b101", "0o17", "017",
-            "1.5", "-1e-3", "nan", "-inf", ".5", "true", "off", "00ff10", "0xdead", "de ad be ef",
-            "float32[2,3]:zeros", "int8[4]:arange", "bool[2,2]:rand", "complex64[1]:ones",
-            "float32[]", "[2,3]", "2,3", "2x3", "", "[1, 2.5, \"s\", null, {\"k\": [true]}]",
-            '"quoted"', "{\"a\": 1}", "none", "x.npy", "a.npz:key", "9223372036854775807",
-            "-9223372036854775808", "9223372036854775808"]
+    return [
+        "float32",
+        "bfloat16",
+        "int8x4",
+        "bool",
+        "float8_e4m3fn",
+        "void",
+        "uint1",
+        "handle",
+        "cpu",
+        "cuda:1",
+        "gpu:0",
+        "2:1",
+        "rocm",
+        "0x7f",
+        "-12",
+        "1_000",
+        "0b101",
+        "0o17",
+        "017",
+        "1.5",
+        "-1e-3",
+        "nan",
+        "-inf",
+        ".5",
+        "true",
+        "off",
+        "00ff10",
+        "0xdead",
+        "de ad be ef",
+        "float32[2,3]:zeros",
+        "int8[4]:arange",
+        "bool[2,2]:rand",
+        "complex64[1]:ones",
+        "float32[]",
+        "[2,3]",
+        "2,3",
+        "2x3",
+        "",
+        '[1, 2.5, "s", null, {"k": [true]}]',
+        '"quoted"',
+        '{"a": 1}',
+        "none",
+        "x.npy",
+        "a.npz:key",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+    ]
 
 
 def _literal_strategy(st):
     texts = _literal_texts()
     grammar = st.one_of(
-        st.tuples(st.sampled_from(["int", "uint", "float", "bfloat", "complex", "bool",
-                                   "float8_e5m2", "handle", "x"]),
-                  st.integers(0, 300).map(str) | st.just("9" * 5000),
-                  st.sampled_from(["", "x", "x0", "x65536", "x4", "x" + "9" * 40])).map(
-            lambda t: f"{t[0]}{t[1] if t[0] not in ('bool', 'handle') else ''}{t[2]}"),
-        st.tuples(st.sampled_from(["float32", "int8", "bool", "uint64", "complex128", "float16x2"]),
-                  st.lists(st.integers(0, 1 << 40).map(str) | st.just("9" * 5000), max_size=4),
-                  st.sampled_from(["", ":zeros", ":ones", ":arange", ":rand", ":bad"]),
-                  st.sampled_from([",", ", ", " ,", ",\t"])).map(
-            lambda t: f"{t[0]}[{t[3].join(map(str, t[1]))}]{t[2]}"),
+        st.tuples(
+            st.sampled_from(
+                ["int", "uint", "float", "bfloat", "complex", "bool", "float8_e5m2", "handle", "x"]
+            ),
+            st.integers(0, 300).map(str) | st.just("9" * 5000),
+            st.sampled_from(["", "x", "x0", "x65536", "x4", "x" + "9" * 40]),
+        ).map(lambda t: f"{t[0]}{t[1] if t[0] not in ('bool', 'handle') else ''}{t[2]}"),
+        st.tuples(
+            st.sampled_from(["float32", "int8", "bool", "uint64", "complex128", "float16x2"]),
+            st.lists(st.integers(0, 1 << 40).map(str) | st.just("9" * 5000), max_size=4),
+            st.sampled_from(["", ":zeros", ":ones", ":arange", ":rand", ":bad"]),
+            st.sampled_from([",", ", ", " ,", ",\t"]),
+        ).map(lambda t: f"{t[0]}[{t[3].join(map(str, t[1]))}]{t[2]}"),
         st.integers(-(1 << 70), 1 << 70).map(lambda v: st_int_form(v)),
         st.floats().map(repr),
         _json_value_strategy(st).map(lambda v: json.dumps(v)),
-        st.tuples(st.sampled_from(["cpu", "cuda", "7", "2147483648", "x"]),
-                  st.sampled_from(["", ":0", ":1", ":-1", ":2147483648", ":", ":a"])).map("".join),
+        st.tuples(
+            st.sampled_from(["cpu", "cuda", "7", "2147483648", "x"]),
+            st.sampled_from(["", ":0", ":1", ":-1", ":2147483648", ":", ":a"]),
+        ).map("".join),
     )
-    return st.one_of(grammar, text_mutated(st, texts, st.characters()), st.text(max_size=24),
-                     surrogate_text(st))
+    return st.one_of(
+        grammar, text_mutated(st, texts, st.characters()), st.text(max_size=24), surrogate_text(st)
+    )
 
 
 def st_int_form(v):
@@ -839,10 +1182,21 @@ class LiteralsTarget(Target):
 
         text = _text(data)
         cwd = self.cwd()
-        calls = [L.parse_dtype, L.canonical_dtype, L.parse_device, A.device_spec, L.parse_int,
-                 L.parse_float, L.parse_bool, L.parse_tensor_literal, L.parse_shape, L.parse_json,
-                 lambda t: L.parse_bytes(t, cwd), lambda t: L.infer_positional(t, cwd),
-                 lambda t: L.json_to_spec(L.parse_json(t))]
+        calls = [
+            L.parse_dtype,
+            L.canonical_dtype,
+            L.parse_device,
+            A.device_spec,
+            L.parse_int,
+            L.parse_float,
+            L.parse_bool,
+            L.parse_tensor_literal,
+            L.parse_shape,
+            L.parse_json,
+            lambda t: L.parse_bytes(t, cwd),
+            lambda t: L.infer_positional(t, cwd),
+            lambda t: L.json_to_spec(L.parse_json(t)),
+        ]
         calls += [lambda t, f=f: A.spec_from_flag(f, t, cwd) for f in A.VALUE_FLAGS]
         for fn in calls:
             try:
@@ -866,29 +1220,65 @@ class ArgvTarget(LiteralsTarget):
     name = "argv"
     doc = "argument-tail parser and schema-typed conversion (call.argv: parse_argv, spec_for_type)"
 
-    OPTIONS = {"--json": False, "--timeout": True, "-v": False, "--verbose": False,
-               "--runtime": True}
+    OPTIONS = {
+        "--json": False,
+        "--timeout": True,
+        "-v": False,
+        "--verbose": False,
+        "--runtime": True,
+    }
 
     def make_seeds(self):
-        return [b"\0".join(t.encode() for t in toks) for toks in [
-            ['{"type":"ffi.Function","named_args":{"return":[{"type":"int"}],"params":[{"type":"int"},{"type":"ffi.Tensor"}]}}',
-             "lib.so", "f", "3", "float32[2]:ones"],
-            ['{"type":"ffi.Array","args":[{"type":"Optional","args":[{"type":"int"}]}]}',
-             "lib.so", "f", "--int", "5", "--tensor", "int8[3]:arange", "--json"],
-            ['{"type":"ffi.Map","args":[{"type":"int"},{"type":"Device"}]}',
-             "lib.so", "f", '{"1": "cuda:0"}', "-vv", "--timeout=3"],
-            ['{"type":"Variant","args":[{"type":"DataType"},{"type":"ffi.Shape"}]}',
-             "lib.so", "f", "--", "-x", "2,3"],
-        ]]
+        return [
+            b"\0".join(t.encode() for t in toks)
+            for toks in [
+                [
+                    '{"type":"ffi.Function","named_args":{"return":[{"type":"int"}],"params":[{"type":"int"},{"type":"ffi.Tensor"}]}}',
+                    "lib.so",
+                    "f",
+                    "3",
+                    "float32[2]:ones",
+                ],
+                [
+                    '{"type":"ffi.Array","args":[{"type":"Optional","args":[{"type":"int"}]}]}',
+                    "lib.so",
+                    "f",
+                    "--int",
+                    "5",
+                    "--tensor",
+                    "int8[3]:arange",
+                    "--json",
+                ],
+                [
+                    '{"type":"ffi.Map","args":[{"type":"int"},{"type":"Device"}]}',
+                    "lib.so",
+                    "f",
+                    '{"1": "cuda:0"}',
+                    "-vv",
+                    "--timeout=3",
+                ],
+                [
+                    '{"type":"Variant","args":[{"type":"DataType"},{"type":"ffi.Shape"}]}',
+                    "lib.so",
+                    "f",
+                    "--",
+                    "-x",
+                    "2,3",
+                ],
+            ]
+        ]
 
     def strategy(self, st):
-        flags = st.sampled_from(sorted(L_FLAGS()) + sorted(self.OPTIONS) + ["--", "-", "-vvv",
-                                                                          "--none=1", "--int=",
-                                                                          "--bogus", "-h"])
+        flags = st.sampled_from(
+            sorted(L_FLAGS())
+            + sorted(self.OPTIONS)
+            + ["--", "-", "-vvv", "--none=1", "--int=", "--bogus", "-h"]
+        )
         token = st.one_of(flags, _literal_strategy(st))
         schema_txt = _schema_strategy(st).map(json.dumps)
         argv = st.tuples(schema_txt, st.lists(token, max_size=8)).map(
-            lambda t: _enc("\0".join([t[0]] + t[1])))
+            lambda t: _enc("\0".join([t[0]] + t[1]))
+        )
         return st.one_of(argv, mutated(st, self.seeds()))
 
     def run(self, data):
@@ -941,7 +1331,8 @@ class SelfTestTarget(Target):
 
     def strategy(self, st):
         return st.sampled_from([b"!", b"?", b"M", b"bad", b"ok"]).flatmap(
-            lambda head: st.binary(max_size=4).map(lambda tail: head + tail))
+            lambda head: st.binary(max_size=4).map(lambda tail: head + tail)
+        )
 
     def run(self, data):
         from tvmffi_cli.errors import FormatError
@@ -961,7 +1352,18 @@ class SelfTestTarget(Target):
             raise FormatError("bad input")
 
 
-TARGETS = {t.name: t for t in (LibBinTarget(), ModFormatsTarget(), ElfTarget(), PeTarget(),
-                               MachOTarget(), SchemaTarget(), LiteralsTarget(), ArgvTarget())}
+TARGETS = {
+    t.name: t
+    for t in (
+        LibBinTarget(),
+        ModFormatsTarget(),
+        ElfTarget(),
+        PeTarget(),
+        MachOTarget(),
+        SchemaTarget(),
+        LiteralsTarget(),
+        ArgvTarget(),
+    )
+}
 if os.environ.get("TVMFFI_FUZZ_SELFTEST") == "1":
     TARGETS["selftest"] = SelfTestTarget()

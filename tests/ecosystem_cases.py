@@ -27,8 +27,12 @@ def S(v: str) -> tuple[str, str]:
 
 def J(text: str, py: str | None = None) -> tuple[str, str]:
     """A JSON literal; the Python side is the same text unless given."""
-    return (text, py if py is not None else text.replace("null", "None")
-            .replace("true", "True").replace("false", "False"))
+    return (
+        text,
+        py
+        if py is not None
+        else text.replace("null", "None").replace("true", "True").replace("false", "False"),
+    )
 
 
 CASES: list[tuple[str, list[tuple[str, str]]]] = [
@@ -125,7 +129,7 @@ CASES: list[tuple[str, list[tuple[str, str]]]] = [
 
 # Runs in the official subprocess: argv[1] = JSON [[func, [py expr...]], ...];
 # prints JSON [[type, value] or ["raised", kind, message], ...].
-OFFICIAL_DRIVER = r'''
+OFFICIAL_DRIVER = r"""
 import base64, json, math, sys
 import numpy as np
 import tvm_ffi
@@ -206,7 +210,7 @@ for func, exprs in json.loads(sys.argv[1]):
     except Exception as e:
         out.append(["raised", type(e).__name__, str(e)])
 print(json.dumps(out))
-'''
+"""
 
 
 def ours_canonical(doc: dict) -> list:

@@ -59,16 +59,27 @@ def _compiler(lang):
     return shutil.which("g++" if lang == "c++" else "gcc")
 
 
-def build(sources, *, name=None, headers="ours", lang=None, flags=(), link_runtime=True,
-          shared=True, defines=()):
+def build(
+    sources,
+    *,
+    name=None,
+    headers="ours",
+    lang=None,
+    flags=(),
+    link_runtime=True,
+    shared=True,
+    defines=(),
+):
     """Compile `sources` (paths relative to fixtures/ or absolute) into a shared
     library (or an executable with shared=False) and return its path.
 
     headers: "ours" or "official" (which include dir and libtvm_ffi.so to use),
     or "none" (no TVM-FFI headers at all).
     """
-    srcs = [Path(s) if Path(s).is_absolute() else FIXTURES / s for s in
-            ([sources] if isinstance(sources, (str, Path)) else sources)]
+    srcs = [
+        Path(s) if Path(s).is_absolute() else FIXTURES / s
+        for s in ([sources] if isinstance(sources, (str, Path)) else sources)
+    ]
     if lang is None:
         lang = "c++" if any(s.suffix in (".cc", ".cpp", ".cxx") for s in srcs) else "c"
     cc = _compiler(lang)

@@ -25,10 +25,16 @@ class Runtime:
     def __init__(self, path: str) -> None:
         self.lib = ctypes.CDLL(path, ctypes.RTLD_GLOBAL)
         lib = self.lib
-        lib.TVMFFIFunctionGetGlobal.argtypes = [ctypes.POINTER(ByteArray),
-                                                ctypes.POINTER(ctypes.c_void_p)]
-        lib.TVMFFIFunctionCall.argtypes = [ctypes.c_void_p, ctypes.POINTER(AnyC),
-                                           ctypes.c_int32, ctypes.POINTER(AnyC)]
+        lib.TVMFFIFunctionGetGlobal.argtypes = [
+            ctypes.POINTER(ByteArray),
+            ctypes.POINTER(ctypes.c_void_p),
+        ]
+        lib.TVMFFIFunctionCall.argtypes = [
+            ctypes.c_void_p,
+            ctypes.POINTER(AnyC),
+            ctypes.c_int32,
+            ctypes.POINTER(AnyC),
+        ]
         lib.TVMFFIErrorMoveFromRaised.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         lib.TVMFFIObjectDecRef.argtypes = [ctypes.c_void_p]
         lib.TVMFFIObjectIncRef.argtypes = [ctypes.c_void_p]
@@ -84,8 +90,10 @@ class Runtime:
         buf = ctypes.create_string_buffer(data, len(data))
         ba = ByteArray(ctypes.cast(buf, ctypes.c_void_p), len(data))
         out = AnyC()
-        self.lib.TVMFFIBytesFromByteArray.argtypes = [ctypes.POINTER(ByteArray),
-                                                      ctypes.POINTER(AnyC)]
+        self.lib.TVMFFIBytesFromByteArray.argtypes = [
+            ctypes.POINTER(ByteArray),
+            ctypes.POINTER(AnyC),
+        ]
         self.lib.TVMFFIBytesFromByteArray(ctypes.byref(ba), ctypes.byref(out))
         return out
 
@@ -121,8 +129,12 @@ class Runtime:
         if t == 11:
             return ctypes.string_at(ctypes.addressof(a) + 8, a.pad).decode()
         if t == 6:
-            return {"device": [ctypes.c_int32.from_address(ctypes.addressof(a) + 8).value,
-                               ctypes.c_int32.from_address(ctypes.addressof(a) + 12).value]}
+            return {
+                "device": [
+                    ctypes.c_int32.from_address(ctypes.addressof(a) + 8).value,
+                    ctypes.c_int32.from_address(ctypes.addressof(a) + 12).value,
+                ]
+            }
         if t == 12:
             return {"bytes": ctypes.string_at(ctypes.addressof(a) + 8, a.pad).hex()}
         if t < STATIC_OBJECT_BEGIN:
@@ -131,23 +143,28 @@ class Runtime:
         if key == "ffi.String":
             return ByteArray.from_address(a.v + 24).text()
         if key == "ffi.Bytes":
-            return {"bytes": ctypes.string_at(ByteArray.from_address(a.v + 24).data,
-                                              ByteArray.from_address(a.v + 24).size).hex()}
+            return {
+                "bytes": ctypes.string_at(
+                    ByteArray.from_address(a.v + 24).data, ByteArray.from_address(a.v + 24).size
+                ).hex()
+            }
         if depth > 4:
             return {"object": key}
         if key in ("ffi.Array", "ffi.List"):
             data = ctypes.c_void_p.from_address(a.v + 24).value or 0
             size = ctypes.c_int64.from_address(a.v + 32).value
-            return {key: [self.canon(AnyC.from_address(data + 16 * i), depth + 1)
-                          for i in range(size)]}
+            return {
+                key: [self.canon(AnyC.from_address(data + 16 * i), depth + 1) for i in range(size)]
+            }
         if key == "ffi.BigInt":
             n = ctypes.c_uint64.from_address(a.v + 24).value
             return {"bigint": ctypes.string_at(a.v + 32, 8 * n).hex()}
         if key == "ffi.Function":
             return {"object": key}
         if key in ("ffi.Map", "ffi.Dict"):
-            functor = self.call("ffi.MapForwardIterFunctor" if key == "ffi.Map"
-                                else "ffi.DictForwardIterFunctor", a)
+            functor = self.call(
+                "ffi.MapForwardIterFunctor" if key == "ffi.Map" else "ffi.DictForwardIterFunctor", a
+            )
             items = []
             size = ctypes.c_uint64.from_address(a.v + 32).value
             for _ in range(size):
@@ -183,16 +200,21 @@ class Runtime:
 
 def column_entry(rt: Runtime, column: str, key: str) -> int | None:
     from registry_dump import AttrColumn
+
     rt.lib.TVMFFIGetTypeAttrColumn.restype = ctypes.POINTER(AttrColumn)
     rt.lib.TVMFFIGetTypeAttrColumn.argtypes = [ctypes.POINTER(ByteArray)]
-    rt.lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray),
-                                            ctypes.POINTER(ctypes.c_int32)]
+    rt.lib.TVMFFITypeKeyToIndex.argtypes = [
+        ctypes.POINTER(ByteArray),
+        ctypes.POINTER(ctypes.c_int32),
+    ]
     bufs = [ctypes.create_string_buffer(x.encode()) for x in (column, key)]
-    col = rt.lib.TVMFFIGetTypeAttrColumn(ctypes.byref(
-        ByteArray(ctypes.cast(bufs[0], ctypes.c_void_p), len(column))))
+    col = rt.lib.TVMFFIGetTypeAttrColumn(
+        ctypes.byref(ByteArray(ctypes.cast(bufs[0], ctypes.c_void_p), len(column)))
+    )
     idx = ctypes.c_int32(-1)
-    rt.lib.TVMFFITypeKeyToIndex(ctypes.byref(
-        ByteArray(ctypes.cast(bufs[1], ctypes.c_void_p), len(key))), ctypes.byref(idx))
+    rt.lib.TVMFFITypeKeyToIndex(
+        ctypes.byref(ByteArray(ctypes.cast(bufs[1], ctypes.c_void_p), len(key))), ctypes.byref(idx)
+    )
     if not col or idx.value < 0 or idx.value >= col.contents.size:
         return None
     entry = col.contents.data[idx.value - col.contents.begin_index]
@@ -237,8 +259,7 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     # Map
     m = rt.call("ffi.Map", "k", 1, "j", [2][0])
     rec("MapGetItemOrMissing hit", rt.call("ffi.MapGetItemOrMissing", m, "k"))
-    out["Map missing is GetInvalidObject"] = (
-        rt.call("ffi.MapGetItemOrMissing", m, "x").v == inv.v)
+    out["Map missing is GetInvalidObject"] = rt.call("ffi.MapGetItemOrMissing", m, "x").v == inv.v
     rec("kwargs object", rt.call("ffi.GetKwargsObject"))
     # List
     lst = rec("List", rt.call("ffi.List", 1, "x", 2.5))
@@ -272,18 +293,30 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     rec("ListSize cleared", rt.call("ffi.ListSize", lst))
     rec("ListSize on an Array", rt.call("ffi.ListSize", rt.call("ffi.Array", 1)))
     # nested containers
-    rec("nested", rt.call("ffi.Array", rt.call("ffi.List", 1), rt.call("ffi.Dict", "x", 1),
-                          rt.call("ffi.Map", "y", rt.call("ffi.Shape", 2, 3))))
+    rec(
+        "nested",
+        rt.call(
+            "ffi.Array",
+            rt.call("ffi.List", 1),
+            rt.call("ffi.Dict", "x", 1),
+            rt.call("ffi.Map", "y", rt.call("ffi.Shape", 2, 3)),
+        ),
+    )
     rec("String", rt.call("ffi.String", "a string of some length"))
     # devices in containers (no tensor: the CPU default), sentinels, wrappers
-    rec("FindFirstNonCPUDevice nested", rt.call(
-        "ffi.ContainerFindFirstNonCPUDevice",
-        rt.call("ffi.Array", 1, rt.call("ffi.Dict", "k", rt.call("ffi.List", 2)))))
+    rec(
+        "FindFirstNonCPUDevice nested",
+        rt.call(
+            "ffi.ContainerFindFirstNonCPUDevice",
+            rt.call("ffi.Array", 1, rt.call("ffi.Dict", "k", rt.call("ffi.List", 2))),
+        ),
+    )
     rec("FindFirstNonCPUDevice int", rt.call("ffi.ContainerFindFirstNonCPUDevice", 3))
     rec("VisitInterrupt", rt.call("ffi.VisitInterrupt", 5))
     rec("GetGlobalFuncMetadata unknown", rt.call("ffi.GetGlobalFuncMetadata", "no.such.func"))
-    safe_call_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.c_int32, ctypes.POINTER(AnyC))
+    safe_call_t = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(AnyC)
+    )
 
     def seven(_self: Any, _args: Any, n: int, result: Any) -> int:
         result[0].type_index = 1
@@ -300,27 +333,52 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     rec("Bytes of str", rt.call("ffi.Bytes", "x"))
     # the __ffi_convert__ hooks of the built-in types on a set of inputs
     from registry_dump import AttrColumn
+
     rt.lib.TVMFFIGetTypeAttrColumn.restype = ctypes.POINTER(AttrColumn)
     rt.lib.TVMFFIGetTypeAttrColumn.argtypes = [ctypes.POINTER(ByteArray)]
-    rt.lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray),
-                                            ctypes.POINTER(ctypes.c_int32)]
+    rt.lib.TVMFFITypeKeyToIndex.argtypes = [
+        ctypes.POINTER(ByteArray),
+        ctypes.POINTER(ctypes.c_int32),
+    ]
     name = b"__ffi_convert__"
     nbuf = ctypes.create_string_buffer(name)
-    col = rt.lib.TVMFFIGetTypeAttrColumn(ctypes.byref(
-        ByteArray(ctypes.cast(nbuf, ctypes.c_void_p), len(name))))
-    inputs = {"int": 1, "None": None, "small str": "ab", "str": "a longer string value",
-              "Array": rt.call("ffi.Array", 1, "x"), "List": rt.call("ffi.List", 1, "x"),
-              "Map": rt.call("ffi.Map", "k", 1), "Dict": rt.call("ffi.Dict", "k", 1),
-              "Shape": rt.call("ffi.Shape", 2, 3), "Bytes": rt.make_bytes(b"\x00bytes value"),
-              "Function": AnyC(68, 0, rt.global_func("ffi.Array") or 0)}
-    for key in ["ffi.Object", "ffi.String", "ffi.Bytes", "ffi.Error", "ffi.Function",
-                "ffi.Shape", "ffi.Tensor", "ffi.Array", "ffi.Map", "ffi.List", "ffi.Dict",
-                "ffi.IntEnum", "ffi.StrEnum"]:
+    col = rt.lib.TVMFFIGetTypeAttrColumn(
+        ctypes.byref(ByteArray(ctypes.cast(nbuf, ctypes.c_void_p), len(name)))
+    )
+    inputs = {
+        "int": 1,
+        "None": None,
+        "small str": "ab",
+        "str": "a longer string value",
+        "Array": rt.call("ffi.Array", 1, "x"),
+        "List": rt.call("ffi.List", 1, "x"),
+        "Map": rt.call("ffi.Map", "k", 1),
+        "Dict": rt.call("ffi.Dict", "k", 1),
+        "Shape": rt.call("ffi.Shape", 2, 3),
+        "Bytes": rt.make_bytes(b"\x00bytes value"),
+        "Function": AnyC(68, 0, rt.global_func("ffi.Array") or 0),
+    }
+    for key in [
+        "ffi.Object",
+        "ffi.String",
+        "ffi.Bytes",
+        "ffi.Error",
+        "ffi.Function",
+        "ffi.Shape",
+        "ffi.Tensor",
+        "ffi.Array",
+        "ffi.Map",
+        "ffi.List",
+        "ffi.Dict",
+        "ffi.IntEnum",
+        "ffi.StrEnum",
+    ]:
         raw = key.encode()
         kbuf = ctypes.create_string_buffer(raw)
         idx = ctypes.c_int32(-1)
-        rt.lib.TVMFFITypeKeyToIndex(ctypes.byref(
-            ByteArray(ctypes.cast(kbuf, ctypes.c_void_p), len(raw))), ctypes.byref(idx))
+        rt.lib.TVMFFITypeKeyToIndex(
+            ctypes.byref(ByteArray(ctypes.cast(kbuf, ctypes.c_void_p), len(raw))), ctypes.byref(idx)
+        )
         c = col.contents
         entry = c.data[idx.value - c.begin_index] if col and idx.value < c.size else None
         if entry is None or entry.type_index < STATIC_OBJECT_BEGIN:
@@ -329,9 +387,17 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         for label, value in inputs.items():
             rec(f"convert {key} <- {label}", rt.call_func(entry.v, value))
     # default objects (__ffi_new__) and their shallow copies
-    for key in ["ffi.VisitInterrupt", "ffi.EnumState", "ffi.Enum", "ffi.IntEnum",
-                "ffi.StrEnum", "ffi.reflection.AccessStep", "ffi.reflection.AccessPath",
-                "ffi.VisitErrorContext", "ffi.StructuralKey"]:
+    for key in [
+        "ffi.VisitInterrupt",
+        "ffi.EnumState",
+        "ffi.Enum",
+        "ffi.IntEnum",
+        "ffi.StrEnum",
+        "ffi.reflection.AccessStep",
+        "ffi.reflection.AccessPath",
+        "ffi.VisitErrorContext",
+        "ffi.StructuralKey",
+    ]:
         new = column_entry(rt, "__ffi_new__", key)
         copy = column_entry(rt, "__ffi_shallow_copy__", key)
         if new is None or copy is None:
@@ -351,7 +417,8 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         info = rt.lib.TVMFFIGetTypeInfo(rt.call_func(init).type_index).contents
         out["methods of ffi.EnumState"] = [
             [m.name.text(), m.flags, m.metadata.text(), m.method.v == init]
-            for m in (info.methods[i] for i in range(info.num_methods))]
+            for m in (info.methods[i] for i in range(info.num_methods))
+        ]
     # the BigInt hooks
     rt.lib.TVMFFIBigIntFromByteArray.argtypes = [ctypes.POINTER(ByteArray), ctypes.POINTER(AnyC)]
 
@@ -359,16 +426,30 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
         data = v.to_bytes(24, "little", signed=True)
         buf = ctypes.create_string_buffer(data, len(data))
         out = AnyC()
-        rt.lib.TVMFFIBigIntFromByteArray(ctypes.byref(ByteArray(
-            ctypes.cast(buf, ctypes.c_void_p), len(data))), ctypes.byref(out))
+        rt.lib.TVMFFIBigIntFromByteArray(
+            ctypes.byref(ByteArray(ctypes.cast(buf, ctypes.c_void_p), len(data))), ctypes.byref(out)
+        )
         return out
 
-    values = {"2^70": 1 << 70, "-2^70": -(1 << 70), "2^127-1": (1 << 127) - 1,
-              "-2^64": -(1 << 64), "2^64": 1 << 64, "-2^127": -(1 << 127)}
+    values = {
+        "2^70": 1 << 70,
+        "-2^70": -(1 << 70),
+        "2^127-1": (1 << 127) - 1,
+        "-2^64": -(1 << 64),
+        "2^64": 1 << 64,
+        "-2^127": -(1 << 127),
+    }
     bigs = {k: bigint(v) for k, v in values.items()}
-    found = {c: column_entry(rt, c, "ffi.BigInt") for c in
-             ["__ffi_eq__", "__ffi_compare__", "__ffi_hash__", "__data_to_json__",
-              "__data_from_json__"]}
+    found = {
+        c: column_entry(rt, c, "ffi.BigInt")
+        for c in [
+            "__ffi_eq__",
+            "__ffi_compare__",
+            "__ffi_hash__",
+            "__data_to_json__",
+            "__data_from_json__",
+        ]
+    }
     hooks = {c: h for c, h in found.items() if h is not None}
     if len(hooks) == len(found):
         for k, b in bigs.items():
@@ -376,16 +457,29 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
             rec(f"BigInt hash {k}", rt.call_func(hooks["__ffi_hash__"], b, None))
             for k2, b2 in bigs.items():
                 rec(f"BigInt eq {k} {k2}", rt.call_func(hooks["__ffi_eq__"], b, b2, None))
-                rec(f"BigInt compare {k} {k2}",
-                    rt.call_func(hooks["__ffi_compare__"], b, b2, None))
-        for text in ["123456789012345678901234567890", "-123456789012345678901234567890",
-                     "5", "-9223372036854775808", "9223372036854775808", "0", "-0", "12a",
-                     " 1", "", "-", "+7", "9" * 60]:
+                rec(f"BigInt compare {k} {k2}", rt.call_func(hooks["__ffi_compare__"], b, b2, None))
+        for text in [
+            "123456789012345678901234567890",
+            "-123456789012345678901234567890",
+            "5",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "0",
+            "-0",
+            "12a",
+            " 1",
+            "",
+            "-",
+            "+7",
+            "9" * 60,
+        ]:
             r = rt.call_func(hooks["__data_from_json__"], text)
             rec(f"BigInt from_json {text!r}", r)
             if isinstance(r, AnyC) and r.type_index in (1, 78):
-                rec(f"BigInt from_json {text!r} back", rt.call_func(hooks["__data_to_json__"], r)
-                    if r.type_index == 78 else r.v)
+                rec(
+                    f"BigInt from_json {text!r} back",
+                    rt.call_func(hooks["__data_to_json__"], r) if r.type_index == 78 else r.v,
+                )
     else:
         out["BigInt hooks"] = "missing"
     # BigInt map keys: hashed and compared through the native hooks
@@ -394,8 +488,9 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     for i, key_obj in enumerate(keys):
         args += [key_obj, i]
     bm = rec("Map with BigInt keys", rt.call("ffi.Map", *args))
-    rec("Map BigInt lookup by an equal object",
-        rt.call("ffi.MapGetItem", bm, bigint((1 << 70) + 3)))
+    rec(
+        "Map BigInt lookup by an equal object", rt.call("ffi.MapGetItem", bm, bigint((1 << 70) + 3))
+    )
     rec("Map BigInt count of an absent key", rt.call("ffi.MapCount", bm, bigint(-(1 << 70))))
     bd = rt.call("ffi.Dict")
     for i, key_obj in enumerate(keys):
@@ -404,25 +499,34 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
     rec("Dict with BigInt keys set twice", bd)
     vi_copy = column_entry(rt, "__ffi_shallow_copy__", "ffi.VisitInterrupt")
     if vi_copy is not None:
-        rec("shallow copy of VisitInterrupt(5)", rt.call_func(vi_copy, rt.call(
-            "ffi.VisitInterrupt", "a heap string value")))
+        rec(
+            "shallow copy of VisitInterrupt(5)",
+            rt.call_func(vi_copy, rt.call("ffi.VisitInterrupt", "a heap string value")),
+        )
     if testing:
         ctypes.CDLL(testing, os.RTLD_LAZY | os.RTLD_GLOBAL)
         rec("testing.add_one", rt.call("testing.add_one", 41))
         rec("testing.echo", rt.call("testing.echo", "hello"))
         rec("testing.nop", rt.call("testing.nop"))
-        rec("testing.test_raise_error", rt.call("testing.test_raise_error", "ValueError",
-                                                "boom"))
+        rec("testing.test_raise_error", rt.call("testing.test_raise_error", "ValueError", "boom"))
         rec("testing.make_array_with_mixed", rt.call("testing.make_array_with_mixed"))
-        rec("testing.schema_id_dict_str_int",
-            rt.call("testing.schema_id_dict_str_int", rt.call("ffi.Dict", "a", 1)))
-        rec("testing.schema_id_list_int",
-            rt.call("testing.schema_id_list_int", rt.call("ffi.List", 1, 2)))
+        rec(
+            "testing.schema_id_dict_str_int",
+            rt.call("testing.schema_id_dict_str_int", rt.call("ffi.Dict", "a", 1)),
+        )
+        rec(
+            "testing.schema_id_list_int",
+            rt.call("testing.schema_id_list_int", rt.call("ffi.List", 1, 2)),
+        )
         rec("testing.enum_variant_get", rt.call("testing.enum_variant_get", "Alpha"))
-        rec("GetGlobalFuncMetadata testing.add_one",
-            rt.call("ffi.GetGlobalFuncMetadata", "testing.add_one"))
-        rec("GetGlobalFuncMetadata testing.schema_id_dict_str_int",
-            rt.call("ffi.GetGlobalFuncMetadata", "testing.schema_id_dict_str_int"))
+        rec(
+            "GetGlobalFuncMetadata testing.add_one",
+            rt.call("ffi.GetGlobalFuncMetadata", "testing.add_one"),
+        )
+        rec(
+            "GetGlobalFuncMetadata testing.schema_id_dict_str_int",
+            rt.call("ffi.GetGlobalFuncMetadata", "testing.schema_id_dict_str_int"),
+        )
     return out
 
 
@@ -431,7 +535,7 @@ def main(argv: list[str]) -> None:
     if "--testing" in argv:
         i = argv.index("--testing")
         testing = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
+        argv = argv[:i] + argv[i + 2 :]
     rt = Runtime(argv[0])
     json.dump(steps(rt, testing), sys.stdout, indent=1)
 

@@ -30,46 +30,65 @@ class ByteArray(ctypes.Structure):
 
 
 class AnyC(ctypes.Structure):
-    _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32),
-                ("v", ctypes.c_int64)]
+    _fields_ = [("type_index", ctypes.c_int32), ("pad", ctypes.c_uint32), ("v", ctypes.c_int64)]
 
 
 class FieldInfo(ctypes.Structure):
-    _fields_ = [("name", ByteArray), ("doc", ByteArray), ("metadata", ByteArray),
-                ("flags", ctypes.c_int64), ("size", ctypes.c_int64),
-                ("alignment", ctypes.c_int64), ("offset", ctypes.c_int64),
-                ("getter", ctypes.c_void_p), ("setter", ctypes.c_void_p),
-                ("default", AnyC), ("field_static_type_index", ctypes.c_int32)]
+    _fields_ = [
+        ("name", ByteArray),
+        ("doc", ByteArray),
+        ("metadata", ByteArray),
+        ("flags", ctypes.c_int64),
+        ("size", ctypes.c_int64),
+        ("alignment", ctypes.c_int64),
+        ("offset", ctypes.c_int64),
+        ("getter", ctypes.c_void_p),
+        ("setter", ctypes.c_void_p),
+        ("default", AnyC),
+        ("field_static_type_index", ctypes.c_int32),
+    ]
 
 
 class MethodInfo(ctypes.Structure):
-    _fields_ = [("name", ByteArray), ("doc", ByteArray), ("metadata", ByteArray),
-                ("flags", ctypes.c_int64), ("method", AnyC)]
+    _fields_ = [
+        ("name", ByteArray),
+        ("doc", ByteArray),
+        ("metadata", ByteArray),
+        ("flags", ctypes.c_int64),
+        ("method", AnyC),
+    ]
 
 
 class TypeInfo(ctypes.Structure):
     pass
 
 
-TypeInfo._fields_ = [("type_index", ctypes.c_int32), ("type_depth", ctypes.c_int32),
-                     ("type_key", ByteArray),
-                     ("type_ancestors", ctypes.POINTER(ctypes.POINTER(TypeInfo))),
-                     ("type_key_hash", ctypes.c_uint64), ("num_fields", ctypes.c_int32),
-                     ("num_methods", ctypes.c_int32),
-                     ("fields", ctypes.POINTER(FieldInfo)),
-                     ("methods", ctypes.POINTER(MethodInfo)), ("metadata", ctypes.c_void_p)]
+TypeInfo._fields_ = [
+    ("type_index", ctypes.c_int32),
+    ("type_depth", ctypes.c_int32),
+    ("type_key", ByteArray),
+    ("type_ancestors", ctypes.POINTER(ctypes.POINTER(TypeInfo))),
+    ("type_key_hash", ctypes.c_uint64),
+    ("num_fields", ctypes.c_int32),
+    ("num_methods", ctypes.c_int32),
+    ("fields", ctypes.POINTER(FieldInfo)),
+    ("methods", ctypes.POINTER(MethodInfo)),
+    ("metadata", ctypes.c_void_p),
+]
 
 
 class AttrColumn(ctypes.Structure):
-    _fields_ = [("data", ctypes.POINTER(AnyC)), ("size", ctypes.c_int32),
-                ("begin_index", ctypes.c_int32)]
+    _fields_ = [
+        ("data", ctypes.POINTER(AnyC)),
+        ("size", ctypes.c_int32),
+        ("begin_index", ctypes.c_int32),
+    ]
 
 
 def declare(lib: ctypes.CDLL) -> None:
     lib.TVMFFIGetTypeInfo.restype = ctypes.POINTER(TypeInfo)
     lib.TVMFFIGetTypeInfo.argtypes = [ctypes.c_int32]
-    lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray),
-                                         ctypes.POINTER(ctypes.c_int32)]
+    lib.TVMFFITypeKeyToIndex.argtypes = [ctypes.POINTER(ByteArray), ctypes.POINTER(ctypes.c_int32)]
     lib.TVMFFIGetTypeAttrColumn.restype = ctypes.POINTER(AttrColumn)
     lib.TVMFFIGetTypeAttrColumn.argtypes = [ctypes.POINTER(ByteArray)]
 
@@ -79,17 +98,20 @@ def type_entry(lib: ctypes.CDLL, index: int) -> tuple[str, dict[str, Any]] | Non
     if not p:
         return None
     t = p.contents
-    parent = (t.type_ancestors[t.type_depth - 1].contents.type_key.text()
-              if t.type_depth > 0 else None)
+    parent = (
+        t.type_ancestors[t.type_depth - 1].contents.type_key.text() if t.type_depth > 0 else None
+    )
     return t.type_key.text(), {
-        "index": t.type_index, "parent": parent,
+        "index": t.type_index,
+        "parent": parent,
         "fields": [t.fields[i].name.text() for i in range(t.num_fields)],
         "methods": [t.methods[i].name.text() for i in range(t.num_methods)],
     }
 
 
-def columns(lib: ctypes.CDLL, names: list[str],
-            key_of: dict[int, str]) -> dict[str, list[str] | None]:
+def columns(
+    lib: ctypes.CDLL, names: list[str], key_of: dict[int, str]
+) -> dict[str, list[str] | None]:
     out: dict[str, list[str] | None] = {}
     for name in names:
         raw = name.encode()
@@ -100,8 +122,11 @@ def columns(lib: ctypes.CDLL, names: list[str],
             out[name] = None
             continue
         c = col.contents
-        out[name] = sorted(key_of.get(c.begin_index + i, f"<{c.begin_index + i}>")
-                           for i in range(c.size) if c.data[i].type_index != 0)
+        out[name] = sorted(
+            key_of.get(c.begin_index + i, f"<{c.begin_index + i}>")
+            for i in range(c.size)
+            if c.data[i].type_index != 0
+        )
     return out
 
 
@@ -134,8 +159,12 @@ def dump_official(extras: list[str], column_names: list[str]) -> dict[str, Any]:
         if entry:
             types[entry[0]] = entry[1]
     key_of = {v["index"]: k for k, v in types.items()}
-    return {"globals": sorted(tvm_ffi.registry.list_global_func_names()), "types": types,
-            "columns": columns(lib, column_names, key_of), "loaded": loaded}
+    return {
+        "globals": sorted(tvm_ffi.registry.list_global_func_names()),
+        "types": types,
+        "columns": columns(lib, column_names, key_of),
+        "loaded": loaded,
+    }
 
 
 def read_string_any(a: AnyC) -> str:
@@ -163,8 +192,12 @@ def dump_ours(path: str, extras: list[str], column_names: list[str]) -> dict[str
         if entry:
             types[entry[0]] = entry[1]
     key_of = {v["index"]: k for k, v in types.items()}
-    return {"globals": sorted(names), "types": types,
-            "columns": columns(lib, column_names, key_of), "loaded": loaded}
+    return {
+        "globals": sorted(names),
+        "types": types,
+        "columns": columns(lib, column_names, key_of),
+        "loaded": loaded,
+    }
 
 
 def call_global(lib: ctypes.CDLL, name: str, args: list[AnyC]) -> AnyC:
@@ -180,8 +213,12 @@ def call_global(lib: ctypes.CDLL, name: str, args: list[AnyC]) -> AnyC:
 def call_function(lib: ctypes.CDLL, f: int, args: list[AnyC]) -> AnyC:
     arr = (AnyC * max(len(args), 1))(*args)
     out = AnyC()
-    lib.TVMFFIFunctionCall.argtypes = [ctypes.c_void_p, ctypes.POINTER(AnyC), ctypes.c_int32,
-                                       ctypes.POINTER(AnyC)]
+    lib.TVMFFIFunctionCall.argtypes = [
+        ctypes.c_void_p,
+        ctypes.POINTER(AnyC),
+        ctypes.c_int32,
+        ctypes.POINTER(AnyC),
+    ]
     if lib.TVMFFIFunctionCall(f, arr, len(args), ctypes.byref(out)) != 0:
         raise SystemExit("call failed")
     return out
@@ -194,8 +231,7 @@ def dump_bare(path: str, extras: list[str], column_names: list[str]) -> dict[str
     loaded = load_extras(extras)
     functor = call_global(lib, "ffi.FunctionListGlobalNamesFunctor", [])
     count = call_function(lib, functor.v, [AnyC(1, 0, -1)]).v
-    names = [read_string_any(call_function(lib, functor.v, [AnyC(1, 0, i)]))
-             for i in range(count)]
+    names = [read_string_any(call_function(lib, functor.v, [AnyC(1, 0, i)])) for i in range(count)]
     keys = call_global(lib, "ffi.GetRegisteredTypeKeys", [])
     data = ctypes.c_void_p.from_address(keys.v + 24).value or 0
     size = ctypes.c_int64.from_address(keys.v + 32).value
@@ -210,8 +246,12 @@ def dump_bare(path: str, extras: list[str], column_names: list[str]) -> dict[str
             if entry:
                 types[entry[0]] = entry[1]
     key_of = {v["index"]: k for k, v in types.items()}
-    return {"globals": sorted(names), "types": types,
-            "columns": columns(lib, column_names, key_of), "loaded": loaded}
+    return {
+        "globals": sorted(names),
+        "types": types,
+        "columns": columns(lib, column_names, key_of),
+        "loaded": loaded,
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -219,7 +259,7 @@ def main(argv: list[str]) -> None:
     if "--columns" in argv:
         i = argv.index("--columns")
         column_names = [c for c in argv[i + 1].split(",") if c]
-        argv = argv[:i] + argv[i + 2:]
+        argv = argv[:i] + argv[i + 2 :]
     if argv[0] == "official":
         result = dump_official(argv[1:], column_names)
     elif argv[0] == "bare":

@@ -43,8 +43,10 @@ def applied():
 def need(*features):
     missing = [f for f in features if f not in applied()]
     if missing:
-        pytest.skip(f"the kernel here does not offer {', '.join(missing)} "
-                    f"({'; '.join(call_json(hostile(), 'hello')[0]['sandbox']['notes'])})")
+        pytest.skip(
+            f"the kernel here does not offer {', '.join(missing)} "
+            f"({'; '.join(call_json(hostile(), 'hello')[0]['sandbox']['notes'])})"
+        )
 
 
 EPERM, EACCES, ESRCH = 1, 13, 3

@@ -12,10 +12,10 @@ from tvmffi_cli.abi import structs as abi
 
 
 def _layout(build_lib, headers):
-    exe = build_lib("c/abi_layout.c", headers=headers, shared=False, link_runtime=False,
-                    name="abi_layout")
-    return json.loads(subprocess.run([str(exe)], check=True, capture_output=True,
-                                     text=True).stdout)
+    exe = build_lib(
+        "c/abi_layout.c", headers=headers, shared=False, link_runtime=False, name="abi_layout"
+    )
+    return json.loads(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
 
 
 def _check(layout):
@@ -57,8 +57,15 @@ def test_any_union_views_share_storage():
     assert a.zero_padding == 5
 
 
-@pytest.mark.parametrize("name", ["TVMFFIFunctionCall", "TVMFFIErrorMoveFromRaised",
-                                  "TVMFFIEnvTensorAlloc", "TVMFFIGetTypeInfo"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TVMFFIFunctionCall",
+        "TVMFFIErrorMoveFromRaised",
+        "TVMFFIEnvTensorAlloc",
+        "TVMFFIGetTypeInfo",
+    ],
+)
 def test_c_api_table_names(name):
     from tvmffi_cli.ffi.runtime import C_API
 

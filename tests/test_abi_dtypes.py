@@ -12,14 +12,47 @@ import pytest
 from tvmffi_cli.abi import dtypes
 from tvmffi_cli.errors import InputError
 
-TEXTS = ["float32", "int8x4", "float16x2", "bool", "boolx2", "handle", "uint1", "bfloat16",
-         "float8_e4m3fn", "float8_e4m3fnx2", "float4_e2m1fnx2", "int32xvscalex4", "int",
-         "uint", "float", "handle64", "bool8", "float32x1", "uint64x3"]
-TRIPLES = [(0, 32, 1), (0, 8, 4), (2, 16, 2), (6, 8, 1), (6, 8, 4), (6, 16, 1), (3, 64, 1),
-           (3, 32, 1), (3, 64, 2), (1, 1, 1), (4, 16, 1), (10, 8, 2), (17, 4, 2), (7, 8, 1),
-           (2, 32, 0x10000 - 4), (1, 64, 3)]
+TEXTS = [
+    "float32",
+    "int8x4",
+    "float16x2",
+    "bool",
+    "boolx2",
+    "handle",
+    "uint1",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnx2",
+    "float4_e2m1fnx2",
+    "int32xvscalex4",
+    "int",
+    "uint",
+    "float",
+    "handle64",
+    "bool8",
+    "float32x1",
+    "uint64x3",
+]
+TRIPLES = [
+    (0, 32, 1),
+    (0, 8, 4),
+    (2, 16, 2),
+    (6, 8, 1),
+    (6, 8, 4),
+    (6, 16, 1),
+    (3, 64, 1),
+    (3, 32, 1),
+    (3, 64, 2),
+    (1, 1, 1),
+    (4, 16, 1),
+    (10, 8, 2),
+    (17, 4, 2),
+    (7, 8, 1),
+    (2, 32, 0x10000 - 4),
+    (1, 64, 3),
+]
 
-OFFICIAL = r'''
+OFFICIAL = r"""
 import json, sys, tvm_ffi
 texts, triples = json.loads(sys.argv[1])
 parsed = []
@@ -38,7 +71,7 @@ for s in ["custom200_32"]:
     except Exception as e:
         errors.append(str(e))
 print(json.dumps({"parsed": parsed, "printed": printed, "errors": errors}))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +80,12 @@ def official():
     # official runtime into this process, next to ours.
     if importlib.util.find_spec("tvm_ffi") is None:
         pytest.skip("apache-tvm-ffi (reference) not installed")
-    r = subprocess.run([sys.executable, "-c", OFFICIAL, json.dumps([TEXTS, TRIPLES])],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", OFFICIAL, json.dumps([TEXTS, TRIPLES])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -82,8 +119,9 @@ def test_round_trip(text):
     assert dtypes.parse_dtype(dtypes.format_dtype(*t)) == t
 
 
-@pytest.mark.parametrize("text", ["handlex2", "handle32", "int32x32768", "int32xvscalex1",
-                                  "voidx2", "int0"])
+@pytest.mark.parametrize(
+    "text", ["handlex2", "handle32", "int32x32768", "int32xvscalex1", "voidx2", "int0"]
+)
 def test_texts_that_cannot_round_trip_are_refused(text):
     with pytest.raises(InputError, match="dtype"):
         dtypes.parse_dtype(text)

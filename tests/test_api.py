@@ -34,8 +34,9 @@ def validate(doc: dict, name: str) -> None:
 
 
 def cli_json(*args: str) -> tuple[int, dict]:
-    p = subprocess.run([*TVMFFI, *args, "--json"], capture_output=True, text=True, timeout=300,
-                       check=False)
+    p = subprocess.run(
+        [*TVMFFI, *args, "--json"], capture_output=True, text=True, timeout=300, check=False
+    )
     return p.returncode, json.loads(p.stdout)
 
 
@@ -48,19 +49,37 @@ def add_one(tmp_path_factory) -> str:
     for what in ("--cflags", "--ldflags", "--libs"):
         p = subprocess.run([*TVMFFI, "config", what], capture_output=True, text=True, check=True)
         flags += p.stdout.split()
-    subprocess.run(["gcc", "-std=c11", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
-                    str(ROOT / "examples" / "add_one.c"), "-o", str(out), *flags], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-std=c11",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            str(ROOT / "examples" / "add_one.c"),
+            "-o",
+            str(out),
+            *flags,
+        ],
+        check=True,
+    )
     return str(out)
 
 
 # ---------------------------------------------------------------------------
 # the package surface
 
+
 def test_import_is_cheap_and_lazy():
-    code = ("import sys, tvmffi_cli; "
-            "print(sorted(m for m in ('numpy', 'click', 'rich', 'tvmffi_cli.api') "
-            "if m in sys.modules)); "
-            "f = tvmffi_cli.inspect_library; print(f.__module__, 'tvmffi_cli.api' in sys.modules)")
+    code = (
+        "import sys, tvmffi_cli; "
+        "print(sorted(m for m in ('numpy', 'click', 'rich', 'tvmffi_cli.api') "
+        "if m in sys.modules)); "
+        "f = tvmffi_cli.inspect_library; print(f.__module__, 'tvmffi_cli.api' in sys.modules)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.split("\n")[:2] == ["[]", "tvmffi_cli.api True"]
 
@@ -81,6 +100,7 @@ def test_exports():
 
 # ---------------------------------------------------------------------------
 # inspect_library
+
 
 def test_inspect_library_matches_the_cli(add_one):
     rep = tvmffi_cli.inspect_library(add_one)
@@ -120,10 +140,16 @@ def test_inspect_library_bad_input(tmp_path):
 # ---------------------------------------------------------------------------
 # call_function
 
+
 def test_call_value_matches_the_cli(add_one):
     res = tvmffi_cli.call_function(add_one, "mul3", 2, 3, 7)
-    assert (res.ok, res.value, res.type, res.resolved, res.args) == (True, 42, "int", "export",
-                                                                    (2, 3, 7))
+    assert (res.ok, res.value, res.type, res.resolved, res.args) == (
+        True,
+        42,
+        "int",
+        "export",
+        (2, 3, 7),
+    )
     assert res.error is None and res.call_ns > 0
     doc = res.to_json()
     validate(doc, "call")
@@ -176,10 +202,18 @@ def test_call_values_of_every_kind_reach_the_child(build_lib, tmp_path):
     """)
     (tmp_path / "echo.c").write_text(src)
     path = str(build_lib(str(tmp_path / "echo.c"), name="api_echo"))
-    cases = [(None, None, "None"), (True, True, "bool"), (-5, -5, "int"), (2.5, 2.5, "float"),
-             ("héllo", "héllo", "str"), (b"\x00\x01", "AAE=", "bytes"),
-             ([1, "a", [2.0]], [1, "a", [2.0]], "Array"), ({"k": 1}, {"k": 1}, "Map"),
-             ((1, 2), [1, 2], "Array"), (np.int32(7), 7, "int")]
+    cases = [
+        (None, None, "None"),
+        (True, True, "bool"),
+        (-5, -5, "int"),
+        (2.5, 2.5, "float"),
+        ("héllo", "héllo", "str"),
+        (b"\x00\x01", "AAE=", "bytes"),
+        ([1, "a", [2.0]], [1, "a", [2.0]], "Array"),
+        ({"k": 1}, {"k": 1}, "Map"),
+        ((1, 2), [1, 2], "Array"),
+        (np.int32(7), 7, "int"),
+    ]
     for value, expect, typ in cases:
         res = tvmffi_cli.call_function(path, "echo", value)
         assert (res.ok, res.type, res.value) == (True, typ, expect), value
@@ -193,7 +227,11 @@ def test_call_crash_and_hang_are_results(build_lib):
     lib = str(build_lib("c/crashy.c", headers="ours"))
     res = tvmffi_cli.call_function(lib, "segv")
     assert (res.ok, res.value, res.error.kind, dict(res.error.extra)) == (
-        False, None, "Crash", {"signal": "SIGSEGV"})
+        False,
+        None,
+        "Crash",
+        {"signal": "SIGSEGV"},
+    )
     assert res.error.message == "segv crashed the worker process (SIGSEGV)"
     rc, cli = cli_json("call", lib, "segv")
     assert (rc, res.to_json()) == (1, cli)
@@ -215,6 +253,7 @@ def test_call_bad_input_raises(add_one):
 
 # ---------------------------------------------------------------------------
 # conform_library
+
 
 def test_conform_matches_the_cli(add_one):
     rep = tvmffi_cli.conform_library(add_one, jobs=1, select=["no-crash", "export-names"])
@@ -248,12 +287,17 @@ def test_conform_options(add_one, tmp_path):
 # ---------------------------------------------------------------------------
 # results are frozen
 
+
 def test_results_are_frozen(add_one):
     rep = tvmffi_cli.inspect_library(add_one, static=True)
     res = tvmffi_cli.call_function(add_one, "mul3", 1, 2, 3)
     bad = tvmffi_cli.call_function(add_one, "mul3", "x", 2, 3)
-    for obj, attr in [(rep, "mode"), (rep.functions[0], "name"), (res, "value"),
-                      (bad.error, "kind")]:
+    for obj, attr in [
+        (rep, "mode"),
+        (rep.functions[0], "name"),
+        (res, "value"),
+        (bad.error, "kind"),
+    ]:
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, attr, 1)
     with pytest.raises(TypeError):
@@ -265,6 +309,7 @@ def test_results_are_frozen(add_one):
 
 # ---------------------------------------------------------------------------
 # the examples of docs/python-api.md run as written
+
 
 def doc_examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
@@ -280,20 +325,33 @@ def test_docs_have_an_example_per_function():
 def test_docs_example_runs(i, add_one, tmp_path):
     code = doc_examples()[i]
     env = dict(os.environ, TVMFFI_EXAMPLE_LIB=add_one)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path, env=env, check=False)
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
     assert p.returncode == 0, p.stderr
     # Each example states its output in "# ->" comments; they must be what it prints.
     expected = [m.strip() for m in re.findall(r"# -> (.*)", code)]
-    assert p.stdout.split("\n")[:len(expected)] == expected
+    assert p.stdout.split("\n")[: len(expected)] == expected
 
 
 # ---------------------------------------------------------------------------
 # load() and the official tvm_ffi package, in subprocesses
 
+
 def run_py(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_import_tvm_ffi_after_load_raises_clearly(add_one, official_runtime):
@@ -315,8 +373,14 @@ def test_import_tvm_ffi_after_load_raises_clearly(add_one, official_runtime):
     assert (p.returncode, p.stderr) == (0, "")
     line = "tvmffi_cli.load() put tvmffi's libtvm_ffi.so in this process False"
     assert p.stdout.splitlines() == [
-        "42", "RuntimeConflict True tvm_ffi", line, "RuntimeConflict True tvm_ffi", line,
-        "True", "6"]
+        "42",
+        "RuntimeConflict True tvm_ffi",
+        line,
+        "RuntimeConflict True tvm_ffi",
+        line,
+        "True",
+        "6",
+    ]
 
 
 def test_the_api_runs_without_click_or_rich(add_one):
@@ -362,9 +426,14 @@ def test_load_after_import_tvm_ffi_uses_the_official_runtime(add_one, official_r
             print("conflict", "official tvm_ffi package is imported" in str(e))
     """)
     assert (p.returncode, p.stderr) == (0, "")
-    assert p.stdout.splitlines() == ["False True", "42", "[1.0, 1.0, 1.0]",
-                                     "FFITypeError mul3 expects integers", "still works",
-                                     "conflict True"]
+    assert p.stdout.splitlines() == [
+        "False True",
+        "42",
+        "[1.0, 1.0, 1.0]",
+        "FFITypeError mul3 expects integers",
+        "still works",
+        "conflict True",
+    ]
 
 
 def test_sandboxed_api_and_tvm_ffi_share_a_process(add_one, official_runtime):
@@ -385,7 +454,9 @@ def test_api_modules_are_mypy_strict_clean():
         import mypy.api
     except ImportError:
         pytest.skip("mypy is not installed (pip install mypy)")
-    files = [str(ROOT / "src" / "tvmffi_cli" / f) for f in
-             ("api.py", "__init__.py", "call/engine.py", "inspect")]
+    files = [
+        str(ROOT / "src" / "tvmffi_cli" / f)
+        for f in ("api.py", "__init__.py", "call/engine.py", "inspect")
+    ]
     out, err, rc = mypy.api.run(["--strict", "--no-incremental", *files])
     assert rc == 0, out + err

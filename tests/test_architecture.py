@@ -31,8 +31,18 @@ ALLOWED: dict[str, set[str]] = {
     "stubs": {"text", "inspect", "binary", "abi", "errors"},
     "diff": {"text", "inspect", "binary", "abi", "errors"},
     "extract": {"text", "inspect", "binary", "abi", "errors"},
-    "render": {"text", "inspect", "call", "conform", "stubs", "diff", "extract", "binary", "abi",
-               "errors"},
+    "render": {
+        "text",
+        "inspect",
+        "call",
+        "conform",
+        "stubs",
+        "diff",
+        "extract",
+        "binary",
+        "abi",
+        "errors",
+    },
     # The public Python API (api.py): engines, never cli/ or render/.
     "api": {"text", "inspect", "call", "conform", "ffi", "sandbox", "binary", "abi", "errors"},
     "cli": {"*"},
@@ -52,8 +62,7 @@ ONLY: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 #: Modules allowed past MAX_LINES, each with the reason. Keep this empty.
-TOO_LONG_OK: dict[str, str] = {
-}
+TOO_LONG_OK: dict[str, str] = {}
 
 
 def module_name(path: Path) -> str:
@@ -114,7 +123,7 @@ def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(g[n]):
             if color[m] == GREY:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if color[m] == WHITE:
                 c = visit(m)
                 if c:
@@ -187,8 +196,12 @@ def test_rooms_import_only_what_the_layout_allows():
 
 
 def test_room_checker_reports_a_planted_violation():
-    g = {f"{PKG}.abi.structs": {f"{PKG}.ffi.runtime"}, f"{PKG}.ffi.runtime": set(),
-         f"{PKG}.conform.x": {f"{PKG}.call.task"}, f"{PKG}.call.task": set()}
+    g = {
+        f"{PKG}.abi.structs": {f"{PKG}.ffi.runtime"},
+        f"{PKG}.ffi.runtime": set(),
+        f"{PKG}.conform.x": {f"{PKG}.call.task"},
+        f"{PKG}.call.task": set(),
+    }
     bad = violations(g)
     assert any("abi.structs imports" in b for b in bad)
     assert any("conform.x imports" in b for b in bad)
@@ -223,9 +236,11 @@ SYMBOL_STARTS = ("__tvm_ffi", "__TVMFFI")
 def _name_tables() -> dict[str, set[str]]:
     from tvmffi_cli.abi import devices, dtypes
 
-    return {"dtype": set(dtypes.DTYPE_CODES) - {"int", "uint", "float", "bool"},
-            "device": set(devices.DEVICE_TYPE_NAMES.values()) - {"cpu", "cuda", "metal", "rocm",
-                                                                  "vulkan", "opencl", "webgpu"}}
+    return {
+        "dtype": set(dtypes.DTYPE_CODES) - {"int", "uint", "float", "bool"},
+        "device": set(devices.DEVICE_TYPE_NAMES.values())
+        - {"cpu", "cuda", "metal", "rocm", "vulkan", "opencl", "webgpu"},
+    }
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -255,12 +270,17 @@ def abi_fact_violations(sources: dict[str, str]) -> list[str]:
                     bad.append(f"{rel}:{n.lineno}: symbol name {n.value!r} (use abi.symbols)")
             if isinstance(n, (ast.Dict, ast.Set, ast.List, ast.Tuple)):
                 elts = n.keys + n.values if isinstance(n, ast.Dict) else n.elts
-                strs = {e.value for e in elts if isinstance(e, ast.Constant)
-                        and isinstance(e.value, str)}
+                strs = {
+                    e.value
+                    for e in elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
                 for kind, names in tables.items():
                     if len(strs & names) >= 2:
-                        bad.append(f"{rel}:{n.lineno}: a {kind} name table "
-                                   f"({', '.join(sorted(strs & names))}); use abi.{kind}s")
+                        bad.append(
+                            f"{rel}:{n.lineno}: a {kind} name table "
+                            f"({', '.join(sorted(strs & names))}); use abi.{kind}s"
+                        )
     return bad
 
 
@@ -271,13 +291,15 @@ def test_abi_facts_are_defined_only_in_abi():
 
 
 def test_abi_fact_checker_reports_planted_copies():
-    bad = abi_fact_violations({
-        "x/a.py": 'PREFIX = "__tvm_ffi_"\n',
-        "x/b.py": 'NAMES = {"cuda_host": 3, "ext_dev": 12}\n',
-        "x/c.py": 'CODES = ("bfloat", "float8_e4m3fn")\n',
-        "x/ok.py": '"""mentions __tvm_ffi_ in a docstring"""\nMSG = "no __tvm_ffi_x here"\n',
-        "abi/symbols.py": 'PREFIX = "__tvm_ffi_"\n',
-    })
+    bad = abi_fact_violations(
+        {
+            "x/a.py": 'PREFIX = "__tvm_ffi_"\n',
+            "x/b.py": 'NAMES = {"cuda_host": 3, "ext_dev": 12}\n',
+            "x/c.py": 'CODES = ("bfloat", "float8_e4m3fn")\n',
+            "x/ok.py": '"""mentions __tvm_ffi_ in a docstring"""\nMSG = "no __tvm_ffi_x here"\n',
+            "abi/symbols.py": 'PREFIX = "__tvm_ffi_"\n',
+        }
+    )
     assert [b.split(":")[0] for b in bad] == ["x/a.py", "x/b.py", "x/c.py"], bad
 
 
@@ -288,7 +310,18 @@ def test_abi_and_ffi_pass_mypy_strict():
     import sys
 
     root = SRC.parents[1]
-    r = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary",
-                        "src/tvmffi_cli/abi", "src/tvmffi_cli/ffi"], cwd=root,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-error-summary",
+            "src/tvmffi_cli/abi",
+            "src/tvmffi_cli/ffi",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -42,17 +42,37 @@ def test_bench_calibrates_rounds(ours):
 
 
 def test_bench_tensor_kernel_and_globals(ours):
-    doc = bench_json(kernels(), "add_one", "--tensor", "float32[64]:zeros", "--repeat", "50",
-                     "--rounds", "2", rt=ours)
+    doc = bench_json(
+        kernels(),
+        "add_one",
+        "--tensor",
+        "float32[64]:zeros",
+        "--repeat",
+        "50",
+        "--rounds",
+        "2",
+        rt=ours,
+    )
     assert doc["calls"] == 100
-    doc = bench_json(kernels(), "callfix.mul", "3", "4", "--repeat", "10", "--rounds", "1",
-                     rt=ours)
+    doc = bench_json(kernels(), "callfix.mul", "3", "4", "--repeat", "10", "--rounds", "1", rt=ours)
     assert doc["resolved"] == "global"
 
 
 def test_bench_text(ours):
-    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--repeat", "100", "--rounds", "3",
-               "--runtime", ours, env={"COLUMNS": "200"})  # the line folds to the width
+    r = tvmffi(
+        "bench",
+        kernels(),
+        "add_int",
+        "1",
+        "2",
+        "--repeat",
+        "100",
+        "--rounds",
+        "3",
+        "--runtime",
+        ours,
+        env={"COLUMNS": "200"},
+    )  # the line folds to the width
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("add_int: ")
     assert "per call (median; min " in r.stdout
@@ -84,24 +104,50 @@ def test_bench_without_the_c_timing_loop_loops_through_ctypes(how):
     if runtime_problem(str(off)) is not None:
         pytest.skip("the official runtime cannot host our fixture here")
     sel = str(off) if how == "path" else "official"
-    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--runtime", sel, "--rounds", "2",
-               "--repeat", "1000", "--json")
+    r = tvmffi(
+        "bench",
+        kernels(),
+        "add_int",
+        "1",
+        "2",
+        "--runtime",
+        sel,
+        "--rounds",
+        "2",
+        "--repeat",
+        "1000",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["timer"] == "ctypes" and doc["calls"] == 2000
     assert doc["runtime"]["kind"] == "official" and doc["runtime"]["instrumented"] is False
     assert doc["runtime"]["path"] == str(Path(off).resolve())
-    r = tvmffi("bench", kernels(), "add_int", "1", "2", "--runtime", sel, "--rounds", "2",
-               "--repeat", "1000")
+    r = tvmffi(
+        "bench",
+        kernels(),
+        "add_int",
+        "1",
+        "2",
+        "--runtime",
+        sel,
+        "--rounds",
+        "2",
+        "--repeat",
+        "1000",
+    )
     assert r.returncode == 0 and "looped through ctypes" in r.stdout
     assert r.stderr.startswith("runtime: official (requested with --runtime")
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["--repeat", "0"], "--repeat 0: must be between 1 and"),
-    (["--rounds", "x"], "--rounds x: not an integer"),
-    (["--rounds", "1000001"], "must be between 1 and 100000"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["--repeat", "0"], "--repeat 0: must be between 1 and"),
+        (["--rounds", "x"], "--rounds x: not an integer"),
+        (["--rounds", "1000001"], "must be between 1 and 100000"),
+    ],
+)
 def test_bench_usage_errors(args, msg):
     r = tvmffi("bench", kernels(), "add_int", "1", "2", *args)
     assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr

@@ -13,8 +13,9 @@ from tvmffi_cli.inspect.engine import static_report
 
 
 def nm_defined(path):
-    out = subprocess.run(["nm", "-D", "--defined-only", str(path)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     rows = {}
     for line in out.splitlines():
         parts = line.split()
@@ -24,8 +25,9 @@ def nm_defined(path):
 
 
 def nm_undefined(path):
-    out = subprocess.run(["nm", "-D", "--undefined-only", str(path)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["nm", "-D", "--undefined-only", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     return sorted({line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()})
 
 
@@ -64,8 +66,9 @@ def test_find_symbols_equals_filtering_everything(libs):
         b = open_binary(path)
         for prefixes in (("__tvm_ffi",), ("TVMFFI", "__TVMFFI"), ("_ZN3tvm",), ("nothing_",)):
             fast = sorted((s.name, s.value, s.size) for s in b.find_symbols(prefixes))
-            slow = sorted((s.name, s.value, s.size) for s in b.symbols
-                          if s.name.startswith(prefixes))
+            slow = sorted(
+                (s.name, s.value, s.size) for s in b.symbols if s.name.startswith(prefixes)
+            )
             assert fast == slow
 
 
@@ -87,8 +90,10 @@ def test_read_symbol_bytes_is_bounded(funcs_lib):
 
 def test_32bit_and_object_files(tmp_path):
     src = tmp_path / "a.c"
-    src.write_text("int __tvm_ffi_x(void*a,const void*b,int c,void*d){return 0;}\n"
-                   "const char __tvm_ffi__library_bin[16] = {1};\n")
+    src.write_text(
+        "int __tvm_ffi_x(void*a,const void*b,int c,void*d){return 0;}\n"
+        "const char __tvm_ffi__library_bin[16] = {1};\n"
+    )
     obj = tmp_path / "a.o"
     subprocess.run(["gcc", "-c", "-o", obj, src], check=True)
     b = open_binary(obj)
@@ -100,8 +105,9 @@ def test_32bit_and_object_files(tmp_path):
     o32, so32 = tmp_path / "a32.o", tmp_path / "a32.so"
     r = subprocess.run(["gcc", "-m32", "-fPIC", "-c", "-o", o32, src], capture_output=True)
     if r.returncode == 0:
-        r = subprocess.run(["ld", "-m", "elf_i386", "-shared", "-o", so32, o32],
-                           capture_output=True)
+        r = subprocess.run(
+            ["ld", "-m", "elf_i386", "-shared", "-o", so32, o32], capture_output=True
+        )
     if r.returncode != 0:
         pytest.skip("gcc -m32 / ld -m elf_i386 unavailable: 32-bit ELF not checked")
     b = open_binary(so32)
@@ -129,8 +135,11 @@ def small_elf(funcs_lib):
     return funcs_lib.read_bytes()
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_mutated_elf_never_crashes(small_elf, data):
     b = bytearray(small_elf)
@@ -150,8 +159,18 @@ def test_mutated_elf_never_crashes(small_elf, data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from([b"\x7fELF\x02\x01\x01", b"\x7fELF\x01\x02\x01", b"MZ",
-                        b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xfe\xed\xfa\xce"]),
-       st.binary(max_size=600))
+@given(
+    st.sampled_from(
+        [
+            b"\x7fELF\x02\x01\x01",
+            b"\x7fELF\x01\x02\x01",
+            b"MZ",
+            b"\xcf\xfa\xed\xfe",
+            b"\xca\xfe\xba\xbe",
+            b"\xfe\xed\xfa\xce",
+        ]
+    ),
+    st.binary(max_size=600),
+)
 def test_random_bodies_never_crash(magic, body):
     _exercise(magic + body)

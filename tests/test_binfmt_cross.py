@@ -50,18 +50,37 @@ def pe_dll(cross_dir):
     if not out.exists():
         # The DLL imports from tvm_ffi.dll, so link against a stub import library.
         (cross_dir / "tvm_ffi.def").write_text(
-            "LIBRARY tvm_ffi.dll\nEXPORTS\nTVMFFIErrorSetRaisedFromCStr\n")
-        subprocess.run(["x86_64-w64-mingw32-dlltool", "-d", cross_dir / "tvm_ffi.def", "-l",
-                        cross_dir / "libtvm_ffi.dll.a"], check=True)
-        subprocess.run(["x86_64-w64-mingw32-gcc", "-shared", "-O1", "-o", out, SRC,
-                        cross_dir / "libtvm_ffi.dll.a"], check=True, capture_output=True)
+            "LIBRARY tvm_ffi.dll\nEXPORTS\nTVMFFIErrorSetRaisedFromCStr\n"
+        )
+        subprocess.run(
+            [
+                "x86_64-w64-mingw32-dlltool",
+                "-d",
+                cross_dir / "tvm_ffi.def",
+                "-l",
+                cross_dir / "libtvm_ffi.dll.a",
+            ],
+            check=True,
+        )
+        subprocess.run(
+            [
+                "x86_64-w64-mingw32-gcc",
+                "-shared",
+                "-O1",
+                "-o",
+                out,
+                SRC,
+                cross_dir / "libtvm_ffi.dll.a",
+            ],
+            check=True,
+            capture_output=True,
+        )
     return out
 
 
 def _clang_macho(cross_dir, arch, shared=True):
     _need("clang")
-    if shared and shutil.which("ld64.lld") is None and not list(
-            Path("/usr/bin").glob("ld64.lld*")):
+    if shared and shutil.which("ld64.lld") is None and not list(Path("/usr/bin").glob("ld64.lld*")):
         pytest.skip("ld64.lld not installed (package lld)")
     out = cross_dir / f"portable-{arch}-{_key(arch, str(shared))}.{'dylib' if shared else 'o'}"
     if not out.exists():
@@ -93,21 +112,25 @@ def make_fat(slices, out):
     blobs, off = [], 4096
     for arch, path in slices:
         data = Path(path).read_bytes()
-        header += struct.pack(">iiIII", cputypes[arch], 3 if arch == "x86_64" else 0, off,
-                              len(data), 12)
+        header += struct.pack(
+            ">iiIII", cputypes[arch], 3 if arch == "x86_64" else 0, off, len(data), 12
+        )
         blobs.append((off, data))
         off = (off + len(data) + 4095) & ~4095
     buf = bytearray(off)
-    buf[:len(header)] = header
+    buf[: len(header)] = header
     for o, data in blobs:
-        buf[o:o + len(data)] = data
+        buf[o : o + len(data)] = data
     Path(out).write_bytes(bytes(buf))
     return out
 
 
 def tvmffi_json(path, *flags):
-    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--json", *flags,
-                        str(path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "inspect", "--json", *flags, str(path)],
+        capture_output=True,
+        text=True,
+    )
     rep = json.loads(r.stdout)
     jsonschema.validate(rep, SCHEMA)
     return rep, r
@@ -168,8 +191,11 @@ def test_macho_fat_picks_host_slice_and_lists_both(macho_x86, macho_arm, cross_d
     rep, r = tvmffi_json(fat, "--static")
     assert r.returncode == 0, r.stderr
     assert [s["arch"] for s in rep["fat_slices"]] == ["arm64", "x86_64"]
-    assert rep["arch"] == "x86_64" if sys.platform.startswith("linux") and \
-        __import__("platform").machine() == "x86_64" else rep["arch"] in ("x86_64", "arm64")
+    assert (
+        rep["arch"] == "x86_64"
+        if sys.platform.startswith("linux") and __import__("platform").machine() == "x86_64"
+        else rep["arch"] in ("x86_64", "arm64")
+    )
     _common(rep)
     from tvmffi_cli.binary.macho import MachOBinary
 
@@ -182,7 +208,8 @@ def test_macho_object_file(cross_dir):
     b = open_binary(obj)
     assert (b.format, b.kind, b.arch) == ("macho", "object", "arm64")
     assert {"__tvm_ffi_add", "__tvm_ffi_neg", "__tvm_ffi__library_bin"} <= {
-        s.name for s in b.symbols}
+        s.name for s in b.symbols
+    }
     assert "TVMFFIErrorSetRaisedFromCStr" in b.imports
     rep = static_report(b)
     assert [m["kind"] for m in rep["modules"]] == MODULE_KINDS
@@ -211,15 +238,21 @@ def _mutations(draw_data, base):
     return bytes(b[:cut]) if draw_data.draw(st.booleans()) else bytes(b)
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_mutated_pe_never_crashes(pe_dll, data):
     _exercise(_mutations(data, pe_dll.read_bytes()))
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_mutated_macho_never_crashes(macho_x86, macho_arm, cross_dir, data):
     fat = cross_dir / "fat-prop.dylib"

@@ -85,13 +85,21 @@ def call_json(*args, rt, expect_rc=0, cwd=None):
 
 # -- the design card ---------------------------------------------------------------
 
+
 def test_design_card_example_verbatim(tmp_path, x_npy, any_rt):
     """`tvmffi call lib.so add_one --tensor x.npy`, run from the file's directory."""
     lib = tmp_path / "lib.so"
     lib.write_bytes(kernels().read_bytes())
     before = x_npy.read_bytes()
-    r = tvmffi("call", "lib.so", "add_one", "--tensor", "x.npy", cwd=tmp_path,
-               env={"TVMFFI_RUNTIME": any_rt})
+    r = tvmffi(
+        "call",
+        "lib.so",
+        "add_one",
+        "--tensor",
+        "x.npy",
+        cwd=tmp_path,
+        env={"TVMFFI_RUNTIME": any_rt},
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "None"
     assert "arg0 after the call: <DLTensor* float32[2, 3] on cpu:0>" in r.stdout
@@ -106,12 +114,18 @@ def test_add_one_in_place_json_and_out(tmp_path, x_npy, rt):
     assert doc["resolved"] == "export" and doc["type"] == "None" and doc["result"] is None
     (a0,) = doc["args"]
     assert a0["type"] == "DLTensor*"
-    assert a0["value"] == {"type": "DLTensor*", "dtype": "float32", "shape": [2, 3],
-                           "strides": None, "device": "cpu:0",
-                           "data": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}
+    assert a0["value"] == {
+        "type": "DLTensor*",
+        "dtype": "float32",
+        "shape": [2, 3],
+        "strides": None,
+        "device": "cpu:0",
+        "data": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+    }
     assert doc["files"] == [{"what": "arg0", "path": str(out / "arg0.npy")}]
-    np.testing.assert_array_equal(np.load(out / "arg0.npy"),
-                                  np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(
+        np.load(out / "arg0.npy"), np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    )
     assert x_npy.read_bytes() == before
     assert sorted(os.listdir(out)) == ["arg0.npy"]  # no temporary files left behind
 
@@ -120,13 +134,25 @@ def test_out_refuses_to_overwrite_without_force(tmp_path, x_npy, any_rt):
     out = tmp_path / "out"
     out.mkdir()
     (out / "arg0.npy").write_bytes(b"keep me")
-    r = tvmffi("call", kernels(), "add_one", "--tensor", x_npy, "--out", out,
-               "--runtime", any_rt)
+    r = tvmffi("call", kernels(), "add_one", "--tensor", x_npy, "--out", out, "--runtime", any_rt)
     assert r.returncode == 2
-    assert r.stderr.strip() == f"tvmffi: error: {out / 'arg0.npy'} exists; pass --force to overwrite"
+    assert (
+        r.stderr.strip() == f"tvmffi: error: {out / 'arg0.npy'} exists; pass --force to overwrite"
+    )
     assert (out / "arg0.npy").read_bytes() == b"keep me"
-    r = tvmffi("call", kernels(), "add_one", "--tensor", x_npy, "--out", out, "--force",
-               "--runtime", any_rt, env={"COLUMNS": "200"})  # text follows the width
+    r = tvmffi(
+        "call",
+        kernels(),
+        "add_one",
+        "--tensor",
+        x_npy,
+        "--out",
+        out,
+        "--force",
+        "--runtime",
+        any_rt,
+        env={"COLUMNS": "200"},
+    )  # text follows the width
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(out / "arg0.npy")[0], [1, 2, 3])
     assert f"wrote {out / 'arg0.npy'}" in r.stdout
@@ -143,20 +169,26 @@ def test_tensor_result_written_as_result_npy(tmp_path, x_npy, rt):
     out = tmp_path / "o"
     doc = call_json(kernels(), "scale2", "--tensor", x_npy, "--out", out, rt=rt)
     assert doc["type"] == "Tensor"
-    assert doc["result"] == {"type": "ffi.Tensor", "dtype": "float32", "shape": [2, 3],
-                             "strides": None, "device": "cpu:0",
-                             "data": [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]}
+    assert doc["result"] == {
+        "type": "ffi.Tensor",
+        "dtype": "float32",
+        "shape": [2, 3],
+        "strides": None,
+        "device": "cpu:0",
+        "data": [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]],
+    }
     assert [f["what"] for f in doc["files"]] == ["arg0", "result"]
-    np.testing.assert_array_equal(np.load(out / "result.npy"),
-                                  2 * np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(
+        np.load(out / "result.npy"), 2 * np.arange(6, dtype=np.float32).reshape(2, 3)
+    )
     np.testing.assert_array_equal(np.load(out / "arg0.npy"), np.load(x_npy))
 
 
 def test_npz_and_literal_tensors(tmp_path, via_worker):
-    np.savez(tmp_path / "in.npz", x=np.array([1.5, 2.5], dtype=np.float32),
-             other=np.zeros(3))
-    doc = via_worker(kernels(), "add_into", "--tensor", f"{tmp_path}/in.npz:x",
-                     "--tensor", "float32[2]:zeros")
+    np.savez(tmp_path / "in.npz", x=np.array([1.5, 2.5], dtype=np.float32), other=np.zeros(3))
+    doc = via_worker(
+        kernels(), "add_into", "--tensor", f"{tmp_path}/in.npz:x", "--tensor", "float32[2]:zeros"
+    )
     assert doc["args"][0]["value"]["data"] == [1.5, 2.5]
     assert doc["args"][1]["value"]["data"] == [2.5, 3.5]
     doc = via_worker(kernels(), "add_one", "float32[2,2]:arange")
@@ -164,8 +196,7 @@ def test_npz_and_literal_tensors(tmp_path, via_worker):
 
 
 def test_large_tensor_has_no_data_but_a_preview(any_rt):
-    r = tvmffi("call", kernels(), "scale2", "--tensor", "float32[1000]:ones",
-               "--runtime", any_rt)
+    r = tvmffi("call", kernels(), "scale2", "--tensor", "float32[1000]:ones", "--runtime", any_rt)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "<Tensor float32[1000] on cpu:0>"
     assert "[2., 2., 2., ..., 2., 2., 2.]" in r.stdout
@@ -198,6 +229,7 @@ def test_schema_typed_tensor_parameter_passes_an_owned_tensor(via_worker):
 
 # -- name resolution and globals --------------------------------------------------------
 
+
 def test_global_registered_at_load(rt):
     doc = call_json(kernels(), "callfix.mul", "6", "7", rt=rt)
     assert (doc["resolved"], doc["result"]) == ("global", 42)
@@ -227,6 +259,7 @@ def test_dotted_names_are_only_globals(any_rt):
 
 # -- raised errors ------------------------------------------------------------------------
 
+
 def test_raised_error_human(any_rt):
     r = tvmffi("call", kitchen(), "fail_runtime", "x", "--runtime", any_rt)
     assert r.returncode == 1
@@ -242,12 +275,15 @@ def test_raised_error_backtrace_under_verbose(any_rt):
     assert lines[1] in ("Backtrace:", "(no backtrace recorded)")
 
 
-@pytest.mark.parametrize("func,args,kind,message", [
-    ("fail_value", ["x"], "ValueError", "kitchen failed: x"),
-    ("fail_type", ["3"], "TypeError", "bad type for 3"),
-    ("fail_index", ["9"], "IndexError", "index 9 out of range"),
-    ("fail_custom", ["odd"], "KitchenError", "odd"),
-])
+@pytest.mark.parametrize(
+    "func,args,kind,message",
+    [
+        ("fail_value", ["x"], "ValueError", "kitchen failed: x"),
+        ("fail_type", ["3"], "TypeError", "bad type for 3"),
+        ("fail_index", ["9"], "IndexError", "index 9 out of range"),
+        ("fail_custom", ["odd"], "KitchenError", "odd"),
+    ],
+)
 def test_raised_error_json(func, args, kind, message, via_worker):
     doc = via_worker(kitchen(), func, *args, expect="raised")
     assert doc["error"]["kind"] == kind and doc["error"]["message"] == message
@@ -266,11 +302,15 @@ def test_c_library_errors(rt, via_worker):
     doc = via_worker(kernels(), "fail_kind", "MyKind", "why", expect="raised")
     assert (doc["error"]["kind"], doc["error"]["message"]) == ("MyKind", "why")
     doc = via_worker(kernels(), "add_int", "1", expect="raised")
-    assert doc["error"] == {"kind": "TypeError", "message": "add_int expects (int, int)",
-                            "backtrace": doc["error"]["backtrace"]}
+    assert doc["error"] == {
+        "kind": "TypeError",
+        "message": "add_int expects (int, int)",
+        "backtrace": doc["error"]["backtrace"],
+    }
 
 
 # -- crash and hang containment ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("func,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
 def test_crash_is_one_line(func, sig, any_rt):
@@ -298,16 +338,20 @@ def test_library_stdout_does_not_corrupt_json(any_rt):
 
 # -- usage errors ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,msg", [
-    (["add_int", "1", "--int", "2"], "mixing positional arguments with typed flags"),
-    ([], "FUNC is missing"),
-    (["add_one", "--tensor", "float32[2]:bogus"], "fill must be one of"),
-    (["add_one", "--tensor", "missing.npy"], "--tensor missing.npy: no such file"),
-    (["add_int", "--int", "x"], "bad int 'x'"),
-    (["add_int", "--timeout", "0"], "--timeout 0: must be a positive number"),
-    (["add_int", "--runtime", "/nonexistent.so"], "no such file"),
-    (["add_int", "--bogus"], "unknown option --bogus"),
-])
+
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["add_int", "1", "--int", "2"], "mixing positional arguments with typed flags"),
+        ([], "FUNC is missing"),
+        (["add_one", "--tensor", "float32[2]:bogus"], "fill must be one of"),
+        (["add_one", "--tensor", "missing.npy"], "--tensor missing.npy: no such file"),
+        (["add_int", "--int", "x"], "bad int 'x'"),
+        (["add_int", "--timeout", "0"], "--timeout 0: must be a positive number"),
+        (["add_int", "--runtime", "/nonexistent.so"], "no such file"),
+        (["add_int", "--bogus"], "unknown option --bogus"),
+    ],
+)
 def test_usage_errors_are_one_line(args, msg):
     r = tvmffi("call", kernels(), *args) if args else tvmffi("call", kernels())
     assert r.returncode == 2, r.stderr
@@ -330,9 +374,23 @@ def test_help_lists_flags():
     r = tvmffi("call", "--help")
     assert r.returncode == 0
     assert "Usage: tvmffi call LIB FUNC [ARGS]... [OPTIONS]" in r.stdout
-    for flag in ("--int", "--float", "--bool", "--str", "--bytes", "--none", "--dtype",
-                 "--device", "--tensor", "--value", "--out", "--force", "--timeout",
-                 "--owned-tensors", "--json"):
+    for flag in (
+        "--int",
+        "--float",
+        "--bool",
+        "--str",
+        "--bytes",
+        "--none",
+        "--dtype",
+        "--device",
+        "--tensor",
+        "--value",
+        "--out",
+        "--force",
+        "--timeout",
+        "--owned-tensors",
+        "--json",
+    ):
         assert flag in r.stdout
 
 
@@ -341,11 +399,27 @@ def test_call_does_not_import_numpy_or_rich_in_the_parent(any_rt):
     import subprocess
     import sys
 
-    code = ("import sys; from tvmffi_cli.cli import main as cli\n"
-            "try:\n    cli.main(sys.argv[1:])\n"
-            "except SystemExit:\n    pass\n"
-            "print('LOADED', 'numpy' in sys.modules, 'rich' in sys.modules, file=sys.stderr)")
-    r = subprocess.run([sys.executable, "-c", code, "call", str(kernels()), "add_int", "1", "2",
-                        "--runtime", any_rt], capture_output=True, text=True)
+    code = (
+        "import sys; from tvmffi_cli.cli import main as cli\n"
+        "try:\n    cli.main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print('LOADED', 'numpy' in sys.modules, 'rich' in sys.modules, file=sys.stderr)"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "call",
+            str(kernels()),
+            "add_int",
+            "1",
+            "2",
+            "--runtime",
+            any_rt,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.stdout.strip() == "3", r.stderr
     assert "LOADED False False" in r.stderr

@@ -20,8 +20,14 @@ def tvmffi(*args, cwd=None, env=None, timeout=120):
     e.pop("TVMFFI_RUNTIME", None)  # the tests say which runtime with --runtime
     if env:
         e.update(env)
-    return subprocess.run([sys.executable, "-m", "tvmffi_cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=e, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=e,
+        timeout=timeout,
+    )
 
 
 @functools.cache
@@ -43,15 +49,19 @@ def kernels():
 
 @functools.cache
 def typed():
-    return fixturebuild.build("call/typed.cc", headers="official",
-                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
-                              flags=["-Wno-unused-parameter"])
+    return fixturebuild.build(
+        "call/typed.cc",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+        flags=["-Wno-unused-parameter"],
+    )
 
 
 @functools.cache
 def kitchen():
-    return fixturebuild.build("cpp/kitchen.cc", headers="official",
-                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+    return fixturebuild.build(
+        "cpp/kitchen.cc", headers="official", defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
+    )
 
 
 @functools.cache
@@ -94,8 +104,7 @@ class InProcessCall:
         from tvmffi_cli.call import argv as A
         from tvmffi_cli.cli import call as cmd
 
-        parsed = A.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS,
-                                     cwd=os.getcwd())
+        parsed = A.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS, cwd=os.getcwd())
         request = cmd.base_request(parsed, parsed.options)
         request.pop("timeout")
         request["runtime"] = self.runtime

@@ -32,6 +32,7 @@ def call_json(calls, rt):  # noqa: F811
 def call_text(calls, rt):  # noqa: F811
     return lambda lib, *argv: calls(rt).text(lib, *argv)
 
+
 # flag args -> (type, plain JSON value) of the echoed result
 ECHO_CASES = [
     (["--none"], "None", None),
@@ -40,7 +41,11 @@ ECHO_CASES = [
     (["--float", "0.1"], "float", 0.1),
     (["--float", "-inf"], "float", "-Infinity"),
     (["--float", "nan"], "float", "NaN"),
-    (["--str", "héllo wörld, longer than seven bytes"], "str", "héllo wörld, longer than seven bytes"),
+    (
+        ["--str", "héllo wörld, longer than seven bytes"],
+        "str",
+        "héllo wörld, longer than seven bytes",
+    ),
     (["--str", "tiny"], "str", "tiny"),
     (["--bytes", "00ff10"], "bytes", "AP8Q"),
     (["--dtype", "bfloat16"], "DataType", "bfloat16"),
@@ -70,11 +75,29 @@ def test_round_trip_through_official_cpp_echo(flags, typ, value, rt, call_json):
 
 def test_c_side_sees_the_types_we_send(rt, call_json):  # noqa: F811
     """The type index each flag arrives with in a plain C function."""
-    expect = {"--none": 0, "--int": 1, "--bool": 2, "--float": 3, "--dtype": 5, "--device": 6,
-              "--str": 8, "--bytes": 9, "--shape": 69, "--tensor": 7}
-    values = {"--int": "1", "--bool": "0", "--float": "1", "--dtype": "int32",
-              "--device": "cpu", "--str": "s", "--bytes": "00", "--shape": "1",
-              "--tensor": "int32[1]"}
+    expect = {
+        "--none": 0,
+        "--int": 1,
+        "--bool": 2,
+        "--float": 3,
+        "--dtype": 5,
+        "--device": 6,
+        "--str": 8,
+        "--bytes": 9,
+        "--shape": 69,
+        "--tensor": 7,
+    }
+    values = {
+        "--int": "1",
+        "--bool": "0",
+        "--float": "1",
+        "--dtype": "int32",
+        "--device": "cpu",
+        "--str": "s",
+        "--bytes": "00",
+        "--shape": "1",
+        "--tensor": "int32[1]",
+    }
     for flag, index in expect.items():
         args = [flag] if flag == "--none" else [flag, values[flag]]
         doc = call_json(kernels(), "describe", *args)
@@ -165,13 +188,16 @@ def test_schema_typed_positionals_in_kitchen(rt, call_json):  # noqa: F811
     assert call_json(kitchen(), "reverse", "0102")["result"] == "AgE="
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["sum_list", "[1,\"a\"]"], 'argument 0: "a" is not an int'),
-    (["sum_list", "1", "2"], "sum_list(Array[int]) takes 1 argument, got 2"),
-    (["dtype_bits", "floaty"], "bad dtype 'floaty'"),
-    (["negate", "maybe"], "expected bool"),
-    (["sum_values", "[1]"], "is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["sum_list", '[1,"a"]'], 'argument 0: "a" is not an int'),
+        (["sum_list", "1", "2"], "sum_list(Array[int]) takes 1 argument, got 2"),
+        (["dtype_bits", "floaty"], "bad dtype 'floaty'"),
+        (["negate", "maybe"], "expected bool"),
+        (["sum_values", "[1]"], "is not a JSON object"),
+    ],
+)
 def test_schema_typed_positional_errors(args, msg, rt, call_json):  # noqa: F811
     reply = call_json(typed(), *args, expect="input_error")
     assert msg in reply["message"] and reply["exit_code"] == 2

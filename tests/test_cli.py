@@ -17,8 +17,9 @@ C_API = sorted(C_API_NAMES)
 
 
 def tvmffi(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "tvmffi_cli", *args], capture_output=True,
-                          text=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", *args], capture_output=True, text=True, **kw
+    )
 
 
 def test_c_api_list_has_50_names():
@@ -54,8 +55,9 @@ def test_config_runtime_is_our_built_library():
     assert lib.is_absolute() and lib.is_file() and lib.name == "libtvm_ffi.so"
     dyn = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
     assert "Library soname: [libtvm_ffi.so]" in dyn
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
-                        text=True).stdout
+    nm = subprocess.run(
+        ["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True
+    ).stdout
     exported = {line.split()[-1] for line in nm.splitlines() if " T " in line}
     missing = [n for n in C_API if n not in exported]
     assert missing == []
@@ -87,8 +89,23 @@ def test_config_flags_build_a_library(tmp_path):
         flags += tvmffi("config", what).stdout.split()
     src = Path(__file__).resolve().parents[1] / "examples" / "add_one.c"
     out = tmp_path / "libadd_one.so"
-    r = subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        str(src), "-o", str(out), *flags], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "gcc",
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            str(src),
+            "-o",
+            str(out),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     dyn = subprocess.run(["readelf", "-d", str(out)], capture_output=True, text=True).stdout
     assert "Shared library: [libtvm_ffi.so]" in dyn

@@ -22,11 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "src" / "tvmffi_cli" / "schemas"
 
 
-def tvmffi(*args: str, env: dict[str, str] | None = None,
-           cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tvmffi_cli", *args], check=False,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+def tvmffi(
+    *args: str, env: dict[str, str] | None = None, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def one_line_error(r: subprocess.CompletedProcess[str]) -> str:
@@ -40,8 +47,21 @@ def add_lib(tmp_path_factory: pytest.TempPathFactory) -> str:
     """examples/add_one.c built with what `tvmffi config` prints."""
     flags = tvmffi("config", "--cflags", "--ldflags", "--libs").stdout.split()
     out = tmp_path_factory.mktemp("lib") / "libadd_one.so"
-    r = subprocess.run(["gcc", "-std=c11", "-shared", "-fPIC", str(ROOT / "examples" / "add_one.c"),
-                        "-o", str(out), *flags], check=False, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "gcc",
+            "-std=c11",
+            "-shared",
+            "-fPIC",
+            str(ROOT / "examples" / "add_one.c"),
+            "-o",
+            str(out),
+            *flags,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     return str(out)
 
@@ -54,6 +74,7 @@ def text_file(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 # ------------------------------------------------------------------ config
+
 
 def test_config_prints_every_flag_in_the_order_given() -> None:
     inc = tvmffi("config", "--includedir").stdout.strip()
@@ -93,6 +114,7 @@ def test_config_json_has_every_value_and_matches_schema() -> None:
 
 # ------------------------------------------------------------------ globals
 
+
 def test_version_short_and_long() -> None:
     import tvmffi_cli
 
@@ -124,11 +146,17 @@ def test_debug_after_the_subcommand_is_the_global_flag(text_file: str) -> None:
 def test_global_flags_are_not_taken_from_values_or_after_double_dash() -> None:
     assert hoist_global_flags(["call", "l.so", "f", "-q"]) == (["-q"], ["-q", "call", "l.so", "f"])
     assert hoist_global_flags(["call", "l.so", "f", "--str", "-q"]) == (
-        [], ["call", "l.so", "f", "--str", "-q"])
+        [],
+        ["call", "l.so", "f", "--str", "-q"],
+    )
     assert hoist_global_flags(["call", "l.so", "f", "--", "--debug"]) == (
-        [], ["call", "l.so", "f", "--", "--debug"])
+        [],
+        ["call", "l.so", "f", "--", "--debug"],
+    )
     assert hoist_global_flags(["--debug", "inspect", "x", "--quiet"]) == (
-        ["--debug", "--quiet"], ["--debug", "--quiet", "inspect", "x"])
+        ["--debug", "--quiet"],
+        ["--debug", "--quiet", "inspect", "x"],
+    )
 
 
 # ------------------------------------------------------------------ numbers
@@ -168,6 +196,7 @@ def test_valid_numbers_still_work(add_lib: str) -> None:
 
 
 # ------------------------------------------------------------------ exit codes
+
 
 @pytest.mark.parametrize("cmd", ["inspect", "conform", "call", "bench", "stubs", "diff"])
 @pytest.mark.parametrize("which", ["program", "text"])
@@ -215,17 +244,22 @@ def test_usage_errors_are_one_line() -> None:
 
 # ------------------------------------------------------------------ people's output
 
-@pytest.mark.parametrize("args", [
-    ["inspect", "{lib}"],
-    ["inspect", "--static", "{lib}"],
-    ["conform", "{lib}"],
-    ["call", "{lib}", "add_one", "--tensor", "float32[40]:arange"],
-    ["bench", "{lib}", "mul3", "1", "2", "3", "--rounds", "2", "--repeat", "10"],
-    ["--help"],
-    ["config", "--help"],
-])
-def test_human_output_has_no_trailing_blanks_and_fits_60_columns(add_lib: str,
-                                                                  args: list[str]) -> None:
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "{lib}"],
+        ["inspect", "--static", "{lib}"],
+        ["conform", "{lib}"],
+        ["call", "{lib}", "add_one", "--tensor", "float32[40]:arange"],
+        ["bench", "{lib}", "mul3", "1", "2", "3", "--rounds", "2", "--repeat", "10"],
+        ["--help"],
+        ["config", "--help"],
+    ],
+)
+def test_human_output_has_no_trailing_blanks_and_fits_60_columns(
+    add_lib: str, args: list[str]
+) -> None:
     r = tvmffi(*[a.format(lib=add_lib) for a in args], env={"COLUMNS": "60", "NO_COLOR": "1"})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -233,8 +267,11 @@ def test_human_output_has_no_trailing_blanks_and_fits_60_columns(add_lib: str,
     assert [ln for ln in lines if ln != ln.rstrip()] == []
     # A path cannot be broken; conform's verdict line stays one line on purpose
     # (soft_wrap: CI logs grep it); everything else fits.
-    assert [ln for ln in lines if len(ln) > 60 and add_lib not in ln
-            and not ln.startswith("tvmffi conform ")] == []
+    assert [
+        ln
+        for ln in lines
+        if len(ln) > 60 and add_lib not in ln and not ln.startswith("tvmffi conform ")
+    ] == []
 
 
 def test_strip_trailing_keeps_colour_codes() -> None:
@@ -259,6 +296,7 @@ def test_fit_lines_breaks_long_lines_at_blanks() -> None:
 
 # ------------------------------------------------------------------ completion
 
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script_for_each_documented_shell(shell: str) -> None:
     r = tvmffi(env={"_TVMFFI_COMPLETE": f"{shell}_source"})
@@ -270,9 +308,15 @@ def test_completion_script_for_each_documented_shell(shell: str) -> None:
 
 
 def test_completion_answers_for_commands_and_config_flags() -> None:
-    r = tvmffi(env={"_TVMFFI_COMPLETE": "bash_complete", "COMP_WORDS": "tvmffi con",
-                    "COMP_CWORD": "1"})
+    r = tvmffi(
+        env={"_TVMFFI_COMPLETE": "bash_complete", "COMP_WORDS": "tvmffi con", "COMP_CWORD": "1"}
+    )
     assert r.stdout.split() == ["plain,conform", "plain,config"]
-    r = tvmffi(env={"_TVMFFI_COMPLETE": "bash_complete", "COMP_WORDS": "tvmffi config --cm",
-                    "COMP_CWORD": "2"})
+    r = tvmffi(
+        env={
+            "_TVMFFI_COMPLETE": "bash_complete",
+            "COMP_WORDS": "tvmffi config --cm",
+            "COMP_CWORD": "2",
+        }
+    )
     assert r.stdout.split() == ["plain,--cmakedir"]

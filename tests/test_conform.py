@@ -21,8 +21,13 @@ def conform(*args, env=None, timeout=120):
     e = dict(os.environ)
     e.pop("GITHUB_ACTIONS", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tvmffi_cli", "conform", *map(str, args)],
-                          capture_output=True, text=True, env=e, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "conform", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=timeout,
+    )
 
 
 def conform_json(lib, *args, **kw):
@@ -73,35 +78,46 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
     caught = {c for c, _ in bad_results(zoo[2])}
     # Library-level checks have their own fixtures (here, in test_conform_ci.py, and
     # has-functions in test_sandbox_results.py).
-    library_level = {"library-bin", "context-symbols", "c-api-imports", "library-load",
-                     "min-runtime", "exit-clean", "has-functions"}
+    library_level = {
+        "library-bin",
+        "context-symbols",
+        "c-api-imports",
+        "library-load",
+        "min-runtime",
+        "exit-clean",
+        "has-functions",
+    }
     assert caught | library_level == set(registry.BY_ID)
 
 
-@pytest.mark.parametrize("fn, needle", [
-    ("arg_bounds__reads_first", "called with 0 arguments, it read args[0] from the guard page"),
-    ("arg_bounds__reads_second", "called with 1 argument(s), it read past args[0]"),
-    ("arg_refcount__keeps_ref", "(2 -> 3)"),
-    ("arg_refcount__drops_ref", "(2 -> 1)"),
-    ("error_protocol__returns_one", "returned 1; only 0 and -1 are allowed"),
-    ("error_protocol__no_error", "returned -1 without raising an error"),
-    ("error_protocol__stale_error", "left a raised error behind (ValueError: left behind)"),
-    ("result_invariants__raw_str", "kTVMFFIRawStr"),
-    ("result_invariants__dirty_padding", "padding is 0xdead"),
-    ("result_invariants__bad_index", "type index 40"),
-    ("result_invariants__writes_on_error", "the call failed but the result was written"),
-    ("no_leak__scratch", "+1 live object(s)"),
-    ("no_crash__segv", "valid: killed by SIGSEGV"),
-    ("no_crash__abort", "zero-args: killed by SIGABRT"),
-    ("no_hang__spins", "valid: no return within 1 s"),
-    ("valid_call__wrong_return", "returned float but the metadata declares int"),
-    ("wrong_type__unchecked", "parameter 0 (int) accepted a String"),
-    ("doc_utf8__latin1", "byte 0xe9 at offset 3"),
-    ("symbol_kind__table", "is a data symbol"),
-])
+@pytest.mark.parametrize(
+    "fn, needle",
+    [
+        ("arg_bounds__reads_first", "called with 0 arguments, it read args[0] from the guard page"),
+        ("arg_bounds__reads_second", "called with 1 argument(s), it read past args[0]"),
+        ("arg_refcount__keeps_ref", "(2 -> 3)"),
+        ("arg_refcount__drops_ref", "(2 -> 1)"),
+        ("error_protocol__returns_one", "returned 1; only 0 and -1 are allowed"),
+        ("error_protocol__no_error", "returned -1 without raising an error"),
+        ("error_protocol__stale_error", "left a raised error behind (ValueError: left behind)"),
+        ("result_invariants__raw_str", "kTVMFFIRawStr"),
+        ("result_invariants__dirty_padding", "padding is 0xdead"),
+        ("result_invariants__bad_index", "type index 40"),
+        ("result_invariants__writes_on_error", "the call failed but the result was written"),
+        ("no_leak__scratch", "+1 live object(s)"),
+        ("no_crash__segv", "valid: killed by SIGSEGV"),
+        ("no_crash__abort", "zero-args: killed by SIGABRT"),
+        ("no_hang__spins", "valid: no return within 1 s"),
+        ("valid_call__wrong_return", "returned float but the metadata declares int"),
+        ("wrong_type__unchecked", "parameter 0 (int) accepted a String"),
+        ("doc_utf8__latin1", "byte 0xe9 at offset 3"),
+        ("symbol_kind__table", "is a data symbol"),
+    ],
+)
 def test_zoo_messages_name_the_defect(zoo, fn, needle):
-    msgs = [x["message"] for x in zoo[2]["results"]
-            if x["function"] == fn and x["status"] == "fail"]
+    msgs = [
+        x["message"] for x in zoo[2]["results"] if x["function"] == fn and x["status"] == "fail"
+    ]
     assert len(msgs) == 1 and needle in msgs[0], msgs
 
 
@@ -115,17 +131,23 @@ def test_zoo_crashing_functions_leave_the_others_probed(zoo):
             assert "no-crash" in checks  # reported as skipped: not code
         assert len(checks) == len(set(checks))
         assert {"no-crash", "no-hang", "error-protocol"} <= set(checks), fn
-    skipped = [x for x in doc["results"] if x["function"] == "symbol_kind__table"
-               and x["check"] == "no-crash"]
+    skipped = [
+        x
+        for x in doc["results"]
+        if x["function"] == "symbol_kind__table" and x["check"] == "no-crash"
+    ]
     assert skipped[0]["status"] == "skip"
 
 
-@pytest.mark.parametrize("src, check, needle", [
-    ("conform/zoo_context.c", "context-symbols", "__TVMFFIEnvCheckSignals: is 4 bytes"),
-    ("conform/zoo_imports.c", "c-api-imports", "TVMFFINotInTheAbi"),
-    ("conform/zoo_libbin.c", "library-bin", "2 `_lib` modules"),
-    ("conform/zoo_load.c", "library-load", "crashes the process (SIGABRT)"),
-])
+@pytest.mark.parametrize(
+    "src, check, needle",
+    [
+        ("conform/zoo_context.c", "context-symbols", "__TVMFFIEnvCheckSignals: is 4 bytes"),
+        ("conform/zoo_imports.c", "c-api-imports", "TVMFFINotInTheAbi"),
+        ("conform/zoo_libbin.c", "library-bin", "2 `_lib` modules"),
+        ("conform/zoo_load.c", "library-load", "crashes the process (SIGABRT)"),
+    ],
+)
 def test_library_level_zoo(build_lib, src, check, needle):
     r, doc = conform_json(build_lib(src), "--timeout", "5")
     bad = [x for x in doc["results"] if x["status"] in BAD]
@@ -145,21 +167,35 @@ def _assert_good(doc, r, min_typed):
     assert bad_results(doc) == set()
     assert r.returncode == 0 and doc["passed"] is True
     # The typed probes really ran (a run that skipped everything would pass too).
-    ran = {c: sum(1 for x in doc["results"] if x["check"] == c and x["status"] == "pass")
-           for c in ("valid-call", "wrong-type", "thread-safety", "arg-bounds", "no-leak")}
+    ran = {
+        c: sum(1 for x in doc["results"] if x["check"] == c and x["status"] == "pass")
+        for c in ("valid-call", "wrong-type", "thread-safety", "arg-bounds", "no-leak")
+    }
     assert all(n >= min_typed for n in ran.values()), ran
 
 
 def test_good_c_library_passes(build_lib):
     r, doc = conform_json(build_lib("conform/good.c"))
     _assert_good(doc, r, 5)
-    assert doc["functions"] == ["add", "concat", "identity", "nothing", "numel", "raises",
-                                "scale", "sum_tensor", "untyped"]
+    assert doc["functions"] == [
+        "add",
+        "concat",
+        "identity",
+        "nothing",
+        "numel",
+        "raises",
+        "scale",
+        "sum_tensor",
+        "untyped",
+    ]
 
 
 def test_good_official_cpp_library_passes(build_lib):
-    lib = build_lib("conform/good_official.cc", headers="official",
-                    defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+    lib = build_lib(
+        "conform/good_official.cc",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+    )
     r, doc = conform_json(lib)
     _assert_good(doc, r, 10)
     sigs = {x["function"]: x["message"] for x in doc["results"] if x["check"] == "metadata-json"}
@@ -179,8 +215,10 @@ def test_select_and_ignore(build_lib):
     lib = build_lib("conform/zoo.c")
     _, doc = conform_json(lib, "--select", "symbol-kind,orphan-getter")
     assert {x["check"] for x in doc["results"]} == {"symbol-kind", "orphan-getter"}
-    assert bad_results(doc) == {("symbol-kind", "symbol_kind__table"),
-                                ("orphan-getter", "orphan_getter__ghost")}
+    assert bad_results(doc) == {
+        ("symbol-kind", "symbol_kind__table"),
+        ("orphan-getter", "orphan_getter__ghost"),
+    }
     r, doc = conform_json(lib, "--select", "export-names,symbol-kind", "--ignore", "symbol-kind")
     assert {x["check"] for x in doc["results"]} == {"export-names"}
     # export-names is a warning: it fails but does not fail the run.
@@ -206,42 +244,66 @@ def test_unreadable_file_exits_2(tmp_path, content):
 def test_junit_xml(zoo, tmp_path, build_lib):
     lib, _, doc = zoo
     out = tmp_path / "conform.xml"
-    r = conform(lib, "--junit-xml", out, "--timeout", "1", "--select",
-                "symbol-kind,error-protocol,thread-safety")
+    r = conform(
+        lib,
+        "--junit-xml",
+        out,
+        "--timeout",
+        "1",
+        "--select",
+        "symbol-kind,error-protocol,thread-safety",
+    )
     assert r.returncode == 1
     suite = ET.parse(out).getroot().find("testsuite")
     cases = suite.findall("testcase")
     assert int(suite.get("tests")) == len(cases)
-    failed = {(c.get("classname").split(".", 1)[1], c.get("name"))
-              for c in cases if c.find("failure") is not None}
-    assert failed == {("symbol_kind__table", "symbol-kind"),
-                      ("error_protocol__returns_one", "error-protocol"),
-                      ("error_protocol__no_error", "error-protocol"),
-                      ("error_protocol__stale_error", "error-protocol")}
+    failed = {
+        (c.get("classname").split(".", 1)[1], c.get("name"))
+        for c in cases
+        if c.find("failure") is not None
+    }
+    assert failed == {
+        ("symbol_kind__table", "symbol-kind"),
+        ("error_protocol__returns_one", "error-protocol"),
+        ("error_protocol__no_error", "error-protocol"),
+        ("error_protocol__stale_error", "error-protocol"),
+    }
     assert int(suite.get("failures")) == len(failed)
     # A warning is never a <failure>: a property and system-out carry it.
-    warn = [c for c in cases if c.get("name") == "thread-safety"
-            and c.get("classname").endswith("thread_safety__counter")]
+    warn = [
+        c
+        for c in cases
+        if c.get("name") == "thread-safety"
+        and c.get("classname").endswith("thread_safety__counter")
+    ]
     assert warn[0].find("failure") is None
     props = {p.get("name"): p.get("value") for p in warn[0].iter("property")}
     assert "different results" in props["warning"]
-    assert props["reproduce"].endswith("--select thread-safety --function "
-                                       "thread_safety__counter --threads 4 --timeout 1")
+    assert props["reproduce"].endswith(
+        "--select thread-safety --function thread_safety__counter --threads 4 --timeout 1"
+    )
     assert "warning: " in warn[0].find("system-out").text
 
 
 def test_github_annotations(build_lib):
     lib = build_lib("conform/zoo.c")
-    r = conform(lib, "--select", "symbol-kind,orphan-getter", env={"GITHUB_ACTIONS": "true",
-                                                                   "NO_COLOR": "1"})
+    r = conform(
+        lib,
+        "--select",
+        "symbol-kind,orphan-getter",
+        env={"GITHUB_ACTIONS": "true", "NO_COLOR": "1"},
+    )
     lines = [x for x in r.stdout.splitlines() if x.startswith("::")]
     f = str(lib).replace(":", "%3A").replace(",", "%2C")
     # The error first (most severe), each with file= the library.
-    assert lines[0].startswith(f"::error file={f},title=tvmffi conform symbol-kind (error)%3A "
-                               "symbol_kind__table::Function symbols are code. symbol_kind__table"
-                               ": __tvm_ffi_symbol_kind__table is a data symbol in .rodata")
-    assert lines[1].startswith(f"::warning file={f},title=tvmffi conform orphan-getter "
-                               "(warning)%3A orphan_getter__ghost::")
+    assert lines[0].startswith(
+        f"::error file={f},title=tvmffi conform symbol-kind (error)%3A "
+        "symbol_kind__table::Function symbols are code. symbol_kind__table"
+        ": __tvm_ffi_symbol_kind__table is a data symbol in .rodata"
+    )
+    assert lines[1].startswith(
+        f"::warning file={f},title=tvmffi conform orphan-getter (warning)%3A orphan_getter__ghost::"
+    )
     assert "%0Areproduce: tvmffi conform" in lines[0] and len(lines) == 2
     r = conform(lib, "--select", "symbol-kind", "--json", env={"GITHUB_ACTIONS": "true"})
     json.loads(r.stdout)  # annotations never mix into the JSON
@@ -249,8 +311,12 @@ def test_github_annotations(build_lib):
 
 
 def test_people_output_groups_by_function(build_lib):
-    r = conform(build_lib("conform/zoo.c"), "--select", "symbol-kind,export-names",
-                env={"NO_COLOR": "1", "COLUMNS": "200"})
+    r = conform(
+        build_lib("conform/zoo.c"),
+        "--select",
+        "symbol-kind,export-names",
+        env={"NO_COLOR": "1", "COLUMNS": "200"},
+    )
     assert r.returncode == 1
     assert "\x1b[" not in r.stdout
     row = [x for x in r.stdout.splitlines() if "symbol_kind__table" in x]

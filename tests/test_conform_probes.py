@@ -10,8 +10,12 @@ import pytest
 
 from test_conform import bad_results, conform_json
 
-GLOBALS = ["conform_globals.bad_clobber", "conform_globals.bad_keep",
-           "conform_globals.count_args", "conform_globals.kind_of"]
+GLOBALS = [
+    "conform_globals.bad_clobber",
+    "conform_globals.bad_keep",
+    "conform_globals.count_args",
+    "conform_globals.kind_of",
+]
 
 
 def test_globals_registered_at_load_are_probed(build_lib):
@@ -19,18 +23,28 @@ def test_globals_registered_at_load_are_probed(build_lib):
     r, doc = conform_json(lib, "-j", "2")
     assert doc["functions"] == [] and doc["globals"] == GLOBALS
     assert r.returncode == 1
-    assert bad_results(doc) == {("arg-refcount", "conform_globals.bad_keep"),
-                                ("args-unchanged", "conform_globals.bad_clobber")}
-    keep = next(x for x in doc["results"] if x["function"] == "conform_globals.bad_keep"
-            and x["check"] == "arg-refcount")
-    assert "objects:1: object argument 0 has +1 strong reference(s) after the call (2 -> 3)" \
+    assert bad_results(doc) == {
+        ("arg-refcount", "conform_globals.bad_keep"),
+        ("args-unchanged", "conform_globals.bad_clobber"),
+    }
+    keep = next(
+        x
+        for x in doc["results"]
+        if x["function"] == "conform_globals.bad_keep" and x["check"] == "arg-refcount"
+    )
+    assert (
+        "objects:1: object argument 0 has +1 strong reference(s) after the call (2 -> 3)"
         in keep["message"]
+    )
     # Every global got the full per-function check set, and the probes ran.
     for g in GLOBALS:
         got = {x["check"]: x["status"] for x in doc["results"] if x["function"] == g}
         assert got["no-crash"] == "pass" and got["error-protocol"] == "pass", (g, got)
-    good = {x["check"]: x["status"] for x in doc["results"]
-            if x["function"] == "conform_globals.count_args"}
+    good = {
+        x["check"]: x["status"]
+        for x in doc["results"]
+        if x["function"] == "conform_globals.count_args"
+    }
     assert good["arg-refcount"] == "pass" and good["args-unchanged"] == "pass"
     assert good["thread-safety"] == "pass"
 
@@ -40,10 +54,22 @@ def test_reproducer_of_a_global_finding_exits_1(build_lib):
     _r, doc = conform_json(lib, "--select", "arg-refcount")
     res = next(x for x in doc["results"] if x["status"] == "fail")
     cmd = shlex.split(res["reproduce"])
-    assert cmd == ["tvmffi", "conform", str(lib), "--select", "arg-refcount", "--function",
-                   "conform_globals.bad_keep"]
-    again = subprocess.run([sys.executable, "-m", "tvmffi_cli", *cmd[1:], "--json"],
-                           capture_output=True, text=True, check=False, timeout=120)
+    assert cmd == [
+        "tvmffi",
+        "conform",
+        str(lib),
+        "--select",
+        "arg-refcount",
+        "--function",
+        "conform_globals.bad_keep",
+    ]
+    again = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", *cmd[1:], "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert again.returncode == 1 and "(2 -> 3)" in again.stdout
 
 
@@ -57,14 +83,19 @@ def test_well_behaved_globals_pass(build_lib):
 def test_untyped_exports_are_probed_with_object_arguments(build_lib):
     r, doc = conform_json(build_lib("conform/untyped.c"))
     assert r.returncode == 1
-    assert bad_results(doc) == {("arg-refcount", "keeps_ref"),
-                                ("args-unchanged", "clobbers_args")}
-    msg = next(x["message"] for x in doc["results"]
-           if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args"))
+    assert bad_results(doc) == {("arg-refcount", "keeps_ref"), ("args-unchanged", "clobbers_args")}
+    msg = next(
+        x["message"]
+        for x in doc["results"]
+        if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args")
+    )
     assert msg == "the argument array was modified by the call (objects:1, objects:4)"
     # four object kinds in one call: String, Array, Tensor, Function
-    ok = next(x["message"] for x in doc["results"]
-          if (x["check"], x["function"]) == ("arg-refcount", "count"))
+    ok = next(
+        x["message"]
+        for x in doc["results"]
+        if (x["check"], x["function"]) == ("arg-refcount", "count")
+    )
     assert ok == "5 object argument(s) unchanged"
 
 
@@ -90,10 +121,12 @@ def test_threads_out_of_range_is_a_usage_error(build_lib, n):
     assert r.returncode == 2 and "--threads" in r.stderr
 
 
-def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib,
-                                                                       official_runtime):
-    lib = build_lib("conform/good_official.cc", headers="official",
-                    defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib, official_runtime):
+    lib = build_lib(
+        "conform/good_official.cc",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+    )
     r, doc = conform_json(lib, "--runtime", "official", "-j", "2")
     assert r.returncode == 0 and bad_results(doc) == set(), doc["summary_line"]
     load = next(x for x in doc["results"] if x["check"] == "library-load")
@@ -101,8 +134,9 @@ def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib,
     assert "runtime without instrumentation" in load["message"]
     leak = {x["status"] for x in doc["results"] if x["check"] == "no-leak"}
     assert leak == {"skip"}
-    assert all("live-object count" in x["message"] for x in doc["results"]
-               if x["check"] == "no-leak")
+    assert all(
+        "live-object count" in x["message"] for x in doc["results"] if x["check"] == "no-leak"
+    )
     # Checks that do not need instrumentation still ran.
     assert any(x["check"] == "valid-call" and x["status"] == "pass" for x in doc["results"])
 

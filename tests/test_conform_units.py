@@ -7,8 +7,10 @@ from tvmffi_cli.conform import checks_probe, sigs
 from tvmffi_cli.conform.checks_probe import FunctionFacts
 from tvmffi_cli.conform.results import Report, Result
 
-SCHEMA = ('{"type":"ffi.Function","named_args":{"return":[{"type":"float"}],"params":'
-          '[{"type":"float"},{"type":"Optional","args":[{"type":"float"}]}]}}')
+SCHEMA = (
+    '{"type":"ffi.Function","named_args":{"return":[{"type":"float"}],"params":'
+    '[{"type":"float"},{"type":"Optional","args":[{"type":"float"}]}]}}'
+)
 
 
 def T(key, *args):
@@ -26,30 +28,45 @@ def test_parse_type_schema_positional_form():
     assert sigs.type_str(s.ret) == "int" and [p["type"] for p in s.params] == ["ffi.String"]
 
 
-@pytest.mark.parametrize("text", ['{"type": 5}', '{"args": []}', "[1]",
-                                  '{"type":"int"}', "{nope"])
+@pytest.mark.parametrize("text", ['{"type": 5}', '{"args": []}', "[1]", '{"type":"int"}', "{nope"])
 def test_parse_type_schema_rejects(text):
     with pytest.raises(sigs.SchemaError):
         sigs.parse_type_schema(text)
 
 
-@pytest.mark.parametrize("t, wrong", [
-    (T("int"), sigs.K_STR), (T("float"), sigs.K_STR), (T("bool"), sigs.K_STR),
-    (T("ffi.String"), sigs.K_INT), (T("DataType"), sigs.K_INT),  # a string may name a dtype
-    (T("ffi.Array", T("int")), sigs.K_STR), (T("Optional", T("int")), sigs.K_STR),
-    (T("Any"), None), (T("Variant", T("int"), T("ffi.String")), None),
-    (T("my.RegisteredType"), sigs.K_INT),
-])
+@pytest.mark.parametrize(
+    "t, wrong",
+    [
+        (T("int"), sigs.K_STR),
+        (T("float"), sigs.K_STR),
+        (T("bool"), sigs.K_STR),
+        (T("ffi.String"), sigs.K_INT),
+        (T("DataType"), sigs.K_INT),  # a string may name a dtype
+        (T("ffi.Array", T("int")), sigs.K_STR),
+        (T("Optional", T("int")), sigs.K_STR),
+        (T("Any"), None),
+        (T("Variant", T("int"), T("ffi.String")), None),
+        (T("my.RegisteredType"), sigs.K_INT),
+    ],
+)
 def test_wrong_kind_is_certainly_rejected(t, wrong):
     assert sigs.wrong_kind(t) == wrong
 
 
-@pytest.mark.parametrize("t, ti, ok", [
-    (T("int"), 1, True), (T("int"), 3, False), (T("ffi.String"), 11, True),
-    (T("ffi.String"), 65, True), (T("Optional", T("int")), 0, True),
-    (T("Optional", T("int")), 3, False), (T("Any"), 70, True), (T("my.Type"), 200, True),
-    (T("my.Type"), 1, False),
-])
+@pytest.mark.parametrize(
+    "t, ti, ok",
+    [
+        (T("int"), 1, True),
+        (T("int"), 3, False),
+        (T("ffi.String"), 11, True),
+        (T("ffi.String"), 65, True),
+        (T("Optional", T("int")), 0, True),
+        (T("Optional", T("int")), 3, False),
+        (T("Any"), 70, True),
+        (T("my.Type"), 200, True),
+        (T("my.Type"), 1, False),
+    ],
+)
 def test_return_ok(t, ti, ok):
     assert sigs.return_ok(t, ti) is ok
 
@@ -62,8 +79,16 @@ def facts(**obs):
 
 
 def ok_call(**kw):
-    d = {"rc": 0, "error": None, "stale_error": None, "result_problems": [],
-         "args_changed": False, "refcounts": [], "live_delta": 0, "result_type_index": 1}
+    d = {
+        "rc": 0,
+        "error": None,
+        "stale_error": None,
+        "result_problems": [],
+        "args_changed": False,
+        "refcounts": [],
+        "live_delta": 0,
+        "result_type_index": 1,
+    }
     d.update(kw)
     return d
 
@@ -105,8 +130,9 @@ def test_crash_attribution():
 
 
 def test_threads_compare_with_the_single_call():
-    f = facts(valid=ok_call(fingerprint="a"),
-              threads={"calls": [{"rc": 0, "fingerprint": "a"}] * 4})
+    f = facts(
+        valid=ok_call(fingerprint="a"), threads={"calls": [{"rc": 0, "fingerprint": "a"}] * 4}
+    )
     assert checks_probe.check_thread_safety(f).status == "pass"
     f.obs["threads"]["calls"] = [{"rc": 0, "fingerprint": "b"}] * 4
     assert checks_probe.check_thread_safety(f).status == "fail"

@@ -55,8 +55,9 @@ def test_none(lib):
     assert lib.type_index_of(None) == abi.kTVMFFINone
 
 
-@pytest.mark.parametrize("value", ["", "a", "seven77", "eight888", "x" * 1000,
-                                   "h\u00e9llo \u4e16\u754c \U0001F600"])
+@pytest.mark.parametrize(
+    "value", ["", "a", "seven77", "eight888", "x" * 1000, "h\u00e9llo \u4e16\u754c \U0001f600"]
+)
 def test_str(lib, value):
     assert lib.echo_str(value) == value
     assert lib.echo(value) == value
@@ -85,11 +86,18 @@ def test_bytes(lib, value):
     assert lib.type_index_of(value) == abi.kTVMFFIByteArrayPtr
 
 
-@pytest.mark.parametrize("name,triple", [
-    ("float32", (2, 32, 1)), ("int8", (0, 8, 1)), ("uint16", (1, 16, 1)),
-    ("bfloat16", (4, 16, 1)), ("bool", (6, 8, 1)), ("int8x4", (0, 8, 4)),
-    ("float16x2", (2, 16, 2)),
-])
+@pytest.mark.parametrize(
+    "name,triple",
+    [
+        ("float32", (2, 32, 1)),
+        ("int8", (0, 8, 1)),
+        ("uint16", (1, 16, 1)),
+        ("bfloat16", (4, 16, 1)),
+        ("bool", (6, 8, 1)),
+        ("int8x4", (0, 8, 4)),
+        ("float16x2", (2, 16, 2)),
+    ],
+)
 def test_dtype(lib, name, triple):
     d = DataType(name)
     assert (d.code, d.bits, d.lanes) == triple
@@ -107,8 +115,9 @@ def test_dtype_from_numpy(lib):
     assert lib.echo_dtype(np.dtype("int16")) == "int16"
 
 
-@pytest.mark.parametrize("text,pair", [("cpu", (1, 0)), ("cuda:1", (2, 1)), ("rocm:3", (10, 3)),
-                                       ("metal:0", (8, 0))])
+@pytest.mark.parametrize(
+    "text,pair", [("cpu", (1, 0)), ("cuda:1", (2, 1)), ("rocm:3", (10, 3)), ("metal:0", (8, 0))]
+)
 def test_device(lib, text, pair):
     d = Device(text)
     assert (d.device_type, d.device_id) == pair
@@ -188,12 +197,20 @@ def test_error_value_roundtrip(lib):
     assert isinstance(r, ValueError) and r.kind == "ValueError" and str(r) == "as a value"
 
 
-@pytest.mark.parametrize("kind,cls", [
-    ("ValueError", ValueError), ("TypeError", TypeError), ("RuntimeError", RuntimeError),
-    ("IndexError", IndexError), ("KeyError", KeyError), ("AttributeError", AttributeError),
-    ("NotImplementedError", NotImplementedError), ("InternalError", ffi_errors.FFIError),
-    ("MyLibError", ffi_errors.FFIError),
-])
+@pytest.mark.parametrize(
+    "kind,cls",
+    [
+        ("ValueError", ValueError),
+        ("TypeError", TypeError),
+        ("RuntimeError", RuntimeError),
+        ("IndexError", IndexError),
+        ("KeyError", KeyError),
+        ("AttributeError", AttributeError),
+        ("NotImplementedError", NotImplementedError),
+        ("InternalError", ffi_errors.FFIError),
+        ("MyLibError", ffi_errors.FFIError),
+    ],
+)
 def test_error_kinds(lib, kind, cls):
     with pytest.raises(cls) as ei:
         lib.raise_kind(kind, f"message for {kind}")
@@ -216,7 +233,11 @@ def test_errors_pickle_with_their_kind():
     import pickle
 
     e = pickle.loads(pickle.dumps(ffi_errors.FFIValueError("ValueError", "m", "bt")))
-    assert isinstance(e, ValueError) and (e.kind, e.message, e.backtrace) == ("ValueError", "m", "bt")
+    assert isinstance(e, ValueError) and (e.kind, e.message, e.backtrace) == (
+        "ValueError",
+        "m",
+        "bt",
+    )
 
 
 def test_bigint(lib, rt):

@@ -67,24 +67,30 @@ def test_runtime_types_registered_while_loading_are_not_the_librarys():
     assert [t["type_key"] for t in doc["types"]] == ["eco.Widget"]
 
 
-@pytest.mark.parametrize("func,arg,typ,value", [
-    ("testing.schema_id_dict_str_int", '{"a": 1}', "Dict", {"a": 1}),
-    ("testing.schema_id_list_int", "[1, 2]", "List", [1, 2]),
-    ("testing.schema_id_map_str_int", '{"a": 1}', "Map", {"a": 1}),
-    ("testing.schema_id_arr_int", "[1, 2]", "Array", [1, 2]),
-])
+@pytest.mark.parametrize(
+    "func,arg,typ,value",
+    [
+        ("testing.schema_id_dict_str_int", '{"a": 1}', "Dict", {"a": 1}),
+        ("testing.schema_id_list_int", "[1, 2]", "List", [1, 2]),
+        ("testing.schema_id_map_str_int", '{"a": 1}', "Map", {"a": 1}),
+        ("testing.schema_id_arr_int", "[1, 2]", "Array", [1, 2]),
+    ],
+)
 def test_dict_and_list_are_named_so(func, arg, typ, value):
     _official()
     doc = call_json(_testing_lib(), func, arg, "--runtime", "official")
     assert (doc["type"], doc["result"]) == (typ, value)
 
 
-@pytest.mark.parametrize("func,arg,typ,value", [
-    ("testing.schema_id_float", "3", "float", 3.0),      # guessed int, schema says float
-    ("testing.schema_id_string", "42", "str", "42"),     # guessed int, schema says str
-    ("testing.schema_id_opt_str", "none", "None", None),
-    ("testing.schema_id_bool", "1", "bool", True),
-])
+@pytest.mark.parametrize(
+    "func,arg,typ,value",
+    [
+        ("testing.schema_id_float", "3", "float", 3.0),  # guessed int, schema says float
+        ("testing.schema_id_string", "42", "str", "42"),  # guessed int, schema says str
+        ("testing.schema_id_opt_str", "none", "None", None),
+        ("testing.schema_id_bool", "1", "bool", True),
+    ],
+)
 def test_global_type_schema_converts_positional_arguments(func, arg, typ, value):
     _official()
     doc = call_json(_testing_lib(), func, arg, "--runtime", "official")

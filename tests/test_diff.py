@@ -17,8 +17,13 @@ from tvmffi_cli.inspect.api import Api, Func, TypeRef
 @functools.cache
 def api_build(version, opt="-O1"):
     defines = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"] + (["API_V2"] if version == 2 else [])
-    return fixturebuild.build("tools/api.cc", name=f"api-v{version}{opt}", headers="official",
-                              defines=defines, flags=[opt])
+    return fixturebuild.build(
+        "tools/api.cc",
+        name=f"api-v{version}{opt}",
+        headers="official",
+        defines=defines,
+        flags=[opt],
+    )
 
 
 def _diff_json(old, new, *flags):
@@ -30,8 +35,13 @@ def _diff_json(old, new, *flags):
 EXPECTED_V1_V2 = {
     ("export.removed", "export legacy", "legacy() -> None", None, False),
     ("export.added", "export added", None, "added(int) -> int", True),
-    ("export.param_count_changed", "export scale", "scale(float, Optional[float]) -> float",
-     "scale(float) -> float", False),
+    (
+        "export.param_count_changed",
+        "export scale",
+        "scale(float, Optional[float]) -> float",
+        "scale(float) -> float",
+        False,
+    ),
     ("export.param_type_changed", "export greet parameter 0", "str", "int", False),
     ("export.result_type_changed", "export norm result", "float", "int", False),
     ("global.removed", "global api.old_global", "api.old_global() -> None", None, False),
@@ -39,8 +49,13 @@ EXPECTED_V1_V2 = {
     ("type.field_removed", "type api.Point field tag", "str", None, False),
     ("type.field_type_changed", "type api.Point field y", "float", "int", False),
     ("type.field_added", "type api.Point field z", None, "int", True),
-    ("type.method_type_changed", "type api.Point method dot", "dot(api.Point, int) -> int",
-     "dot(api.Point, float) -> float", False),
+    (
+        "type.method_type_changed",
+        "type api.Point method dot",
+        "dot(api.Point, int) -> int",
+        "dot(api.Point, float) -> float",
+        False,
+    ),
 }
 
 
@@ -48,8 +63,7 @@ def test_remove_change_add_exit_1():
     r, doc = _diff_json(api_build(1), api_build(2))
     assert r.returncode == 1, r.stderr
     assert doc["mode"] == "loaded" and doc["compatible"] is False
-    got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"])
-           for c in doc["changes"]}
+    got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"]) for c in doc["changes"]}
     assert got == EXPECTED_V1_V2
     assert doc["summary"] == {"changes": 11, "incompatible": 8, "suppressed": 0}
     assert doc["warnings"] == []
@@ -89,22 +103,28 @@ def test_static_compares_exports_only():
     assert r.returncode == 1
     assert doc["mode"] == "static"
     assert {(c["kind"], c["subject"]) for c in doc["changes"]} == {
-        ("export.removed", "export legacy"), ("export.added", "export added")}
+        ("export.removed", "export legacy"),
+        ("export.added", "export added"),
+    }
     assert any("statically" in w for w in doc["warnings"])
 
 
 def test_kernels_and_modules_static():
     r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static")
     assert r.returncode == 1
-    got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"])
-           for c in doc["changes"]}
+    got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"]) for c in doc["changes"]}
     assert got == {
         ("export.added", "export sub", None, "sub(...)", True),
         ("module.removed", "module opencl#0", "opencl", None, False),
         ("kernel.removed", "module cuda#0 kernel mul", "mul(int32, int32)", None, False),
         ("kernel.added", "module cuda#0 kernel sub", None, "sub(float32, float32)", True),
-        ("kernel.args_changed", "module cuda#0 kernel add", "add(float32, float32)",
-         "add(float32, int32)", False),
+        (
+            "kernel.args_changed",
+            "module cuda#0 kernel add",
+            "add(float32, float32)",
+            "add(float32, int32)",
+            False,
+        ),
     }
 
 
@@ -128,18 +148,28 @@ def test_bad_input_exit_2(tmp_path, case):
 
 
 def _api(*exports, runtime_imports=()):
-    return Api(path="x", mode="loaded", exports=tuple(exports), globals=(), types=(),
-               modules=(), cubins=(), runtime_imports=tuple(runtime_imports),
-               unsupported_imports=(), problems=())
+    return Api(
+        path="x",
+        mode="loaded",
+        exports=tuple(exports),
+        globals=(),
+        types=(),
+        modules=(),
+        cubins=(),
+        runtime_imports=tuple(runtime_imports),
+        unsupported_imports=(),
+        problems=(),
+    )
 
 
 def test_runtime_requirements():
     old = _api(runtime_imports=["TVMFFIFunctionCall"])
-    new = _api(runtime_imports=["TVMFFIFunctionCall", "TVMFFIEnvTensorAlloc",
-                                "TVMFFIFutureThing"])
+    new = _api(runtime_imports=["TVMFFIFunctionCall", "TVMFFIEnvTensorAlloc", "TVMFFIFutureThing"])
     res = diff.compare(old, new)
     assert [(c.kind, c.compatible) for c in res.changes] == [
-        ("runtime.import_added", True), ("runtime.newer_required", False)]
+        ("runtime.import_added", True),
+        ("runtime.newer_required", False),
+    ]
     assert res.exit_code == 1
 
 
@@ -148,7 +178,8 @@ def test_engine_pure_compare():
     g = TypeRef("ffi.Function", (), (TypeRef("Optional", (TypeRef("int"),)),), TypeRef("int"))
     res = diff.compare(_api(Func("f", f)), _api(Func("f", g)))
     assert [(c.kind, c.old, c.new) for c in res.changes] == [
-        ("export.param_type_changed", "int", "Optional[int]")]
+        ("export.param_type_changed", "int", "Optional[int]")
+    ]
     assert diff.compare(_api(Func("f", f)), _api(Func("f", f))).exit_code == 0
 
 
@@ -175,19 +206,28 @@ def test_a_library_that_cannot_load_is_compared_statically():
 
 def test_suppress_file(tmp_path):
     rules = tmp_path / "accepted.txt"
-    rules.write_text("# accepted for release 2\n"
-                     "kernel.removed module cuda#0 kernel mul\n"
-                     "kernel.args_changed\n")
+    rules.write_text(
+        "# accepted for release 2\nkernel.removed module cuda#0 kernel mul\nkernel.args_changed\n"
+    )
     r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
     assert r.returncode == 1  # module.removed opencl#0 still breaks
     assert {c["subject"] for c in doc["changes"] if c["suppressed"]} == {
-        "module cuda#0 kernel mul", "module cuda#0 kernel add"}
+        "module cuda#0 kernel mul",
+        "module cuda#0 kernel add",
+    }
     assert doc["summary"] == {"changes": 5, "incompatible": 3, "suppressed": 2}
     rules.write_text(rules.read_text() + "module.* module opencl*\n")
     r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
     assert r.returncode == 0 and doc["compatible"] is True
-    r = tvmffi("diff", tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules,
-               env={"COLUMNS": "200"})
+    r = tvmffi(
+        "diff",
+        tf.kernels_lib(1),
+        tf.kernels_lib(2),
+        "--static",
+        "--suppress",
+        rules,
+        env={"COLUMNS": "200"},
+    )
     assert r.returncode == 0
     assert "5 change(s), 3 incompatible (3 suppressed): compatible" in r.stdout
     assert sum("accepted" in ln for ln in r.stdout.splitlines()) == 3

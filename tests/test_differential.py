@@ -15,7 +15,7 @@ from tvmffi_cli.sandbox import process as sandbox
 
 # Runs in a child: argv = runtime, basic.so, kitchen.so. Prints one JSON
 # object {call label: canonical outcome}.
-DRIVER = r'''
+DRIVER = r"""
 import json, math, sys
 import numpy as np
 import tvmffi_cli
@@ -118,14 +118,19 @@ out["kitchen.names"] = kitchen.function_names()
 out["kitchen.doc.add"] = kitchen.doc("add")
 out["kitchen.metadata.scale"] = kitchen.metadata("scale")
 print(json.dumps(out, sort_keys=True))
-'''
+"""
 
 
 def _run_side(rt, basic, kitchen):
     # The same child environment as sandbox workers (static TLS reserve, PYTHONPATH).
     env = sandbox._child_env(None, None)
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(rt), str(basic), str(kitchen)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(rt), str(basic), str(kitchen)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     if proc.returncode != 0:
         pytest.fail(f"driver failed on {rt} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout)
@@ -145,13 +150,19 @@ def both_runtimes(official_runtime):
 def test_same_results_on_both_runtimes(both_runtimes, build_lib, official_include):
     official, ours = both_runtimes
     basic = build_lib("c/basic.c", headers="ours")
-    kitchen = build_lib("cpp/kitchen.cc", headers="official",
-                        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
-                        flags=["-Wno-unused-parameter"])
+    kitchen = build_lib(
+        "cpp/kitchen.cc",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+        flags=["-Wno-unused-parameter"],
+    )
     ref = _run_side(official, basic, kitchen)
     got = _run_side(ours, basic, kitchen)
     assert len(ref) > 80
     assert ref["basic.add_one.y"] == [1.0, 2.0, 3.0, 4.0]  # the driver really ran
-    diffs = [f"{k}: official={ref.get(k)!r} ours={got.get(k)!r}"
-             for k in sorted(set(ref) | set(got)) if ref.get(k) != got.get(k)]
+    diffs = [
+        f"{k}: official={ref.get(k)!r} ours={got.get(k)!r}"
+        for k in sorted(set(ref) | set(got))
+        if ref.get(k) != got.get(k)
+    ]
     assert not diffs, "\n".join(diffs)

@@ -33,9 +33,14 @@ def _testing_lib():
 def official_results():
     _testing_lib()
     cases = [[f, [py for _cli, py in args]] for f, args in CASES]
-    r = subprocess.run([sys.executable, "-c", OFFICIAL_DRIVER, json.dumps(cases)],
-                       check=False, capture_output=True, text=True, timeout=120,
-                       cwd=fixturebuild.BUILD.parent)
+    r = subprocess.run(
+        [sys.executable, "-c", OFFICIAL_DRIVER, json.dumps(cases)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=fixturebuild.BUILD.parent,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)
 
@@ -101,9 +106,17 @@ def _loads_on(runtime_sel):
 def test_enough_cases_of_every_kind():
     assert len(CASES) >= MIN_CASES
     funcs = {f for f, _ in CASES}
-    for needle in ("schema_id_int", "schema_id_string", "schema_id_arr", "schema_id_dict",
-                   "enum_variant_get", "make_unregistered_object", "schema_id_tensor",
-                   "test_raise_error", "schema_id_list"):
+    for needle in (
+        "schema_id_int",
+        "schema_id_string",
+        "schema_id_arr",
+        "schema_id_dict",
+        "enum_variant_get",
+        "make_unregistered_object",
+        "schema_id_tensor",
+        "test_raise_error",
+        "schema_id_list",
+    ):
         assert any(needle in f for f in funcs), needle
 
 
@@ -115,16 +128,35 @@ def test_testing_library_matches_the_official_api(official_results, runtime_sel)
     assert choice["kind"] == runtime_sel
     rows = []
     for (func, args), want, got in zip(CASES, official_results, ours):
-        rows.append({"func": func, "args": [cli for cli, _ in args], "match": want == got,
-                     "official": want, "tvmffi": got})
+        rows.append(
+            {
+                "func": func,
+                "args": [cli for cli, _ in args],
+                "match": want == got,
+                "official": want,
+                "tvmffi": got,
+            }
+        )
     matched = sum(r["match"] for r in rows)
     rate = matched / len(rows)
     fixturebuild.BUILD.mkdir(parents=True, exist_ok=True)
-    (fixturebuild.BUILD / f"ecosystem-diff-{runtime_sel}.json").write_text(json.dumps(
-        {"runtime": choice, "calls": len(rows), "matched": matched, "rate": rate,
-         "mismatches": [r for r in rows if not r["match"]]}, indent=1))
-    misses = "\n".join(f"{r['func']} {r['args']}: official {r['official']} / tvmffi "
-                       f"{r['tvmffi']}" for r in rows if not r["match"])
+    (fixturebuild.BUILD / f"ecosystem-diff-{runtime_sel}.json").write_text(
+        json.dumps(
+            {
+                "runtime": choice,
+                "calls": len(rows),
+                "matched": matched,
+                "rate": rate,
+                "mismatches": [r for r in rows if not r["match"]],
+            },
+            indent=1,
+        )
+    )
+    misses = "\n".join(
+        f"{r['func']} {r['args']}: official {r['official']} / tvmffi {r['tvmffi']}"
+        for r in rows
+        if not r["match"]
+    )
     assert rate >= MIN_MATCH, f"{matched}/{len(rows)} match on {runtime_sel}:\n{misses}"
 
 
@@ -133,8 +165,9 @@ def test_the_batch_equals_the_command_line(official_results, index):
     # The batch above runs the command's own parsing, task and renderer in one
     # worker; a few cases through the real `tvmffi call --json` agree with it.
     func, args = CASES[index]
-    r = tvmffi("call", _testing_lib(), func, *[cli for cli, _ in args], "--runtime", "official",
-               "--json")
+    r = tvmffi(
+        "call", _testing_lib(), func, *[cli for cli, _ in args], "--runtime", "official", "--json"
+    )
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     check = _validator()

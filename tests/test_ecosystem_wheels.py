@@ -45,15 +45,32 @@ def fetch_wheel(dist, version):
     found = sorted(d.glob(f"{stem}-{version}-*.whl"))
     if found:
         return found[0]
-    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
-                        "--only-binary=:all:", "--disable-pip-version-check", "-q",
-                        f"{dist}=={version}", "-d", str(d)],
-                       check=False, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-q",
+            f"{dist}=={version}",
+            "-d",
+            str(d),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     found = sorted(d.glob(f"{stem}-{version}-*.whl"))
     if r.returncode != 0 or not found:
         last = (r.stderr.strip().splitlines() or ["no wheel"])[-1]
-        pytest.skip(f"{dist}=={version} is not cached in {d} and could not be downloaded "
-                    f"(registry unreachable?): {last[:200]}")
+        pytest.skip(
+            f"{dist}=={version} is not cached in {d} and could not be downloaded "
+            f"(registry unreachable?): {last[:200]}"
+        )
     return found[0]
 
 
@@ -66,8 +83,11 @@ def extract(wheel, member):
     folder = member.rsplit("/", 1)[0] + "/"
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     with zipfile.ZipFile(wheel) as z:
-        names = [n for n in z.namelist() if n.startswith(folder) and n.endswith(".so")
-                 and "/" not in n[len(folder):]]
+        names = [
+            n
+            for n in z.namelist()
+            if n.startswith(folder) and n.endswith(".so") and "/" not in n[len(folder) :]
+        ]
         if member not in names:
             pytest.fail(f"{wheel.name} has no {member}")
         for n in names:
@@ -113,8 +133,13 @@ def check_conform(lib):
     doc = json.loads(r.stdout)
     assert doc["summary"]["error"] == 0, [x for x in doc["results"] if x["status"] == "error"]
     bad = [x for x in doc["results"] if x["status"] == "fail"]
-    unexpected = [x for x in bad if not (
-        (x["check"] == "arg-bounds" and "called with 0 arguments" in x["message"])
-        or (x["check"] == "no-crash" and x["message"].startswith("zero-args:")))]
+    unexpected = [
+        x
+        for x in bad
+        if not (
+            (x["check"] == "arg-bounds" and "called with 0 arguments" in x["message"])
+            or (x["check"] == "no-crash" and x["message"].startswith("zero-args:"))
+        )
+    ]
     assert not unexpected, unexpected
     assert r.returncode == (1 if bad else 0)

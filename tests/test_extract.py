@@ -36,8 +36,12 @@ def test_three_module_tree(tmp_path):
     validate(doc, "extract")
     assert doc["errors"] == []
     by_file = {f["file"]: f for f in doc["files"]}
-    assert sorted(by_file) == ["module1-cuda.bin", "module1-cuda.cubin", "module2-opencl.bin",
-                               "module2-opencl.cl"]
+    assert sorted(by_file) == [
+        "module1-cuda.bin",
+        "module1-cuda.cubin",
+        "module2-opencl.bin",
+        "module2-opencl.cl",
+    ]
     assert sorted(os.listdir(out)) == sorted([*by_file, "manifest.json"])
     assert json.loads((out / "manifest.json").read_text()) == doc
 
@@ -54,7 +58,7 @@ def test_three_module_tree(tmp_path):
     for f in doc["files"]:
         data = (out / f["file"]).read_bytes()
         assert f["symbol"] == "__tvm_ffi__library_bin"
-        assert lb[f["offset"]:f["offset"] + f["size"]] == data
+        assert lb[f["offset"] : f["offset"] + f["size"]] == data
         assert len(data) == f["size"] and hashlib.sha256(data).hexdigest() == f["sha256"]
     assert by_file["module1-cuda.bin"]["module_index"] == 1
     assert by_file["module2-opencl.bin"]["module_kind"] == "opencl"
@@ -72,7 +76,12 @@ def test_tvm_cuda_output_ptx_and_fatbin(tmp_path):
     assert (tmp_path / "o" / "module1-cuda.ptx").read_bytes() == tf.PTX
     fat = by_file["cubin-fused_add.fatbin"]
     assert (fat["kind"], fat["format"], fat["symbol"], fat["offset"], fat["size"]) == (
-        "cubin", "fatbin", "__tvm_ffi__cubin_fused_add", 0, len(tf.FATBIN))
+        "cubin",
+        "fatbin",
+        "__tvm_ffi__cubin_fused_add",
+        0,
+        len(tf.FATBIN),
+    )
     assert (tmp_path / "o" / "cubin-fused_add.fatbin").read_bytes() == tf.FATBIN
 
 
@@ -81,23 +90,26 @@ def test_one_file_per_kernel_for_metal(tmp_path):
     assert r.returncode == 0, r.stderr
     validate(doc, "extract")
     by_file = {f["file"]: f for f in doc["files"]}
-    assert sorted(by_file) == ["module1-metal-._up.metal", "module1-metal-add.metal",
-                               "module1-metal.bin"]
+    assert sorted(by_file) == [
+        "module1-metal-._up.metal",
+        "module1-metal-add.metal",
+        "module1-metal.bin",
+    ]
     assert (tmp_path / "o" / "module1-metal-add.metal").read_bytes() == tf.METAL_SOURCES["add"]
     up = by_file["module1-metal-._up.metal"]
     assert up["kernels"] == ["../up"] and up["format"] == "text" and up["kind"] == "payload"
     assert (tmp_path / "o" / up["file"]).read_bytes() == tf.METAL_SOURCES["../up"]
     lb = _symbol_bytes(tf.metal_lib(), "__tvm_ffi__library_bin")
-    assert lb[up["offset"]:up["offset"] + up["size"]] == tf.METAL_SOURCES["../up"]
+    assert lb[up["offset"] : up["offset"] + up["size"]] == tf.METAL_SOURCES["../up"]
     # inspect still describes the module without the per-kernel offsets
-    ins = validate(json.loads(tvmffi("inspect", tf.metal_lib(), "--json", "--static").stdout),
-                   "inspect")
+    ins = validate(
+        json.loads(tvmffi("inspect", tf.metal_lib(), "--json", "--static").stdout), "inspect"
+    )
     assert ins["modules"][1]["details"]["sources"] == ["add", "../up"]
 
 
 def test_human_output_lists_files(tmp_path):
-    r = tvmffi("extract", tf.tvm_cuda_output(), "-o", tmp_path / "o",
-               env={"COLUMNS": "200"})
+    r = tvmffi("extract", tf.tvm_cuda_output(), "-o", tmp_path / "o", env={"COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
     for word in ("module1-cuda.ptx", "sm_80", "default_function_kernel", "cubin-fused_add.fatbin"):
         assert word in r.stdout

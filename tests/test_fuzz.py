@@ -41,10 +41,12 @@ def _summary(stats):
 
 # -- the bounded campaign ---------------------------------------------------
 
+
 @pytest.mark.parametrize("name", TARGETS)
 def test_hypothesis_engine_finds_nothing(name, tmp_path):
-    stats = fuzz.run_hypothesis(fuzz_targets.TARGETS[name], HYPOTHESIS_EXECS, seconds=20,
-                                seed=1, artifacts=tmp_path).to_json()
+    stats = fuzz.run_hypothesis(
+        fuzz_targets.TARGETS[name], HYPOTHESIS_EXECS, seconds=20, seed=1, artifacts=tmp_path
+    ).to_json()
     assert stats["execs"] >= min(HYPOTHESIS_EXECS, 100), stats
     assert stats["crashes"] == 0, _summary(stats)
     assert stats["distinct"] == 0
@@ -59,6 +61,7 @@ def test_atheris_engine_finds_nothing(name, tmp_path):
 
 
 # -- the harness on planted bugs ----------------------------------------------
+
 
 @pytest.fixture
 def selftest(monkeypatch):
@@ -90,7 +93,9 @@ def test_check_names_the_innermost_project_frame():
             # literals.parse_dtype (abi.dtypes) calls str methods on its argument.
             literals.parse_dtype(data)
 
-    out = fuzz_targets.check(Bad(), b"float32")  # bytes, not str: a TypeError inside the dtype parser
+    out = fuzz_targets.check(
+        Bad(), b"float32"
+    )  # bytes, not str: a TypeError inside the dtype parser
     assert out.kind == "finding" and out.exc_type == "TypeError"
     assert out.frame[0] == "tvmffi_cli/abi/dtypes.py" and out.frame[2] == "_parse_base"
 
@@ -122,9 +127,24 @@ def test_hypothesis_engine_counts_and_dedupes(selftest, tmp_path):
 
 def test_bench_fuzz_exits_nonzero_on_findings(tmp_path):
     env = dict(os.environ, TVMFFI_FUZZ_SELFTEST="1", PYTHON=sys.executable)
-    r = subprocess.run([str(ROOT / "bench" / "fuzz"), "--target", "selftest", "--engine",
-                        "hypothesis", "--execs", "200", "--json", "--artifacts", str(tmp_path)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [
+            str(ROOT / "bench" / "fuzz"),
+            "--target",
+            "selftest",
+            "--engine",
+            "hypothesis",
+            "--execs",
+            "200",
+            "--json",
+            "--artifacts",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 1, r.stderr
     rep = json.loads(r.stdout)
     (res,) = rep["results"]
@@ -143,13 +163,25 @@ def test_atheris_child_counts_findings(selftest, tmp_path, monkeypatch):
 def test_repro_replays_a_saved_input(tmp_path):
     p = tmp_path / "in.bin"
     p.write_bytes(b"float32[2 3]:zeros")
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "fuzz.py"), "--repro", str(p),
-                        "--target", "literals"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "fuzz.py"),
+            "--repro",
+            str(p),
+            "--target",
+            "literals",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "contract holds" in r.stdout
 
 
 # -- the seeds are valid inputs (so mutations start from real structure) ---
+
 
 def test_libbin_seeds_decode_cleanly():
     blobs = fuzz_targets.libbin_blobs()
@@ -181,8 +213,11 @@ def test_generated_binaries_parse():
     assert (m.format, m.arch) == ("macho", "x86_64")
     assert sorted(s.name for s in m.symbols) == ["__tvm_ffi__library_bin", "__tvm_ffi_f"]
     assert m.imports == ["TVMFFIAnyViewToOwnedAny"]
-    fat = parse_bytes(fuzz_targets.make_fat([("x86_64", fuzz_targets.tiny_macho()),
-                                             ("arm64", fuzz_targets.tiny_macho())], align=64))
+    fat = parse_bytes(
+        fuzz_targets.make_fat(
+            [("x86_64", fuzz_targets.tiny_macho()), ("arm64", fuzz_targets.tiny_macho())], align=64
+        )
+    )
     assert fat.format == "macho"
     pe = parse_bytes(fuzz_targets.tiny_pe())
     assert (pe.format, pe.arch, pe.bits) == ("pe", "x86_64", 64)
@@ -200,8 +235,10 @@ def test_elf_seeds_are_fixture_libraries():
 
 # -- regressions: one per bug the campaign found -----------------------------
 
-@pytest.mark.parametrize("text", ["float32[2 3]:zeros", "int8[" + "9" * 5000 + "]",
-                                  "int8[99999999999999999999]"])
+
+@pytest.mark.parametrize(
+    "text", ["float32[2 3]:zeros", "int8[" + "9" * 5000 + "]", "int8[99999999999999999999]"]
+)
 def test_tensor_literal_bad_dimension_is_input_error(text):
     with pytest.raises(InputError, match="each dimension is a number"):
         literals.parse_tensor_literal(text)
@@ -212,15 +249,24 @@ def test_tensor_literal_dimensions_still_parse():
     assert spec["shape"] == [2, 3] and spec["fill"] == "ones"
 
 
-@pytest.mark.parametrize("text,msg", [("int" + "9" * 5000, "bits must be 1..255"),
-                                      ("int8x" + "9" * 5000, "lanes must be 1..32767")])
+@pytest.mark.parametrize(
+    "text,msg",
+    [("int" + "9" * 5000, "bits must be 1..255"), ("int8x" + "9" * 5000, "lanes must be 1..32767")],
+)
 def test_dtype_with_huge_digit_runs_is_input_error(text, msg):
     with pytest.raises(InputError, match=msg):
         literals.parse_dtype(text)
 
 
-@pytest.mark.parametrize("text,msg", [("0x_", "bad int"), ("1__2", "bad int"), ("1_", "bad int"),
-                                      ("9" * 5000, "out of the int64 range")])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("0x_", "bad int"),
+        ("1__2", "bad int"),
+        ("1_", "bad int"),
+        ("9" * 5000, "out of the int64 range"),
+    ],
+)
 def test_int_that_int_refuses_is_input_error(text, msg):
     with pytest.raises(InputError, match=msg):
         literals.parse_int(text)
@@ -277,8 +323,19 @@ def test_an_allocation_by_an_untrusted_size_is_a_finding(tmp_path):
     # 2 GiB allocation fails as a MemoryError instead of succeeding quietly.
     p = tmp_path / "alloc.bin"
     p.write_bytes(b"ALLOC")
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "fuzz.py"), "--repro", str(p),
-                        "--target", "selftest"], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, TVMFFI_FUZZ_SELFTEST="1"))
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "fuzz.py"),
+            "--repro",
+            str(p),
+            "--target",
+            "selftest",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, TVMFFI_FUZZ_SELFTEST="1"),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "finding: MemoryError @ <outside tvmffi_cli>" in r.stdout

@@ -54,8 +54,7 @@ def corpus_libraries():
         "libbin_bad": b("inspect/libbin_bad.c", headers="none", defines=[_libbin_define()]),
         "cxx_imports": b("inspect/cxx_imports.c", headers="none"),
         "ctor_trace": b("inspect/ctor_trace.c", headers="none"),
-        "runtime_libbin": b("runtime/libbin.c", headers="ours", link_runtime=False,
-                            name="libbin-"),
+        "runtime_libbin": b("runtime/libbin.c", headers="ours", link_runtime=False, name="libbin-"),
     }
     if fixturebuild.official_include() is not None:
         meta = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
@@ -92,9 +91,21 @@ def check_result(rc, stdout, stderr, where):
 
 def run_batch(lib, workdir, seed=SEED, every=1):
     """Run one library's corpus in a batch process; returns (rows, problems)."""
-    proc = subprocess.run([sys.executable, str(CORPUS), "run", str(lib), str(seed), str(workdir),
-                           "--every", str(every)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(CORPUS),
+            "run",
+            str(lib),
+            str(seed),
+            str(workdir),
+            "--every",
+            str(every),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     rows, started, problems = [], None, []
     for line in proc.stdout.splitlines():
         r = json.loads(line)
@@ -104,13 +115,16 @@ def run_batch(lib, workdir, seed=SEED, every=1):
             rows.append(r)
             started = None
     if proc.returncode != 0:
-        problems.append(f"{lib.name}: batch process exit {proc.returncode} while on "
-                        f"{started}\n{proc.stderr[-2000:]}")
+        problems.append(
+            f"{lib.name}: batch process exit {proc.returncode} while on "
+            f"{started}\n{proc.stderr[-2000:]}"
+        )
     for r in rows:
         where = f"{lib.name} {r['id']}"
         if r["exception"]:
-            problems.append(f"{where}: exception escaped (a traceback in the CLI)\n"
-                            f"{r['exception'][-2000:]}")
+            problems.append(
+                f"{where}: exception escaped (a traceback in the CLI)\n{r['exception'][-2000:]}"
+            )
             continue
         if r["seconds"] > LIMIT_S:
             problems.append(f"{where}: took {r['seconds']:.1f} s")
@@ -124,9 +138,14 @@ def run_cli(path, timeout=LIMIT_S):
     env.pop("TVMFFI_DEBUG", None)
     t0 = time.monotonic()
     try:
-        p = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--static", "--json",
-                            str(path)], capture_output=True, text=True, env=env, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [sys.executable, "-m", "tvmffi_cli", "inspect", "--static", "--json", str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return "timeout", "", "", time.monotonic() - t0
     return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
@@ -158,6 +177,7 @@ def test_corpus_covers_every_region(libs):
     data = libs["libbin_good"].read_bytes()
     off, size = corpus.regions(data)["library_bin"]
     import struct
+
     assert struct.unpack_from("<Q", data, off)[0] == size - 8
 
 
@@ -171,8 +191,9 @@ def test_mutated_libraries_in_process(libs, tmp_path):
     for rows, _ in results:
         for r in rows:
             codes[r["rc"]] = codes.get(r["rc"], 0) + 1
-    assert not problems, f"{len(problems)} of {total} inputs broke the contract:\n" + \
-        "\n".join(problems[:20])
+    assert not problems, f"{len(problems)} of {total} inputs broke the contract:\n" + "\n".join(
+        problems[:20]
+    )
     # the corpus is not trivially rejected: all three outcomes occur in bulk
     assert total > 3000 and all(codes.get(c, 0) > 100 for c in (0, 1, 2)), codes
 
@@ -210,6 +231,7 @@ def _write(name, content):
         p = d / name
         p.write_bytes(content)
         return p
+
     return make
 
 
@@ -238,8 +260,9 @@ NON_LIBRARIES = [
 ]
 
 
-@pytest.mark.parametrize("make,needle", [(m, n) for _, m, n in NON_LIBRARIES],
-                         ids=[i for i, _, _ in NON_LIBRARIES])
+@pytest.mark.parametrize(
+    "make,needle", [(m, n) for _, m, n in NON_LIBRARIES], ids=[i for i, _, _ in NON_LIBRARIES]
+)
 def test_non_libraries_one_line_exit_2(tmp_path, make, needle):
     p = make(tmp_path)
     rc, out, err, dt = run_cli(p)

@@ -21,8 +21,7 @@ from test_call_helpers import kernels, tvmffi
 
 def fingerprint(p):
     st = os.stat(p)
-    return (hashlib.sha256(Path(p).read_bytes()).hexdigest(), st.st_mtime_ns, st.st_size,
-            st.st_ino)
+    return (hashlib.sha256(Path(p).read_bytes()).hexdigest(), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +50,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("func,args,files", CASES,
-                         ids=["dltensor", "owned", "positional", "two-in-place", "npz"])
+@pytest.mark.parametrize(
+    "func,args,files", CASES, ids=["dltensor", "owned", "positional", "two-in-place", "npz"]
+)
 def test_call_never_writes_inputs(inputs, ours, func, args, files):
     before = {f: fingerprint(inputs / f) for f in files}
     r = tvmffi("call", kernels(), func, *args, "--json", "--runtime", ours, cwd=inputs)
@@ -67,8 +67,20 @@ def test_call_never_writes_inputs(inputs, ours, func, args, files):
 
 def test_out_next_to_inputs_leaves_them_alone(inputs, ours):
     before = fingerprint(inputs / "x.npy")
-    r = tvmffi("call", kernels(), "add_into", "--tensor", "x.npy", "--tensor", "y.npy",
-               "--out", ".", "--runtime", ours, cwd=inputs)
+    r = tvmffi(
+        "call",
+        kernels(),
+        "add_into",
+        "--tensor",
+        "x.npy",
+        "--tensor",
+        "y.npy",
+        "--out",
+        ".",
+        "--runtime",
+        ours,
+        cwd=inputs,
+    )
     assert r.returncode == 0, r.stderr
     assert fingerprint(inputs / "x.npy") == before
     assert np.array_equal(np.load(inputs / "arg1.npy"), np.load(inputs / "x.npy") + 1)
@@ -109,8 +121,12 @@ def test_writer_killed_mid_write_leaves_no_partial_file(tmp_path, existing):
         np.save(target, old)
     script = tmp_path / "killer.py"
     script.write_text(KILLER)
-    p = subprocess.run([sys.executable, str(script), str(target), "1" if existing else "0"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, str(script), str(target), "1" if existing else "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == -signal.SIGKILL and p.stdout == "half written\n", p.stderr
     if existing:
         assert np.array_equal(np.load(target), old)  # the old file, whole
@@ -118,8 +134,11 @@ def test_writer_killed_mid_write_leaves_no_partial_file(tmp_path, existing):
         assert not target.exists()
     # what the kill leaves is a hidden temporary, never the target name
     leftovers = [n for n in os.listdir(out) if n != "arg0.npy"]
-    assert len(leftovers) == 1 and leftovers[0].startswith(".tvmffi-") \
-        and leftovers[0].endswith(".npy.tmp"), leftovers
+    assert (
+        len(leftovers) == 1
+        and leftovers[0].startswith(".tvmffi-")
+        and leftovers[0].endswith(".npy.tmp")
+    ), leftovers
 
 
 def test_forced_write_replaces_by_rename(tmp_path):
@@ -163,10 +182,26 @@ def test_cli_killed_during_out_leaves_whole_files_or_none(tmp_path, ours):
     out = tmp_path / "out"
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
-    p = subprocess.Popen([sys.executable, "-m", "tvmffi_cli", "call", str(kernels()), "scale2",
-                          "--tensor", "float32[4096,4096]:arange", "--out", str(out),
-                          "--runtime", ours], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tvmffi_cli",
+            "call",
+            str(kernels()),
+            "scale2",
+            "--tensor",
+            "float32[4096,4096]:arange",
+            "--out",
+            str(out),
+            "--runtime",
+            ours,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     saw_tmp = False
     deadline = time.monotonic() + 60
     while p.poll() is None and time.monotonic() < deadline:

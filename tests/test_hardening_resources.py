@@ -45,18 +45,28 @@ def measure(args, tmp_path, probe=False, timeout=60):
         env["TVMFFI_PROBE_OUT"] = str(tmp_path / "probe.txt")
     t0 = time.monotonic()
     with open(out, "wb") as o, open(err, "wb") as e:
-        p = subprocess.Popen(cmd + [str(a) for a in args], stdout=o, stderr=e, env=env,
-                             stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            cmd + [str(a) for a in args], stdout=o, stderr=e, env=env, stdin=subprocess.DEVNULL
+        )
         timer = threading.Timer(timeout, p.kill)
         timer.start()
         try:
             _, status, usage = os.wait4(p.pid, 0)
         finally:
             timer.cancel()
-    p.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
+    p.returncode = (
+        os.waitstatus_to_exitcode(status)
+        if hasattr(os, "waitstatus_to_exitcode")
         else (-(status & 0x7F) if status & 0x7F else status >> 8)
-    r = {"rc": p.returncode, "stdout": out.read_text(), "stderr": err.read_text(),
-         "maxrss": usage.ru_maxrss * 1024, "seconds": time.monotonic() - t0, "rchar": None}
+    )
+    r = {
+        "rc": p.returncode,
+        "stdout": out.read_text(),
+        "stderr": err.read_text(),
+        "maxrss": usage.ru_maxrss * 1024,
+        "seconds": time.monotonic() - t0,
+        "rchar": None,
+    }
     if probe:
         rchar, hwm = (tmp_path / "probe.txt").read_text().split()
         r["rchar"] = int(rchar)
@@ -74,8 +84,9 @@ def sparse_copy(src, dst, size=2 * GIB):
 
 
 def _shdrs(data):
-    (_t, _m, _v, _e, _phoff, shoff, _f, _eh, _phs, _phn, shentsize, shnum, _shstr) = \
+    (_t, _m, _v, _e, _phoff, shoff, _f, _eh, _phs, _phn, shentsize, shnum, _shstr) = (
         struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
+    )
     for i in range(shnum):
         at = shoff + i * shentsize
         yield at, struct.unpack_from("<IIQQQQIIQQ", data, at)
@@ -95,8 +106,9 @@ def _check_one_line(r, rc):
 def kitchen():
     if fixturebuild.official_include() is None:
         return fixturebuild.build("c/basic.c", headers="ours")
-    return fixturebuild.build("cpp/kitchen.cc", headers="official",
-                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+    return fixturebuild.build(
+        "cpp/kitchen.cc", headers="official", defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
+    )
 
 
 def test_2gib_sparse_library_small_rss_and_not_read_whole(kitchen, tmp_path):
@@ -141,20 +153,26 @@ def test_table_claiming_the_whole_2gib_is_capped(kitchen, tmp_path, section_type
 
 def _libbin_good():
     import hashlib
+
     h = hashlib.sha256((ROOT / "fixtures" / "inspect" / "libbin_data.h").read_bytes())
-    return fixturebuild.build("inspect/libbin_good.c", headers="none",
-                              defines=["LIBBIN_DATA=" + h.hexdigest()[:12]])
+    return fixturebuild.build(
+        "inspect/libbin_good.c", headers="none", defines=["LIBBIN_DATA=" + h.hexdigest()[:12]]
+    )
 
 
 TB = 1 << 40
 
 
-@pytest.mark.parametrize("field,needle", [
-    ("nbytes", "nbytes says 1099511627776 bytes follow"),
-    ("indptr_count", "count 1099511627776"),
-    ("kind_size", "size 1099511627776"),
-    ("st_size", None),
-], ids=["nbytes", "indptr-count", "kind-size", "symbol-size"])
+@pytest.mark.parametrize(
+    "field,needle",
+    [
+        ("nbytes", "nbytes says 1099511627776 bytes follow"),
+        ("indptr_count", "count 1099511627776"),
+        ("kind_size", "size 1099511627776"),
+        ("st_size", None),
+    ],
+    ids=["nbytes", "indptr-count", "kind-size", "symbol-size"],
+)
 def test_library_bin_claiming_terabytes_is_reported(tmp_path, field, needle):
     lib = _libbin_good()
     data = bytearray(lib.read_bytes())
@@ -175,9 +193,11 @@ def test_library_bin_claiming_terabytes_is_reported(tmp_path, field, needle):
             if sh[1] == 11:
                 for i in range(sh[5] // 24):
                     e = sh[4] + 24 * i
-                    if struct.unpack_from("<Q", data, e + 16)[0] == size and \
-                            struct.unpack_from("<Q", data, e + 8)[0] and \
-                            data[e + 4] & 0xF == 1:  # STT_OBJECT of that size
+                    if (
+                        struct.unpack_from("<Q", data, e + 16)[0] == size
+                        and struct.unpack_from("<Q", data, e + 8)[0]
+                        and data[e + 4] & 0xF == 1
+                    ):  # STT_OBJECT of that size
                         struct.pack_into("<Q", data, e + 16, TB)
                         patched += 1
         assert patched == 1

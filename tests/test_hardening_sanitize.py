@@ -36,18 +36,30 @@ C_EXT = HERE / "c_ext"
 C_HARD = HERE / "c_hard"
 INC = ROOT / "runtime" / "include"
 
-PY_SIDE_TESTS = ["tests/test_convert.py", "tests/test_library.py", "tests/test_call_values.py",
-                 "tests/test_call.py", "tests/test_sandbox.py", "tests/test_runtime_ext.py"]
+PY_SIDE_TESTS = [
+    "tests/test_convert.py",
+    "tests/test_library.py",
+    "tests/test_call_values.py",
+    "tests/test_call.py",
+    "tests/test_sandbox.py",
+    "tests/test_runtime_ext.py",
+]
 
-ASAN_C = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",
-          "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+ASAN_C = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
 # handle_segv=0 and friends: the crash-containment tests crash a worker on
 # purpose and expect the signal itself, not ASan's exit status 1.
-ASAN_PY = {"ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:handle_segv=0:handle_sigbus=0:"
-                           "handle_sigfpe=0:handle_sigill=0",
-           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
-SAN_REPORT = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
-                        r"AddressSanitizer: CHECK failed")
+ASAN_PY = {
+    "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:handle_segv=0:handle_sigbus=0:"
+    "handle_sigfpe=0:handle_sigill=0",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
+SAN_REPORT = re.compile(
+    r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
+    r"AddressSanitizer: CHECK failed"
+)
 
 
 def _need_tools():
@@ -70,8 +82,18 @@ def sanitized_runtime_dir():
         return lib.parent
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    for args in (["cmake", "-S", str(ROOT), "-B", str(tmp), "-DCMAKE_BUILD_TYPE=Debug",
-                  "-DTVMFFI_RT_SANITIZE=ON"], ["cmake", "--build", str(tmp), "-j2"]):
+    for args in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT),
+            "-B",
+            str(tmp),
+            "-DCMAKE_BUILD_TYPE=Debug",
+            "-DTVMFFI_RT_SANITIZE=ON",
+        ],
+        ["cmake", "--build", str(tmp), "-j2"],
+    ):
         proc = subprocess.run(args, capture_output=True, text=True)
         if proc.returncode != 0:
             raise fixturebuild.BuildError(proc.stdout + proc.stderr)
@@ -87,9 +109,22 @@ def sanitized_program(src, name, flags=()):
     headers and linked to the sanitized runtime (cached by a hash of the
     source, headers and command)."""
     libdir = sanitized_runtime_dir()
-    args = ["gcc", "-std=c11", "-g", "-O1", "-fsanitize=address,undefined",
-            "-fno-omit-frame-pointer", "-D_GNU_SOURCE", "-pthread", f"-I{INC}", *flags, str(src),
-            f"-L{libdir}", "-ltvm_ffi", "-ldl"]
+    args = [
+        "gcc",
+        "-std=c11",
+        "-g",
+        "-O1",
+        "-fsanitize=address,undefined",
+        "-fno-omit-frame-pointer",
+        "-D_GNU_SOURCE",
+        "-pthread",
+        f"-I{INC}",
+        *flags,
+        str(src),
+        f"-L{libdir}",
+        "-ltvm_ffi",
+        "-ldl",
+    ]
     h = hashlib.sha256(" ".join(args).encode() + Path(src).read_bytes())
     for hdr in sorted(INC.rglob("*.h")):
         h.update(hdr.read_bytes())
@@ -104,8 +139,9 @@ def sanitized_program(src, name, flags=()):
 
 def run_sanitized(exe, args, libdir, timeout=300):
     env = dict(os.environ, LD_LIBRARY_PATH=str(libdir), **ASAN_C)
-    proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [str(exe), *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout
+    )
     report = SAN_REPORT.search(proc.stderr)
     assert report is None, f"{exe.name} {args}: sanitizer report\n{proc.stderr[-6000:]}"
     return proc
@@ -125,16 +161,17 @@ def ours_libdir():
 def _plain(name, libdir, args):
     """The same program built normally, run on the normal runtime: the
     sanitized run must print exactly what it prints."""
-    exe = fixturebuild.build(C_EXT / f"{name}.c", headers="ours", shared=False,
-                             name=f"cext-{name}")
+    exe = fixturebuild.build(C_EXT / f"{name}.c", headers="ours", shared=False, name=f"cext-{name}")
     env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
-    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [str(exe), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _libbin():
-    return fixturebuild.build("runtime/libbin.c", headers="ours", link_runtime=False,
-                              name="libbin-")
+    return fixturebuild.build(
+        "runtime/libbin.c", headers="ours", link_runtime=False, name="libbin-"
+    )
 
 
 def _ctor():
@@ -142,8 +179,9 @@ def _ctor():
 
 
 def _official_containers():
-    return fixturebuild.build("runtime/official_containers.cc", headers="official",
-                              flags=("-Wno-unused-parameter",))
+    return fixturebuild.build(
+        "runtime/official_containers.cc", headers="official", flags=("-Wno-unused-parameter",)
+    )
 
 
 EXT_RUNS = [
@@ -152,13 +190,27 @@ EXT_RUNS = [
     ("rt_ext", lambda: ["load", _libbin(), _ctor()]),
     ("rt_ext", lambda: ["load", _libbin(), _ctor(), "loader"]),
     ("container_probe", lambda: []),
-    ("dtype_probe", lambda: ["int8", "float32x4", "bf16", "int8x0", "complex64", "@3,64,4",
-                             "fp8_e5m2x2", "int99999999999", "", "@2,32,-1"]),
+    (
+        "dtype_probe",
+        lambda: [
+            "int8",
+            "float32x4",
+            "bf16",
+            "int8x0",
+            "complex64",
+            "@3,64,4",
+            "fp8_e5m2x2",
+            "int99999999999",
+            "",
+            "@2,32,-1",
+        ],
+    ),
 ]
 
 
-@pytest.mark.parametrize("name,args", EXT_RUNS,
-                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(EXT_RUNS)])
+@pytest.mark.parametrize(
+    "name,args", EXT_RUNS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(EXT_RUNS)]
+)
 def test_runtime_ext_programs_under_asan_ubsan(san_libdir, ours_libdir, name, args):
     exe, libdir = sanitized_program(C_EXT / f"{name}.c", name)
     argv = args()
@@ -205,8 +257,9 @@ def _asan_preload():
         exe = shutil.which(cc)
         if exe is None:
             return None
-        p = subprocess.run([exe, f"-print-file-name={name}"], capture_output=True,
-                           text=True).stdout.strip()
+        p = subprocess.run(
+            [exe, f"-print-file-name={name}"], capture_output=True, text=True
+        ).stdout.strip()
         if not os.path.isabs(p) or not os.path.exists(p):
             return None
         libs.append(os.path.realpath(p))
@@ -250,9 +303,13 @@ def test_python_side_smoke_under_sanitizers(san_libdir, tmp_path):
     basic = fixturebuild.build("c/basic.c", headers="ours")
     script = tmp_path / "smoke.py"
     script.write_text(SMOKE)
-    proc = subprocess.run([sys.executable, str(script), str(basic), str(HERE),
-                           str(san_libdir / "libtvm_ffi.so")], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(basic), str(HERE), str(san_libdir / "libtvm_ffi.so")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert SAN_REPORT.search(proc.stderr) is None, proc.stderr[-6000:]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines() == ["sanitized runtime mapped: True", "libasan mapped: True"]
@@ -263,26 +320,41 @@ def test_python_side_setup_reports_an_overflow(san_libdir, tmp_path):
     instrumented library that reads past a heap block is stopped by ASan."""
     env = python_sanitize_env(san_libdir)
     src = tmp_path / "overflow.c"
-    src.write_text("#include <stdlib.h>\nint overflow(void) { volatile char* p = malloc(8);\n"
-                   "  int v = p[8]; free((void*)p); return v; }\n")
+    src.write_text(
+        "#include <stdlib.h>\nint overflow(void) { volatile char* p = malloc(8);\n"
+        "  int v = p[8]; free((void*)p); return v; }\n"
+    )
     so = tmp_path / "overflow.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-g", "-fsanitize=address", str(src), "-o",
-                    str(so)], check=True)
-    proc = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(so)!r})"
-                           ".overflow()"], capture_output=True, text=True, env=env, timeout=60)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-g", "-fsanitize=address", str(src), "-o", str(so)], check=True
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(so)!r}).overflow()"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in proc.stderr, proc.stderr[-3000:]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("TVMFFI_TEST_SANITIZE") != "1",
-                    reason="Python-side runtime tests on the ASan+UBSan runtime run only with "
-                           "TVMFFI_TEST_SANITIZE=1 (about a minute)")
+@pytest.mark.skipif(
+    os.environ.get("TVMFFI_TEST_SANITIZE") != "1",
+    reason="Python-side runtime tests on the ASan+UBSan runtime run only with "
+    "TVMFFI_TEST_SANITIZE=1 (about a minute)",
+)
 def test_python_side_runtime_tests_under_sanitizers(san_libdir):
     env = python_sanitize_env(san_libdir)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *PY_SIDE_TESTS], cwd=ROOT, capture_output=True, text=True, env=env,
-                          timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PY_SIDE_TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     out = proc.stdout + proc.stderr
     assert SAN_REPORT.search(out) is None, out[-8000:]
     assert proc.returncode == 0, out[-8000:]
@@ -295,9 +367,11 @@ def test_type_registry_growth_under_asan_ubsan(san_libdir):
     exe, libdir = sanitized_program(C_HARD / "type_registry.c", "type_registry")
     proc = run_sanitized(exe, [100], libdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout == ("methods 100 fields 100\n"
-                           "read back 100 methods and 100 fields; 25 rejected\n"
-                           f"attr sum {7 + sum(2 * i for i in range(100))}\n")
+    assert proc.stdout == (
+        "methods 100 fields 100\n"
+        "read back 100 methods and 100 fields; 25 rejected\n"
+        f"attr sum {7 + sum(2 * i for i in range(100))}\n"
+    )
 
 
 def test_registry_calls_under_asan_ubsan(san_libdir, ours_libdir):
@@ -310,14 +384,25 @@ def test_registry_calls_under_asan_ubsan(san_libdir, ours_libdir):
     testing = str(official / "lib" / "libtvm_ffi_testing.so")
     script = str(HERE / "registry_calls.py")
     env = python_sanitize_env(san_libdir)
-    san = subprocess.run([sys.executable, script, str(san_libdir / "libtvm_ffi.so"), "--testing",
-                          testing], capture_output=True, text=True, env=env, timeout=300,
-                         cwd=HERE, check=False)
+    san = subprocess.run(
+        [sys.executable, script, str(san_libdir / "libtvm_ffi.so"), "--testing", testing],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=HERE,
+        check=False,
+    )
     assert SAN_REPORT.search(san.stderr) is None, san.stderr[-6000:]
     assert san.returncode == 0, san.stderr[-3000:]
-    plain = subprocess.run([sys.executable, script, str(ours_libdir / "libtvm_ffi.so"),
-                            "--testing", testing], capture_output=True, text=True, timeout=300,
-                           cwd=HERE, check=False)
+    plain = subprocess.run(
+        [sys.executable, script, str(ours_libdir / "libtvm_ffi.so"), "--testing", testing],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE,
+        check=False,
+    )
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert san.stdout == plain.stdout
 
@@ -328,7 +413,9 @@ def test_list_dict_lifecycle_under_asan_ubsan(san_libdir, ours_libdir):
     exe, libdir = sanitized_program(C_HARD / "list_dict.c", "list_dict")
     proc = run_sanitized(exe, [], libdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout == ("round 0: dict size 133\nround 1: dict size 133\n"
-                           "round 2: dict size 133\nlist size 220\n"
-                           "converted to type 71\nconverted to type 72\n"
-                           "failures 0, live objects delta 0\n")
+    assert proc.stdout == (
+        "round 0: dict size 133\nround 1: dict size 133\n"
+        "round 2: dict size 133\nlist size 220\n"
+        "converted to type 71\nconverted to type 72\n"
+        "failures 0, live objects delta 0\n"
+    )

@@ -30,8 +30,13 @@ live objects after refcount+errors: +0
 
 
 def stress_program():
-    return fixturebuild.build(C_HARD / "stress.c", name="hard-stress", headers="ours",
-                              shared=False, flags=["-pthread", "-D_GNU_SOURCE"])
+    return fixturebuild.build(
+        C_HARD / "stress.c",
+        name="hard-stress",
+        headers="ours",
+        shared=False,
+        flags=["-pthread", "-D_GNU_SOURCE"],
+    )
 
 
 def run_stress(exe, iterations=None, env_extra=None, timeout=300):
@@ -55,8 +60,14 @@ def test_stress_exact_counts():
     proc = run_stress(stress_program())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout == EXPECTED_STRESS
-    assert set(timings(proc.stderr)) == {"refcount-inc", "refcount-dec", "refcount-mixed",
-                                         "errors", "globals", "types"}
+    assert set(timings(proc.stderr)) == {
+        "refcount-inc",
+        "refcount-dec",
+        "refcount-mixed",
+        "errors",
+        "globals",
+        "types",
+    }
 
 
 SHIM = r"""
@@ -81,8 +92,9 @@ def test_stress_catches_lost_updates(tmp_path):
     shim = tmp_path / "racy.so"
     src = tmp_path / "racy.c"
     src.write_text(SHIM)
-    proc = subprocess.run([gcc, "-shared", "-fPIC", "-O1", str(src), "-o", str(shim)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [gcc, "-shared", "-fPIC", "-O1", str(src), "-o", str(shim)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot build the racy shim: {proc.stderr[:200]}")
     exe = stress_program()

@@ -38,8 +38,10 @@ def test_named_choices():
     off = _official()
     o = hosts.choose_runtime("official", kernels())
     assert (o.kind, o.path, o.instrumented) == ("official", str(off), False)
-    assert o.skip_reason("leak check") == ("leak check needs tvmffi's instrumented runtime; "
-                                           "the library is hosted by the official runtime")
+    assert o.skip_reason("leak check") == (
+        "leak check needs tvmffi's instrumented runtime; "
+        "the library is hosted by the official runtime"
+    )
     assert b.skip_reason("leak check") is None
     p = hosts.choose_runtime(str(off), None)
     assert (p.kind, p.instrumented) == ("official", False)  # the official file by path
@@ -81,8 +83,10 @@ def test_auto_without_official_on_the_command_line(tmp_path):
 def test_bad_runtime_value():
     r = tvmffi("call", kernels(), "add_int", "1", "2", "--runtime", "offical")
     assert r.returncode == 2
-    assert r.stderr == ("tvmffi: error: --runtime offical: no such file (expected auto, "
-                        "builtin, official or the path of a libtvm_ffi.so)\n")
+    assert r.stderr == (
+        "tvmffi: error: --runtime offical: no such file (expected auto, "
+        "builtin, official or the path of a libtvm_ffi.so)\n"
+    )
     r = tvmffi("inspect", kernels(), "--runtime", "offical")
     assert r.returncode == 2 and "expected auto, builtin, official" in r.stderr
 
@@ -116,6 +120,7 @@ def test_static_inspect_has_no_runtime():
 # ---------------------------------------------------------------------------
 # a library that fails while loading
 
+
 def _load_fixture(kind, headers):
     if kind == "throws":
         return fixturebuild.build("ecosystem/load_throws.cc", headers=headers)
@@ -123,10 +128,13 @@ def _load_fixture(kind, headers):
 
 
 @pytest.mark.parametrize("which", ["builtin", "official"])
-@pytest.mark.parametrize("kind,said", [
-    ("throws", "eco-fixture: config file /etc/eco.conf missing"),
-    ("aborts", "eco-fixture: no license for this host"),
-])
+@pytest.mark.parametrize(
+    "kind,said",
+    [
+        ("throws", "eco-fixture: config file /etc/eco.conf missing"),
+        ("aborts", "eco-fixture: no license for this host"),
+    ],
+)
 def test_load_failure_is_reported_as_the_load(which, kind, said):
     if which == "official":
         _official()

@@ -21,8 +21,9 @@ def tvmffi(*args, env=None):
     e = dict(os.environ)
     e.pop("TVMFFI_DEBUG", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tvmffi_cli", *map(str, args)],
-                          capture_output=True, text=True, env=e)
+    return subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", *map(str, args)], capture_output=True, text=True, env=e
+    )
 
 
 def inspect_json(path, *flags, code=0, env=None):
@@ -42,7 +43,9 @@ def _gen():
 
 
 GEN = _gen()
-LIBBIN_DEFINE = "LIBBIN_DATA=" + hashlib.sha256((FIX / "libbin_data.h").read_bytes()).hexdigest()[:12]
+LIBBIN_DEFINE = (
+    "LIBBIN_DATA=" + hashlib.sha256((FIX / "libbin_data.h").read_bytes()).hexdigest()[:12]
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +65,11 @@ def libbin_bad(build_lib):
 
 @pytest.fixture(scope="module")
 def official_lib(build_lib, official_include):
-    return build_lib("inspect/official_meta.cc", headers="official",
-                     defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"])
+    return build_lib(
+        "inspect/official_meta.cc",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+    )
 
 
 def test_generated_libbin_header_is_current():
@@ -84,23 +90,37 @@ def test_functions_imports_context_and_cubin(funcs_lib):
     assert all(f["kind"] == "code" and f["size"] > 0 for f in fns.values())
     assert rep["runtime_imports"] == ["TVMFFIErrorSetRaisedFromCStr", "TVMFFIStringFromByteArray"]
     assert rep["unsupported_imports"] == [] and rep["needs_runtime"] is True
-    assert [c["name"] for c in rep["context_symbols"]] == ["__TVMFFIEnvModLookupFromImports",
-                                                           "__TVMFFIFunctionCall"]
+    assert [c["name"] for c in rep["context_symbols"]] == [
+        "__TVMFFIEnvModLookupFromImports",
+        "__TVMFFIFunctionCall",
+    ]
     assert all(c["known"] and c["writable"] and c["size"] == 8 for c in rep["context_symbols"])
     assert rep["library_ctx"]["writable"] is True and rep["library_ctx"]["size"] == 8
-    assert rep["cubins"] == [{"name": "kernels", "symbol": "__tvm_ffi__cubin_kernels",
-                              "address": rep["cubins"][0]["address"], "size": 80,
-                              "type": "cubin", "e_machine": 190, "arch": "sm_75"}]
+    assert rep["cubins"] == [
+        {
+            "name": "kernels",
+            "symbol": "__tvm_ffi__cubin_kernels",
+            "address": rep["cubins"][0]["address"],
+            "size": 80,
+            "type": "cubin",
+            "e_machine": 190,
+            "arch": "sm_75",
+        }
+    ]
     assert rep["modules"] == [] and rep["library_bin"] is None
     assert rep["errors"] == []
 
 
 def test_function_list_matches_nm(funcs_lib):
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(funcs_lib)], capture_output=True,
-                        text=True, check=True).stdout
-    want = sorted(line.split()[-1][len("__tvm_ffi_"):] for line in nm.splitlines()
-                  if line.split()[-1].startswith("__tvm_ffi_")
-                  and not line.split()[-1].startswith("__tvm_ffi__"))
+    nm = subprocess.run(
+        ["nm", "-D", "--defined-only", str(funcs_lib)], capture_output=True, text=True, check=True
+    ).stdout
+    want = sorted(
+        line.split()[-1][len("__tvm_ffi_") :]
+        for line in nm.splitlines()
+        if line.split()[-1].startswith("__tvm_ffi_")
+        and not line.split()[-1].startswith("__tvm_ffi__")
+    )
     rep, _ = inspect_json(funcs_lib, "--static")
     assert [f["name"] for f in rep["functions"]] == want
 
@@ -112,27 +132,40 @@ def test_library_bin_modules(libbin_good):
     assert rep["library_bin"]["nbytes"] == len(GEN.GOOD) - 8 and rep["library_bin"]["root"] == 0
     mods = rep["modules"]
     assert [(m["index"], m["kind"], m["imports"], m["blob_size"]) for m in mods] == [
-        (0, "_lib", [1, 3], None), (1, "cuda", [2], len(GEN.CUDA)),
-        (2, "opencl", [], len(GEN.OPENCL)), (3, "acme.custom", [], len(GEN.CUSTOM))]
+        (0, "_lib", [1, 3], None),
+        (1, "cuda", [2], len(GEN.CUDA)),
+        (2, "opencl", [], len(GEN.OPENCL)),
+        (3, "acme.custom", [], len(GEN.CUSTOM)),
+    ]
     cuda = mods[1]["details"]
     assert cuda["format"] == "cubin"
     assert cuda["functions"] == [
-        {"name": "add_kernel", "arg_types": ["float32", "float32", "float32", "int32"],
-         "launch_param_tags": ["blockIdx.x", "threadIdx.x"], "arg_extra_tags": [0, 0, 0, 0]},
-        {"name": "scale_kernel", "arg_types": ["float16x4", "float32"],
-         "launch_param_tags": ["blockIdx.x", "blockIdx.y", "threadIdx.x"],
-         "arg_extra_tags": [0, 0]}]
+        {
+            "name": "add_kernel",
+            "arg_types": ["float32", "float32", "float32", "int32"],
+            "launch_param_tags": ["blockIdx.x", "threadIdx.x"],
+            "arg_extra_tags": [0, 0, 0, 0],
+        },
+        {
+            "name": "scale_kernel",
+            "arg_types": ["float16x4", "float32"],
+            "launch_param_tags": ["blockIdx.x", "blockIdx.y", "threadIdx.x"],
+            "arg_extra_tags": [0, 0],
+        },
+    ]
     assert cuda["payload_size"] == len(GEN.fake_cubin(86))
     assert cuda["payload"] == {"type": "cubin", "e_machine": 190, "arch": "sm_86"}
     # The payload offset points at the cubin inside the symbol.
     start = cuda["payload_offset"]
-    assert GEN.GOOD[start:start + 4] == b"\x7fELF"
+    assert GEN.GOOD[start : start + 4] == b"\x7fELF"
     ocl = mods[2]["details"]
     assert ocl["format"] == "cl" and ocl["payload"] == {"type": "text"}
     assert [f["name"] for f in ocl["functions"]] == ["copy"]
-    assert mods[3]["details"] == {"size": len(GEN.CUSTOM), "preview": {
-        "hex": GEN.CUSTOM.hex(), "ascii": "custom module bytes ...."}}
-    assert GEN.GOOD[mods[3]["blob_offset"]:][:6] == b"custom"
+    assert mods[3]["details"] == {
+        "size": len(GEN.CUSTOM),
+        "preview": {"hex": GEN.CUSTOM.hex(), "ascii": "custom module bytes ...."},
+    }
+    assert GEN.GOOD[mods[3]["blob_offset"] :][:6] == b"custom"
 
 
 def test_malformed_library_bin_exit_1_with_offsets(libbin_bad):
@@ -190,11 +223,19 @@ def test_loaded_signatures_and_docs(official_lib, official_runtime):
     assert fns["scale"]["doc"].startswith("Scale x by factor (default 2).")
     assert "doc" not in fns["echo"]
     assert json.loads(fns["mul3"]["metadata"]["type_schema"])["type"] == "ffi.Function"
-    assert fns["mul3"]["type"] == {"type": "ffi.Function", "params": [{"type": "int"}] * 3,
-                                   "return": {"type": "int"}}
+    assert fns["mul3"]["type"] == {
+        "type": "ffi.Function",
+        "params": [{"type": "int"}] * 3,
+        "return": {"type": "int"},
+    }
     # wide enough that no doc cell wraps (the human table follows COLUMNS)
-    r = tvmffi("inspect", "--runtime", official_runtime, official_lib,
-               env={"NO_COLOR": "1", "COLUMNS": "200"})
+    r = tvmffi(
+        "inspect",
+        "--runtime",
+        official_runtime,
+        official_lib,
+        env={"NO_COLOR": "1", "COLUMNS": "200"},
+    )
     assert r.returncode == 0, r.stderr
     assert "scale(float, Optional[float]) -> float" in r.stdout
     assert "Multiply three integers." in r.stdout
@@ -232,17 +273,22 @@ def _file(name, data):
     def make(d):
         (d / name).write_bytes(data)
         return d / name
+
     return make
 
 
-@pytest.mark.parametrize("make,needle", [
-    (lambda d: d / "missing.so", "no such file"),
-    (_file("empty.so", b""), "empty file"),
-    (_file("text.so", b"hello\n"), "not a library"),
-    (lambda d: d, "is a directory"),
-    (_file("trunc.so", b"\x7fELF\x02\x01\x01" + bytes(30)), "truncated ELF header"),
-    (_file("badmacho.dylib", b"\xcf\xfa\xed\xfe" + bytes(10)), "truncated Mach-O header"),
-], ids=["missing", "empty", "text", "directory", "truncated-elf", "truncated-macho"])
+@pytest.mark.parametrize(
+    "make,needle",
+    [
+        (lambda d: d / "missing.so", "no such file"),
+        (_file("empty.so", b""), "empty file"),
+        (_file("text.so", b"hello\n"), "not a library"),
+        (lambda d: d, "is a directory"),
+        (_file("trunc.so", b"\x7fELF\x02\x01\x01" + bytes(30)), "truncated ELF header"),
+        (_file("badmacho.dylib", b"\xcf\xfa\xed\xfe" + bytes(10)), "truncated Mach-O header"),
+    ],
+    ids=["missing", "empty", "text", "directory", "truncated-elf", "truncated-macho"],
+)
 def test_unreadable_inputs_exit_2(tmp_path, make, needle):
     p = make(tmp_path)
     for flags in (["--static"], ["--static", "--json"]):
@@ -264,13 +310,15 @@ def test_human_output_shows_modules(libbin_good):
 
 
 def test_json_path_imports_no_click_numpy_rich(funcs_lib):
-    code = ("import sys, io, contextlib\n"
-            "from tvmffi_cli.cli.inspect import fast_main\n"
-            "buf = io.StringIO()\n"
-            "with contextlib.redirect_stdout(buf):\n"
-            f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
-            "print(rc, sorted(m for m in ('click', 'numpy', 'rich', 'elftools', 'pefile',\n"
-            "      'ctypes') if m in sys.modules))\n")
+    code = (
+        "import sys, io, contextlib\n"
+        "from tvmffi_cli.cli.inspect import fast_main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
+        "print(rc, sorted(m for m in ('click', 'numpy', 'rich', 'elftools', 'pefile',\n"
+        "      'ctypes') if m in sys.modules))\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.split("\n")[0] == "0 []", r.stderr
 

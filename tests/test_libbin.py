@@ -20,8 +20,11 @@ def s(b):
     return u64(len(b)) + b
 
 
-CUDA = modformats.encode_gpu("ptx", [("k0", [(2, 32, 1), (1, 8, 1)], ["threadIdx.x"], [0, 0])],
-                             b"//\n.version 7.0\n.target sm_80\n.address_size 64\n")
+CUDA = modformats.encode_gpu(
+    "ptx",
+    [("k0", [(2, 32, 1), (1, 8, 1)], ["threadIdx.x"], [0, 0])],
+    b"//\n.version 7.0\n.target sm_80\n.address_size 64\n",
+)
 GOOD = libbin.encode([("_lib", None), ("cuda", CUDA), ("x.kind", b"abc")], [[1, 2], [], []])
 
 
@@ -30,11 +33,20 @@ def test_roundtrip_exact():
     assert lb.errors == []
     assert lb.nbytes == len(GOOD) - 8 and lb.root == 0
     assert [(m.index, m.kind, m.imports, m.blob_size) for m in lb.modules] == [
-        (0, "_lib", [1, 2], None), (1, "cuda", [], len(CUDA)), (2, "x.kind", [], 3)]
+        (0, "_lib", [1, 2], None),
+        (1, "cuda", [], len(CUDA)),
+        (2, "x.kind", [], 3),
+    ]
     d = lb.modules[1].details
     assert d["format"] == "ptx"
-    assert d["functions"] == [{"name": "k0", "arg_types": ["float32", "uint8"],
-                               "launch_param_tags": ["threadIdx.x"], "arg_extra_tags": [0, 0]}]
+    assert d["functions"] == [
+        {
+            "name": "k0",
+            "arg_types": ["float32", "uint8"],
+            "launch_param_tags": ["threadIdx.x"],
+            "arg_extra_tags": [0, 0],
+        }
+    ]
     assert d["payload"] == {"type": "ptx", "arch": "sm_80"}
     assert lb.modules[2].details == {"size": 3, "preview": {"hex": "616263", "ascii": "abc"}}
 
@@ -51,9 +63,14 @@ def test_huge_count_is_reported_not_allocated():
     img = u64(24) + u64(1 << 40) + bytes(16)
     lb = libbin.decode(img)
     assert lb.modules == []
-    assert lb.errors == [{"offset": 8, "message": "import tree indptr: count 1099511627776 at "
-                                                  "offset 8 needs 8796093022208 bytes, only 16 "
-                                                  "left"}]
+    assert lb.errors == [
+        {
+            "offset": 8,
+            "message": "import tree indptr: count 1099511627776 at "
+            "offset 8 needs 8796093022208 bytes, only 16 "
+            "left",
+        }
+    ]
 
 
 def test_nbytes_larger_than_symbol():
@@ -72,8 +89,9 @@ def test_nbytes_smaller_than_content_cuts_decoding():
 
 def test_short_symbol():
     lb = libbin.decode(b"\x01\x02")
-    assert lb.errors == [{"offset": 0, "message": "symbol is 2 bytes, too short for the nbytes "
-                                                  "header"}]
+    assert lb.errors == [
+        {"offset": 0, "message": "symbol is 2 bytes, too short for the nbytes header"}
+    ]
 
 
 def test_tree_inconsistencies_with_offsets():
@@ -97,8 +115,9 @@ def test_cycle_and_self_import():
 def test_trailing_bytes_reported():
     body = GOOD[8:] + b"zz"
     lb = libbin.decode(u64(len(body)) + body)
-    assert lb.errors == [{"offset": len(GOOD), "message": "2 bytes after the last module are "
-                                                          "not used"}]
+    assert lb.errors == [
+        {"offset": len(GOOD), "message": "2 bytes after the last module are not used"}
+    ]
 
 
 def test_bad_gpu_blob_reported_with_absolute_offset():
@@ -116,8 +135,9 @@ def test_older_layout_dtype_strings_without_extra_tags():
     blob = s("cubin") + u64(1) + s("f") + s("f") + u64(1) + s("float32") + u64(1) + s("blockIdx.x")
     blob += s(b"\x7fELF")
     d, _payload = modformats.decode_gpu("cuda", blob)
-    assert d["functions"] == [{"name": "f", "arg_types": ["float32"],
-                               "launch_param_tags": ["blockIdx.x"]}]
+    assert d["functions"] == [
+        {"name": "f", "arg_types": ["float32"], "launch_param_tags": ["blockIdx.x"]}
+    ]
     assert d["layout"] == "dtype strings, no arg_extra_tags"
 
 
@@ -128,11 +148,20 @@ def test_metal_source_map_tail():
     assert d["sources"] == ["k"] and d["payload_size"] == 18 and payload is None
 
 
-@pytest.mark.parametrize("code,bits,lanes,text", [
-    (0, 32, 1, "int32"), (1, 8, 1, "uint8"), (2, 16, 4, "float16x4"), (4, 16, 1, "bfloat16"),
-    (6, 8, 1, "bool"), (3, 64, 1, "handle"), (12, 8, 1, "float8_e5m2"), (3, 0, 0, "void"),
-    (2, 32, 0xFFFC, "float32xvscalex4"),
-])
+@pytest.mark.parametrize(
+    "code,bits,lanes,text",
+    [
+        (0, 32, 1, "int32"),
+        (1, 8, 1, "uint8"),
+        (2, 16, 4, "float16x4"),
+        (4, 16, 1, "bfloat16"),
+        (6, 8, 1, "bool"),
+        (3, 64, 1, "handle"),
+        (12, 8, 1, "float8_e5m2"),
+        (3, 0, 0, "void"),
+        (2, 32, 0xFFFC, "float32xvscalex4"),
+    ],
+)
 def test_dtype_strings(code, bits, lanes, text):
     assert modformats.dtype_str(code, bits, lanes) == text
 
@@ -140,10 +169,10 @@ def test_dtype_strings(code, bits, lanes, text):
 def test_cubin_arch_new_abi():
     ident = b"\x7fELF" + bytes([2, 1, 1, 0x41, 8]) + bytes(7)
     hdr = ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, 100 << 8, 64, 56, 0, 64, 0, 0)
-    assert modformats.analyze_payload(hdr) == {"type": "cubin", "e_machine": 190,
-                                               "arch": "sm_100"}
+    assert modformats.analyze_payload(hdr) == {"type": "cubin", "e_machine": 190, "arch": "sm_100"}
     assert modformats.analyze_payload(struct.pack("<I", 0xBA55ED50) + bytes(12)) == {
-        "type": "fatbin"}
+        "type": "fatbin"
+    }
 
 
 def _check(lb):
@@ -163,8 +192,10 @@ def test_random_bytes_never_raise(data):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(GOOD) - 1), st.integers(0, 255)), max_size=8),
-       st.integers(0, len(GOOD)))
+@given(
+    st.lists(st.tuples(st.integers(0, len(GOOD) - 1), st.integers(0, 255)), max_size=8),
+    st.integers(0, len(GOOD)),
+)
 def test_mutated_images_never_raise(edits, cut):
     b = bytearray(GOOD)
     for at, val in edits:
@@ -173,8 +204,11 @@ def test_mutated_images_never_raise(edits, cut):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(modformats.GPU_KINDS + ("other",)), st.binary(max_size=256),
-       st.lists(st.tuples(st.integers(0, len(CUDA) - 1), st.integers(0, 255)), max_size=6))
+@given(
+    st.sampled_from(modformats.GPU_KINDS + ("other",)),
+    st.binary(max_size=256),
+    st.lists(st.tuples(st.integers(0, len(CUDA) - 1), st.integers(0, 255)), max_size=6),
+)
 def test_gpu_decoder_never_raises(kind, junk, edits):
     b = bytearray(CUDA)
     for at, val in edits:

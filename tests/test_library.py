@@ -43,8 +43,9 @@ def rt():
 
 @pytest.fixture(scope="module")
 def kitchen_path(build_lib, official_include):
-    return build_lib("cpp/kitchen.cc", headers="official", defines=KITCHEN_DEFINES,
-                     flags=KITCHEN_FLAGS)
+    return build_lib(
+        "cpp/kitchen.cc", headers="official", defines=KITCHEN_DEFINES, flags=KITCHEN_FLAGS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +58,29 @@ def basic(rt, build_lib):
     return tvmffi_cli.load(build_lib("c/basic.c", headers="ours"))
 
 
-BASIC_FUNCS = ["add_int", "add_one", "alloc_tensor", "call_back", "dtype_x4", "echo",
-               "echo_bytes", "echo_device", "echo_dtype", "echo_float", "echo_int", "echo_str",
-               "heap_string", "negate_bool", "opaque_ptr", "raise_kind", "raise_value_error",
-               "str_len", "sum", "tensor_info", "type_index_of"]
+BASIC_FUNCS = [
+    "add_int",
+    "add_one",
+    "alloc_tensor",
+    "call_back",
+    "dtype_x4",
+    "echo",
+    "echo_bytes",
+    "echo_device",
+    "echo_dtype",
+    "echo_float",
+    "echo_int",
+    "echo_str",
+    "heap_string",
+    "negate_bool",
+    "opaque_ptr",
+    "raise_kind",
+    "raise_value_error",
+    "str_len",
+    "sum",
+    "tensor_info",
+    "type_index_of",
+]
 
 
 def test_function_names_from_symbols(basic):
@@ -91,7 +111,9 @@ def test_not_a_library_is_input_error(rt, tmp_path):
 
 
 def test_other_runtime_in_same_process_is_refused(rt, official_runtime, tmp_path):
-    other = fixturebuild.our_runtime() if rt.path == official_runtime.resolve() else official_runtime
+    other = (
+        fixturebuild.our_runtime() if rt.path == official_runtime.resolve() else official_runtime
+    )
     with pytest.raises(InputError, match="already loaded"):
         runtime.get_runtime(other)
 
@@ -99,8 +121,10 @@ def test_other_runtime_in_same_process_is_refused(rt, official_runtime, tmp_path
 def test_kitchen_metadata_and_docs(kitchen):
     md = kitchen.metadata("add")
     schema = json.loads(md["type_schema"])
-    assert schema == {"type": "ffi.Function", "named_args": {
-        "return": [{"type": "int"}], "params": [{"type": "int"}, {"type": "int"}]}}
+    assert schema == {
+        "type": "ffi.Function",
+        "named_args": {"return": [{"type": "int"}], "params": [{"type": "int"}, {"type": "int"}]},
+    }
     scale = json.loads(kitchen.metadata("scale")["type_schema"])
     assert scale["named_args"]["params"][1] == {"type": "Optional", "args": [{"type": "float"}]}
     assert kitchen.doc("add") == "Add two integers.\n\nReturns a + b."
@@ -110,7 +134,8 @@ def test_kitchen_metadata_and_docs(kitchen):
     raw = kitchen.metadata_raw("greet")
     assert json.loads(raw) == kitchen.metadata("greet")
     assert json.loads(kitchen.metadata("greet")["type_schema"])["named_args"]["params"] == [
-        {"type": "ffi.String"}]
+        {"type": "ffi.String"}
+    ]
 
 
 def test_kitchen_globals_and_types(kitchen):
@@ -135,7 +160,11 @@ def test_kitchen_scalars(kitchen):
     assert kitchen.reverse(b"abc") == b"cba"
     assert kitchen.reverse(b"\x00\x01" * 20) == b"\x01\x00" * 20
     w = kitchen.widen(objects.DataType("float16"))
-    assert w == "float32" and isinstance(w, objects.DataType) and (w.code, w.bits, w.lanes) == (2, 32, 1)
+    assert (
+        w == "float32"
+        and isinstance(w, objects.DataType)
+        and (w.code, w.bits, w.lanes) == (2, 32, 1)
+    )
     assert kitchen.next_device(objects.Device("cuda:1")) == objects.Device("cuda", 2)
 
 
@@ -149,7 +178,12 @@ def test_kitchen_containers(kitchen):
     s = kitchen.make_shape(2, 3)
     assert isinstance(s, objects.Shape) and s == (2, 3)
     assert kitchen.shape_numel(objects.Shape(2, 3, 4)) == 24
-    assert kitchen.echo_any([1, "two", [3.0, None], {"k": b"v"}]) == [1, "two", [3.0, None], {"k": b"v"}]
+    assert kitchen.echo_any([1, "two", [3.0, None], {"k": b"v"}]) == [
+        1,
+        "two",
+        [3.0, None],
+        {"k": b"v"},
+    ]
 
 
 def test_kitchen_tensors(kitchen):
@@ -188,13 +222,16 @@ def test_kitchen_registered_object(kitchen):
     assert q.fields == {"x": 1, "y": 2.5, "label": "g"}
 
 
-@pytest.mark.parametrize("func,arg,cls,kind,message", [
-    ("fail_value", "x", ValueError, "ValueError", "kitchen failed: x"),
-    ("fail_type", 7, TypeError, "TypeError", "bad type for 7"),
-    ("fail_index", 3, IndexError, "IndexError", "index 3 out of range"),
-    ("fail_runtime", "y", RuntimeError, "RuntimeError", "kitchen failed: y"),
-    ("fail_custom", "z", ffi_errors.FFIError, "KitchenError", "z"),
-])
+@pytest.mark.parametrize(
+    "func,arg,cls,kind,message",
+    [
+        ("fail_value", "x", ValueError, "ValueError", "kitchen failed: x"),
+        ("fail_type", 7, TypeError, "TypeError", "bad type for 7"),
+        ("fail_index", 3, IndexError, "IndexError", "index 3 out of range"),
+        ("fail_runtime", "y", RuntimeError, "RuntimeError", "kitchen failed: y"),
+        ("fail_custom", "z", ffi_errors.FFIError, "KitchenError", "z"),
+    ],
+)
 def test_kitchen_errors(kitchen, func, arg, cls, kind, message):
     with pytest.raises(cls) as ei:
         kitchen[func](arg)

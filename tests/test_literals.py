@@ -23,28 +23,34 @@ def strip(s):
 
 # -- dtypes and devices --------------------------------------------------------
 
-@pytest.mark.parametrize("text,triple,canon", [
-    ("float32", (2, 32, 1), "float32"),
-    ("bfloat16", (4, 16, 1), "bfloat16"),
-    ("int8x4", (0, 8, 4), "int8x4"),
-    ("uint1", (1, 1, 1), "uint1"),
-    ("bool", (6, 8, 1), "bool"),
-    ("handle", (3, 64, 1), "handle"),
-    ("void", (3, 0, 0), "void"),
-    ("float8_e4m3fn", (10, 8, 1), "float8_e4m3fn"),
-    ("float4_e2m1fnx2", (17, 4, 2), "float4_e2m1fnx2"),
-    ("complex64", (5, 64, 1), "complex64"),
-    ("complex128x2", (5, 128, 2), "complex128x2"),
-    ("float", (2, 32, 1), "float32"),
-])
+
+@pytest.mark.parametrize(
+    "text,triple,canon",
+    [
+        ("float32", (2, 32, 1), "float32"),
+        ("bfloat16", (4, 16, 1), "bfloat16"),
+        ("int8x4", (0, 8, 4), "int8x4"),
+        ("uint1", (1, 1, 1), "uint1"),
+        ("bool", (6, 8, 1), "bool"),
+        ("handle", (3, 64, 1), "handle"),
+        ("void", (3, 0, 0), "void"),
+        ("float8_e4m3fn", (10, 8, 1), "float8_e4m3fn"),
+        ("float4_e2m1fnx2", (17, 4, 2), "float4_e2m1fnx2"),
+        ("complex64", (5, 64, 1), "complex64"),
+        ("complex128x2", (5, 128, 2), "complex128x2"),
+        ("float", (2, 32, 1), "float32"),
+    ],
+)
 def test_dtype_parse_and_canonical_text(text, triple, canon):
     assert L.parse_dtype(text) == triple
     assert L.canonical_dtype(text) == canon
     assert L.parse_dtype(canon) == triple
 
 
-@pytest.mark.parametrize("text", ["x4", "int0", "int256", "float32x0", "float32x65536", "foo32",
-                                  "", "float32x", "Float32"])
+@pytest.mark.parametrize(
+    "text",
+    ["x4", "int0", "int256", "float32x0", "float32x65536", "foo32", "", "float32x", "Float32"],
+)
 def test_bad_dtypes_are_input_errors(text):
     with pytest.raises(InputError, match="dtype"):
         L.parse_dtype(text)
@@ -62,25 +68,36 @@ def test_dtype_agrees_with_the_official_parser():
         pytest.skip("apache-tvm-ffi (reference) not installed")
     names = ["float32", "bfloat16", "int8x4", "bool", "float8_e5m2", "uint16x2", "float6_e3m2fn"]
     # The official package loads its own libtvm_ffi.so; it must not meet ours in one process.
-    code = ("import json, sys, tvm_ffi\n"
-            "out = []\n"
-            "for s in json.loads(sys.argv[1]):\n"
-            "    d = tvm_ffi.dtype(s)\n"
-            "    out.append([d.type_code, d.bits, d.lanes, str(d)])\n"
-            "print(json.dumps(out))\n")
-    r = subprocess.run([sys.executable, "-c", code, json.dumps(names)], capture_output=True,
-                       text=True, timeout=120)
+    code = (
+        "import json, sys, tvm_ffi\n"
+        "out = []\n"
+        "for s in json.loads(sys.argv[1]):\n"
+        "    d = tvm_ffi.dtype(s)\n"
+        "    out.append([d.type_code, d.bits, d.lanes, str(d)])\n"
+        "print(json.dumps(out))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(names)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     for s, (code_, bits, lanes, canon) in zip(names, json.loads(r.stdout)):
         assert L.parse_dtype(s) == (code_, bits, lanes), s
         assert L.canonical_dtype(s) == canon
 
 
-@pytest.mark.parametrize("text,pair,canon", [
-    ("cpu", (1, 0), "cpu:0"), ("cuda:1", (2, 1), "cuda:1"), ("CUDA:2", (2, 2), "cuda:2"),
-    ("rocm", (10, 0), "rocm:0"), ("cuda_host:0", (3, 0), "cuda_host:0"), ("trn:3", (18, 3), "trn:3"),
-    ("2:5", (2, 5), "cuda:5"), ("gpu", (2, 0), "cuda:0"),
-])
+@pytest.mark.parametrize(
+    "text,pair,canon",
+    [
+        ("cpu", (1, 0), "cpu:0"),
+        ("cuda:1", (2, 1), "cuda:1"),
+        ("CUDA:2", (2, 2), "cuda:2"),
+        ("rocm", (10, 0), "rocm:0"),
+        ("cuda_host:0", (3, 0), "cuda_host:0"),
+        ("trn:3", (18, 3), "trn:3"),
+        ("2:5", (2, 5), "cuda:5"),
+        ("gpu", (2, 0), "cuda:0"),
+    ],
+)
 def test_devices(text, pair, canon):
     assert L.parse_device(text) == pair
     assert L.device_str(*pair) == canon
@@ -94,12 +111,44 @@ def test_bad_devices(text):
 
 # -- typed flags ----------------------------------------------------------------
 
+
 def test_typed_flags_keep_command_line_order():
-    got = specs("--int", "0x10", "--float", "nan", "--bool", "yes", "--str", "--json",
-                "--none", "--dtype", "int8x4", "--device", "cuda:1", "--bytes", "de ad:BE_ef",
-                "--shape", "2,3", "--value", '[1, {"a": [2.5, null]}]', "--int=-7", "--json")
-    assert [s["kind"] for s in got] == ["int", "float", "bool", "str", "none", "dtype", "device",
-                                        "bytes", "shape", "array", "int"]
+    got = specs(
+        "--int",
+        "0x10",
+        "--float",
+        "nan",
+        "--bool",
+        "yes",
+        "--str",
+        "--json",
+        "--none",
+        "--dtype",
+        "int8x4",
+        "--device",
+        "cuda:1",
+        "--bytes",
+        "de ad:BE_ef",
+        "--shape",
+        "2,3",
+        "--value",
+        '[1, {"a": [2.5, null]}]',
+        "--int=-7",
+        "--json",
+    )
+    assert [s["kind"] for s in got] == [
+        "int",
+        "float",
+        "bool",
+        "str",
+        "none",
+        "dtype",
+        "device",
+        "bytes",
+        "shape",
+        "array",
+        "int",
+    ]
     assert got[0]["value"] == 16
     assert got[1]["text"] == "nan"
     assert got[2]["value"] is True
@@ -108,11 +157,24 @@ def test_typed_flags_keep_command_line_order():
     assert (got[6]["device_type"], got[6]["device_id"]) == (2, 1)
     assert got[7]["hex"] == "deadbeef"
     assert got[8]["value"] == [2, 3]
-    assert got[9] == {"kind": "array", "items": [
-        {"kind": "int", "value": 1},
-        {"kind": "map", "items": [[{"kind": "str", "value": "a"},
-                                   {"kind": "array", "items": [{"kind": "float", "text": "2.5"},
-                                                               {"kind": "none"}]}]]}]}
+    assert got[9] == {
+        "kind": "array",
+        "items": [
+            {"kind": "int", "value": 1},
+            {
+                "kind": "map",
+                "items": [
+                    [
+                        {"kind": "str", "value": "a"},
+                        {
+                            "kind": "array",
+                            "items": [{"kind": "float", "text": "2.5"}, {"kind": "none"}],
+                        },
+                    ]
+                ],
+            },
+        ],
+    }
     assert got[10]["value"] == -7
 
 
@@ -123,23 +185,26 @@ def test_options_are_separated_from_arguments():
     assert len(p.args) == 1
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--int", "1.5"], "bad int"),
-    (["--int", "9223372036854775808"], "int64 range"),
-    (["--float", "abc"], "bad float"),
-    (["--bool", "maybe"], "bad bool"),
-    (["--bytes", "abc"], "even number of hex digits"),
-    (["--bytes", "@/nonexistent/file"], "no such file"),
-    (["--value", "[1,"], "not valid JSON"),
-    (["--int"], "needs a value"),
-    (["--none=1"], "takes no value"),
-    (["--frobnicate"], "unknown option"),
-    (["--jsn"], "did you mean --json"),
-    (["1", "--int", "2"], "mixing positional"),
-    (["--tensor", "float32[2,3]:nope"], "fill must be"),
-    (["--tensor", "float33[2]"], "dtype"),
-    (["--tensor", "nothere.npy"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--int", "1.5"], "bad int"),
+        (["--int", "9223372036854775808"], "int64 range"),
+        (["--float", "abc"], "bad float"),
+        (["--bool", "maybe"], "bad bool"),
+        (["--bytes", "abc"], "even number of hex digits"),
+        (["--bytes", "@/nonexistent/file"], "no such file"),
+        (["--value", "[1,"], "not valid JSON"),
+        (["--int"], "needs a value"),
+        (["--none=1"], "takes no value"),
+        (["--frobnicate"], "unknown option"),
+        (["--jsn"], "did you mean --json"),
+        (["1", "--int", "2"], "mixing positional"),
+        (["--tensor", "float32[2,3]:nope"], "fill must be"),
+        (["--tensor", "float33[2]"], "dtype"),
+        (["--tensor", "nothere.npy"], "no such file"),
+    ],
+)
 def test_flag_errors_are_one_line_input_errors(argv, msg):
     with pytest.raises(InputError, match=msg) as ei:
         specs(*argv)
@@ -153,8 +218,10 @@ def test_missing_func_is_a_usage_error():
 
 def test_double_dash_ends_options():
     got = specs("--", "--json", "-v")
-    assert [strip(s) for s in got] == [{"kind": "str", "value": "--json"},
-                                       {"kind": "str", "value": "-v"}]
+    assert [strip(s) for s in got] == [
+        {"kind": "str", "value": "--json"},
+        {"kind": "str", "value": "-v"},
+    ]
 
 
 def test_help_flag_is_recognised_anywhere():
@@ -164,28 +231,50 @@ def test_help_flag_is_recognised_anywhere():
 
 # -- positional inference -------------------------------------------------------
 
-@pytest.mark.parametrize("text,expect", [
-    ("42", {"kind": "int", "value": 42}),
-    ("-3", {"kind": "int", "value": -3}),
-    ("0x1F", {"kind": "int", "value": 31}),
-    ("007", {"kind": "int", "value": 7}),
-    ("2.5", {"kind": "float", "text": "2.5"}),
-    ("1e3", {"kind": "float", "text": "1000.0"}),
-    ("true", {"kind": "bool", "value": True}),
-    ("False", {"kind": "bool", "value": False}),
-    ("none", {"kind": "none"}),
-    ("null", {"kind": "none"}),
-    ('"5"', {"kind": "str", "value": "5"}),
-    ("hello world", {"kind": "str", "value": "hello world"}),
-    ("nan", {"kind": "str", "value": "nan"}),
-    ("[1,2]", {"kind": "array", "items": [{"kind": "int", "value": 1}, {"kind": "int", "value": 2}]}),
-    ('{"k": true}', {"kind": "map", "items": [[{"kind": "str", "value": "k"},
-                                                {"kind": "bool", "value": True}]]}),
-    ("float32[2,3]:ones", {"kind": "tensor", "source": "literal", "dtype": "float32",
-                           "shape": [2, 3], "fill": "ones"}),
-    ("int8[4]", {"kind": "tensor", "source": "literal", "dtype": "int8", "shape": [4],
-                 "fill": "zeros"}),
-])
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("42", {"kind": "int", "value": 42}),
+        ("-3", {"kind": "int", "value": -3}),
+        ("0x1F", {"kind": "int", "value": 31}),
+        ("007", {"kind": "int", "value": 7}),
+        ("2.5", {"kind": "float", "text": "2.5"}),
+        ("1e3", {"kind": "float", "text": "1000.0"}),
+        ("true", {"kind": "bool", "value": True}),
+        ("False", {"kind": "bool", "value": False}),
+        ("none", {"kind": "none"}),
+        ("null", {"kind": "none"}),
+        ('"5"', {"kind": "str", "value": "5"}),
+        ("hello world", {"kind": "str", "value": "hello world"}),
+        ("nan", {"kind": "str", "value": "nan"}),
+        (
+            "[1,2]",
+            {"kind": "array", "items": [{"kind": "int", "value": 1}, {"kind": "int", "value": 2}]},
+        ),
+        (
+            '{"k": true}',
+            {
+                "kind": "map",
+                "items": [[{"kind": "str", "value": "k"}, {"kind": "bool", "value": True}]],
+            },
+        ),
+        (
+            "float32[2,3]:ones",
+            {
+                "kind": "tensor",
+                "source": "literal",
+                "dtype": "float32",
+                "shape": [2, 3],
+                "fill": "ones",
+            },
+        ),
+        (
+            "int8[4]",
+            {"kind": "tensor", "source": "literal", "dtype": "int8", "shape": [4], "fill": "zeros"},
+        ),
+    ],
+)
 def test_positional_inference(text, expect):
     (s,) = specs(text)
     assert s["positional"] is True and s["raw"] == text
@@ -206,6 +295,7 @@ def test_positional_npy_path_becomes_a_tensor(tmp_path):
 
 
 # -- tensors --------------------------------------------------------------------
+
 
 def test_npy_is_mapped_copy_on_write(tmp_path):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -275,11 +365,14 @@ def test_not_an_array_file(tmp_path):
         L.parse_tensor(str(tmp_path / "x.npy"))
 
 
-@pytest.mark.parametrize("fill,expect", [
-    ("zeros", [[0, 0, 0], [0, 0, 0]]),
-    ("ones", [[1, 1, 1], [1, 1, 1]]),
-    ("arange", [[0, 1, 2], [3, 4, 5]]),
-])
+@pytest.mark.parametrize(
+    "fill,expect",
+    [
+        ("zeros", [[0, 0, 0], [0, 0, 0]]),
+        ("ones", [[1, 1, 1], [1, 1, 1]]),
+        ("arange", [[0, 1, 2], [3, 4, 5]]),
+    ],
+)
 def test_tensor_literal_fills(fill, expect):
     a = L.load_tensor(L.parse_tensor(f"float32[2,3]:{fill}"))
     assert a.dtype == np.float32 and a.shape == (2, 3)
@@ -316,6 +409,7 @@ def test_huge_tensor_literal_is_refused_before_allocating():
 
 # -- schema-typed conversion ----------------------------------------------------
 
+
 def T(name, *args):
     d = {"type": name}
     if args:
@@ -323,30 +417,57 @@ def T(name, *args):
     return d
 
 
-@pytest.mark.parametrize("text,typ,expect", [
-    ("5", T("int"), {"kind": "int", "value": 5}),
-    ("5", T("float"), {"kind": "float", "text": "5.0"}),
-    ("5", T("ffi.String"), {"kind": "str", "value": "5"}),
-    ("true", T("ffi.String"), {"kind": "str", "value": "true"}),
-    ("yes", T("bool"), {"kind": "bool", "value": True}),
-    ("00ff", T("ffi.Bytes"), {"kind": "bytes", "hex": "00ff"}),
-    ("int8x4", T("DataType"), {"kind": "dtype", "value": "int8x4"}),
-    ("cuda:1", T("Device"), {"kind": "device", "value": "cuda:1", "device_type": 2,
-                             "device_id": 1}),
-    ("2,3", T("ffi.Shape"), {"kind": "shape", "value": [2, 3]}),
-    ("[2,3]", T("ffi.Shape"), {"kind": "shape", "value": [2, 3]}),
-    ("none", T("Optional", T("int")), {"kind": "none"}),
-    ("4", T("Optional", T("int")), {"kind": "int", "value": 4}),
-    ("[1,2]", T("ffi.Array", T("float")), {"kind": "array", "items": [
-        {"kind": "float", "text": "1.0"}, {"kind": "float", "text": "2.0"}]}),
-    ('{"1": "a"}', T("ffi.Map", T("int"), T("ffi.String")), {"kind": "map", "items": [
-        [{"kind": "int", "value": 1}, {"kind": "str", "value": "a"}]]}),
-    ('["int8", "float32"]', T("ffi.Array", T("DataType")), {"kind": "array", "items": [
-        {"kind": "dtype", "value": "int8"}, {"kind": "dtype", "value": "float32"}]}),
-    ("3", T("Variant", T("int"), T("ffi.String")), {"kind": "int", "value": 3}),
-    ("abc", T("Variant", T("int"), T("ffi.String")), {"kind": "str", "value": "abc"}),
-    ("7", T("Any"), {"kind": "int", "value": 7}),
-])
+@pytest.mark.parametrize(
+    "text,typ,expect",
+    [
+        ("5", T("int"), {"kind": "int", "value": 5}),
+        ("5", T("float"), {"kind": "float", "text": "5.0"}),
+        ("5", T("ffi.String"), {"kind": "str", "value": "5"}),
+        ("true", T("ffi.String"), {"kind": "str", "value": "true"}),
+        ("yes", T("bool"), {"kind": "bool", "value": True}),
+        ("00ff", T("ffi.Bytes"), {"kind": "bytes", "hex": "00ff"}),
+        ("int8x4", T("DataType"), {"kind": "dtype", "value": "int8x4"}),
+        (
+            "cuda:1",
+            T("Device"),
+            {"kind": "device", "value": "cuda:1", "device_type": 2, "device_id": 1},
+        ),
+        ("2,3", T("ffi.Shape"), {"kind": "shape", "value": [2, 3]}),
+        ("[2,3]", T("ffi.Shape"), {"kind": "shape", "value": [2, 3]}),
+        ("none", T("Optional", T("int")), {"kind": "none"}),
+        ("4", T("Optional", T("int")), {"kind": "int", "value": 4}),
+        (
+            "[1,2]",
+            T("ffi.Array", T("float")),
+            {
+                "kind": "array",
+                "items": [{"kind": "float", "text": "1.0"}, {"kind": "float", "text": "2.0"}],
+            },
+        ),
+        (
+            '{"1": "a"}',
+            T("ffi.Map", T("int"), T("ffi.String")),
+            {
+                "kind": "map",
+                "items": [[{"kind": "int", "value": 1}, {"kind": "str", "value": "a"}]],
+            },
+        ),
+        (
+            '["int8", "float32"]',
+            T("ffi.Array", T("DataType")),
+            {
+                "kind": "array",
+                "items": [
+                    {"kind": "dtype", "value": "int8"},
+                    {"kind": "dtype", "value": "float32"},
+                ],
+            },
+        ),
+        ("3", T("Variant", T("int"), T("ffi.String")), {"kind": "int", "value": 3}),
+        ("abc", T("Variant", T("int"), T("ffi.String")), {"kind": "str", "value": "abc"}),
+        ("7", T("Any"), {"kind": "int", "value": 7}),
+    ],
+)
 def test_schema_typed_conversion(text, typ, expect):
     assert A.spec_for_type(text, typ) == expect
 
@@ -356,14 +477,17 @@ def test_schema_tensor_types_choose_how_tensors_pass():
     assert "owned" not in A.spec_for_type("float32[2]", T("DLTensor*"))
 
 
-@pytest.mark.parametrize("text,typ,msg", [
-    ("x", T("int"), "expected int"),
-    ("1.5", T("int"), "expected int"),
-    ("[1,true]", T("ffi.Array", T("int")), "true is not an int"),
-    ("[1]", T("ffi.Map", T("ffi.String"), T("int")), "not a JSON object"),
-    ("f", T("ffi.Function"), "cannot pass a value of type ffi.Function"),
-    ("x", T("Variant", T("int"), T("bool")), "fits none"),
-])
+@pytest.mark.parametrize(
+    "text,typ,msg",
+    [
+        ("x", T("int"), "expected int"),
+        ("1.5", T("int"), "expected int"),
+        ("[1,true]", T("ffi.Array", T("int")), "true is not an int"),
+        ("[1]", T("ffi.Map", T("ffi.String"), T("int")), "not a JSON object"),
+        ("f", T("ffi.Function"), "cannot pass a value of type ffi.Function"),
+        ("x", T("Variant", T("int"), T("bool")), "fits none"),
+    ],
+)
 def test_schema_typed_errors(text, typ, msg):
     with pytest.raises(InputError, match=msg):
         A.spec_for_type(text, typ)
@@ -372,7 +496,11 @@ def test_schema_typed_errors(text, typ, msg):
 def test_schema_typespec_objects_from_schema_module():
     schema = pytest.importorskip("tvmffi_cli.abi.typeschema", reason="schema module not present")
     spec = schema.parse_type(json.dumps(T("ffi.Array", T("ffi.Array", T("int")))))
-    assert A.spec_for_type("[[1],[2,3]]", spec) == {"kind": "array", "items": [
-        {"kind": "array", "items": [{"kind": "int", "value": 1}]},
-        {"kind": "array", "items": [{"kind": "int", "value": 2}, {"kind": "int", "value": 3}]}]}
+    assert A.spec_for_type("[[1],[2,3]]", spec) == {
+        "kind": "array",
+        "items": [
+            {"kind": "array", "items": [{"kind": "int", "value": 1}]},
+            {"kind": "array", "items": [{"kind": "int", "value": 2}, {"kind": "int", "value": 3}]},
+        ],
+    }
     assert A.type_label(spec) == "Array[Array[int]]"

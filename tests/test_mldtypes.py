@@ -14,9 +14,17 @@ from test_call_helpers import tvmffi, validate
 from tvmffi_cli.ffi import mldtypes
 
 # DLPack type codes of the ml_dtypes types, as the DLPack header numbers them.
-DL_CODES = {"bfloat16": (4, 16), "float8_e3m4": (7, 8), "float8_e4m3": (8, 8),
-            "float8_e4m3b11fnuz": (9, 8), "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8),
-            "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8), "float8_e8m0fnu": (14, 8)}
+DL_CODES = {
+    "bfloat16": (4, 16),
+    "float8_e3m4": (7, 8),
+    "float8_e4m3": (8, 8),
+    "float8_e4m3b11fnuz": (9, 8),
+    "float8_e4m3fn": (10, 8),
+    "float8_e4m3fnuz": (11, 8),
+    "float8_e5m2": (12, 8),
+    "float8_e5m2fnuz": (13, 8),
+    "float8_e8m0fnu": (14, 8),
+}
 
 
 def kernels():
@@ -51,10 +59,15 @@ def test_npy_file_reaches_the_function_with_its_dlpack_dtype(tmp_path, name):
     assert "notes" not in doc  # named: nothing assumed
 
 
-@pytest.mark.parametrize("name,assumed", [("bfloat16", "bfloat16"),
-                                          ("float8_e4m3fn", "float8_e4m3fn"),
-                                          ("float8_e4m3", "float8_e4m3fn"),
-                                          ("float8_e5m2", "float8_e5m2")])
+@pytest.mark.parametrize(
+    "name,assumed",
+    [
+        ("bfloat16", "bfloat16"),
+        ("float8_e4m3fn", "float8_e4m3fn"),
+        ("float8_e4m3", "float8_e4m3fn"),
+        ("float8_e5m2", "float8_e5m2"),
+    ],
+)
 def test_raw_npy_elements_are_assumed_and_said(tmp_path, name, assumed):
     np.save(tmp_path / "x.npy", np.arange(3).astype(getattr(ml_dtypes, name)))
     doc, _ = call("dtype_of", "x.npy", cwd=tmp_path)
@@ -62,7 +75,9 @@ def test_raw_npy_elements_are_assumed_and_said(tmp_path, name, assumed):
     assert doc["result"] == f"{code},{bits},1"
     assert len(doc["notes"]) == 1 and f"read as {assumed}" in doc["notes"][0]
     r = tvmffi("call", kernels(), "dtype_of", "x.npy", cwd=tmp_path)
-    assert r.returncode == 0 and f"note: argument 0: raw {DL_CODES[assumed][1] // 8}-byte" in r.stderr
+    assert (
+        r.returncode == 0 and f"note: argument 0: raw {DL_CODES[assumed][1] // 8}-byte" in r.stderr
+    )
 
 
 def test_wrong_named_dtype_is_exit_2(tmp_path):
@@ -98,8 +113,9 @@ def test_bf16_literal_round_trip(tmp_path):
 
 
 def test_e5m2_add_one_equals_ml_dtypes(tmp_path):
-    x = np.array([0, 0.5, 1, 1.5, 3.5, 6, 7, -2, -0.25, 100, 1000],
-                 dtype=np.float32).astype(ml_dtypes.float8_e5m2)
+    x = np.array([0, 0.5, 1, 1.5, 3.5, 6, 7, -2, -0.25, 100, 1000], dtype=np.float32).astype(
+        ml_dtypes.float8_e5m2
+    )
     np.save(tmp_path / "x.npy", x)  # descr "<f1", which np.load cannot read
     call("e5m2_add_one", "x.npy", "--out", tmp_path / "out", cwd=tmp_path)
     want = (x.astype(np.float32) + 1).astype(ml_dtypes.float8_e5m2)
@@ -111,8 +127,7 @@ def test_e5m2_add_one_equals_ml_dtypes(tmp_path):
 def test_e4m3fn_decode_and_negate_equal_ml_dtypes(tmp_path):
     x = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn)  # every code
     np.save(tmp_path / "x.npy", x)
-    call("e4m3fn_to_f32", "x.npy", "float32[256]:zeros", "--out", tmp_path / "dec",
-         cwd=tmp_path)
+    call("e4m3fn_to_f32", "x.npy", "float32[256]:zeros", "--out", tmp_path / "dec", cwd=tmp_path)
     got = np.load(tmp_path / "dec" / "arg1.npy")
     want = x.astype(np.float32)
     assert np.array_equal(got, want, equal_nan=True)
@@ -123,7 +138,16 @@ def test_e4m3fn_decode_and_negate_equal_ml_dtypes(tmp_path):
 
 
 def test_bench_takes_ml_dtypes_tensors():
-    r = tvmffi("bench", kernels(), "dtype_of", "bfloat16[1024]:rand", "--rounds", "2",
-               "--repeat", "100", "--json")
+    r = tvmffi(
+        "bench",
+        kernels(),
+        "dtype_of",
+        "bfloat16[1024]:rand",
+        "--rounds",
+        "2",
+        "--repeat",
+        "100",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     assert validate(json.loads(r.stdout), "bench")["calls"] == 200

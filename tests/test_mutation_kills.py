@@ -32,7 +32,7 @@ def _our_runtime():
 
 # -- bench: the loop never releases object results ------------------------------
 
-BENCH_LIVE = r'''
+BENCH_LIVE = r"""
 import json, sys
 from tvmffi_cli.call import bench_task
 from tvmffi_cli.call import task as call_task
@@ -56,7 +56,7 @@ def open_only():
 
 bench(10)  # warm: the first load of the library
 print(json.dumps({"open": open_only(), "bench": bench(10), "bench_many": bench(500)}))
-'''
+"""
 
 
 def test_bench_releases_object_results():
@@ -65,8 +65,12 @@ def test_bench_releases_object_results():
     loaded library's objects): the checked first call and every timed call
     release their result."""
     _our_runtime()
-    r = subprocess.run([sys.executable, "-c", BENCH_LIVE, str(kernels())], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", BENCH_LIVE, str(kernels())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["bench"] == d["open"], d
@@ -74,6 +78,7 @@ def test_bench_releases_object_results():
 
 
 # -- Device.__eq__ ignores the id ----------------------------------------------
+
 
 def test_device_equality_compares_the_id():
     assert Device("cuda:0") != Device("cuda:1")
@@ -85,11 +90,18 @@ def test_device_equality_compares_the_id():
 
 # -- dtype: the x2 lane suffix is dropped --------------------------------------
 
-@pytest.mark.parametrize("triple,text", [
-    ((2, 16, 2), "float16x2"), ((0, 8, 4), "int8x4"), ((6, 8, 2), "boolx2"),
-    ((10, 8, 2), "float8_e4m3fnx2"), ((200, 32, 2), "custom[200]32x2"),
-    ((2, 32, 0x10000 - 4), "float32xvscalex4"),
-])
+
+@pytest.mark.parametrize(
+    "triple,text",
+    [
+        ((2, 16, 2), "float16x2"),
+        ((0, 8, 4), "int8x4"),
+        ((6, 8, 2), "boolx2"),
+        ((10, 8, 2), "float8_e4m3fnx2"),
+        ((200, 32, 2), "custom[200]32x2"),
+        ((2, 32, 0x10000 - 4), "float32xvscalex4"),
+    ],
+)
 def test_dtype_lanes_are_printed(triple, text):
     assert dtypes.format_dtype(*triple) == text
     assert dtypes.parse_dtype(text) == triple
@@ -106,8 +118,10 @@ def test_call_passes_the_lanes_of_a_dtype_argument():
 
 # -- device index over int32 ---------------------------------------------------
 
-@pytest.mark.parametrize("index,ok", [("2147483647", True), ("2147483648", False),
-                                      ("4294967297", False)])
+
+@pytest.mark.parametrize(
+    "index,ok", [("2147483647", True), ("2147483648", False), ("4294967297", False)]
+)
 def test_device_index_must_fit_int32(index, ok):
     from tvmffi_cli.abi.devices import parse_device
     from tvmffi_cli.errors import InputError
@@ -129,12 +143,19 @@ def test_cli_rejects_a_device_index_over_int32():
 
 # -- bench text prints the minimum labelled as median -------------------------
 
+
 def test_bench_text_labels_each_figure():
     from tvmffi_cli.render.call import bench_text
 
-    reply = {"status": "ok", "resolved": "export", "calls": 300, "calls_per_round": 100,
-             "rounds": 3, "round_ns": [100.0, 200.0, 900.0],
-             "ns_per_call": {"min": 1.0, "median": 2.0, "max": 9.0}}
+    reply = {
+        "status": "ok",
+        "resolved": "export",
+        "calls": 300,
+        "calls_per_round": 100,
+        "rounds": 3,
+        "round_ns": [100.0, 200.0, 900.0],
+        "ns_per_call": {"min": 1.0, "median": 2.0, "max": 9.0},
+    }
     text = bench_text(reply, "f")
     assert text.startswith("f: 2"), text
     head, _, rest = text.partition("per call (median; min ")
@@ -145,15 +166,31 @@ def test_bench_text_labels_each_figure():
 
 # -- --timeout leaves the child spinning --------------------------------------
 
+
 def test_timeout_kills_the_child():
     """After `tvmffi call --timeout`, the worker that ran the hanging function
     is gone (not only abandoned)."""
     rt = _our_runtime()
     marker = f"tvmffi-timeout-{os.getpid()}-{time.monotonic_ns()}"
     env = dict(os.environ, TVMFFI_TEST_MARKER=marker)
-    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "call", str(crashy()), "hang",
-                        "--timeout", "1", "--runtime", rt], capture_output=True, text=True,
-                       timeout=60, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tvmffi_cli",
+            "call",
+            str(crashy()),
+            "hang",
+            "--timeout",
+            "1",
+            "--runtime",
+            rt,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "did not return within 1 s" in r.stderr
     time.sleep(0.2)
@@ -209,7 +246,7 @@ def test_hidden_elf_symbols_are_not_exports(tmp_path):
 
 # -- the probe accepts dead objects and wild pointers -----------------------------
 
-PROBE_RESULTS = r'''
+PROBE_RESULTS = r"""
 import ctypes, json, struct
 from tvmffi_cli.abi import constants as K
 from tvmffi_cli.abi.structs import TVMFFIObject
@@ -234,13 +271,14 @@ out["dead"] = p.result_problems(pod(K.kTVMFFIStr, struct.pack("<Q", ctypes.addre
                                 True)
 p.release(raw)
 print(json.dumps(out))
-'''
+"""
 
 
 def test_probe_rejects_wild_pointers_and_dead_objects():
     _our_runtime()
-    r = subprocess.run([sys.executable, "-c", PROBE_RESULTS], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE_RESULTS], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     for name in ("null", "low", "unmapped"):

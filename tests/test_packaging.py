@@ -26,10 +26,13 @@ CXXABI_MAX = (1, 3, 11)
 # Libraries a manylinux wheel may need from the system (the policy's list).
 MANYLINUX_LIBS = re.compile(
     r"^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|"
-    r"libstdc\+\+\.so\.6|ld-linux[-a-z0-9_.]*\.so\.[12])$")
+    r"libstdc\+\+\.so\.6|ld-linux[-a-z0-9_.]*\.so\.[12])$"
+)
 # pip's words for a build that could not fetch the build backend.
-_OFFLINE = re.compile(r"No matching distribution|Could not find a version|"
-                      r"Failed to establish a new connection|Network is unreachable")
+_OFFLINE = re.compile(
+    r"No matching distribution|Could not find a version|"
+    r"Failed to establish a new connection|Network is unreachable"
+)
 
 
 def _tool(name: str) -> ModuleType:
@@ -45,16 +48,17 @@ def _build(cmd: list[str], what: str) -> None:
     r = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         if _OFFLINE.search(r.stdout + r.stderr):
-            pytest.skip(f"cannot build the {what}: the build backend cannot be fetched "
-                        "(package index unreachable)")
+            pytest.skip(
+                f"cannot build the {what}: the build backend cannot be fetched "
+                "(package index unreachable)"
+            )
         raise AssertionError(f"{what} build failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _build([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", str(out)],
-           "wheel")
+    _build([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", str(out)], "wheel")
     (whl,) = out.glob("*.whl")
     return whl
 
@@ -70,6 +74,7 @@ def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # ---------------------------------------------------------------- wheel
+
 
 def test_wheel_is_py3_none_manylinux(wheel: Path) -> None:
     from packaging.utils import parse_wheel_filename
@@ -103,8 +108,11 @@ def _needed_versions(lib: Path) -> tuple[list[str], dict[str, list[str]]]:
         versions: dict[str, list[str]] = {}
         for sec in elf.iter_sections():
             if isinstance(sec, DynamicSection):
-                needed += [str(getattr(t, "needed", "")) for t in sec.iter_tags()
-                           if t.entry.d_tag == "DT_NEEDED"]
+                needed += [
+                    str(getattr(t, "needed", ""))
+                    for t in sec.iter_tags()
+                    if t.entry.d_tag == "DT_NEEDED"
+                ]
             elif isinstance(sec, GNUVerNeedSection):
                 for verneed, auxes in sec.iter_versions():
                     versions[str(verneed.name)] = [str(a.name) for a in auxes]
@@ -112,22 +120,31 @@ def _needed_versions(lib: Path) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def _ver(name: str, prefix: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in name[len(prefix):].split("."))
+    return tuple(int(x) for x in name[len(prefix) :].split("."))
 
 
 def test_wheel_runtime_needs_no_glibc_newer_than_the_floor(wheel: Path, tmp_path: Path) -> None:
     lib = _runtime_from_wheel(wheel, tmp_path)
     needed, versions = _needed_versions(lib)
-    glibc = sorted({v for vs in versions.values() for v in vs if v.startswith("GLIBC_")},
-                   key=lambda v: _ver(v, "GLIBC_"))
+    glibc = sorted(
+        {v for vs in versions.values() for v in vs if v.startswith("GLIBC_")},
+        key=lambda v: _ver(v, "GLIBC_"),
+    )
     print("DT_NEEDED:", needed, "GLIBC versions:", glibc)
     assert glibc, "no GLIBC_ symbol versions found: the check would be vacuous"
     too_new = [v for v in glibc if _ver(v, "GLIBC_") > GLIBC_FLOOR]
     assert not too_new, f"libtvm_ffi.so needs {too_new}, above the glibc 2.17 floor"
     cxx = {v for vs in versions.values() for v in vs if v.startswith(("GLIBCXX_", "CXXABI_"))}
     assert cxx, "no libstdc++ symbol versions found: the check would be vacuous"
-    too_new_cxx = [v for v in cxx if (_ver(v, "GLIBCXX_") > GLIBCXX_MAX if v.startswith("GLIBCXX_")
-                                      else _ver(v, "CXXABI_") > CXXABI_MAX)]
+    too_new_cxx = [
+        v
+        for v in cxx
+        if (
+            _ver(v, "GLIBCXX_") > GLIBCXX_MAX
+            if v.startswith("GLIBCXX_")
+            else _ver(v, "CXXABI_") > CXXABI_MAX
+        )
+    ]
     assert not too_new_cxx, f"libtvm_ffi.so needs {too_new_cxx}, above manylinux_2_24"
     assert all(MANYLINUX_LIBS.match(n) for n in needed), needed
 
@@ -140,8 +157,18 @@ def test_glibc_check_catches_an_unpinned_build(tmp_path: Path) -> None:
     if not m or (int(m.group(1)), int(m.group(2))) < (2, 34):
         pytest.skip(f"build machine has {libc_ver or 'no glibc'}; the unpinned build needs 2.34+")
     build = tmp_path / "b"
-    for cmd in (["cmake", "-S", str(ROOT), "-B", str(build), "-DTVMFFI_RT_GLIBC_FLOOR=OFF",
-                 "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", str(build), "-j2"]):
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            "-DTVMFFI_RT_GLIBC_FLOOR=OFF",
+            "-DCMAKE_BUILD_TYPE=Release",
+        ],
+        ["cmake", "--build", str(build), "-j2"],
+    ):
         r = subprocess.run(cmd, check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
     _needed, versions = _needed_versions(build / "runtime" / "libtvm_ffi.so")
@@ -153,10 +180,14 @@ def test_wheel_contents_and_license_metadata(wheel: Path) -> None:
         names = set(z.namelist())
         meta = z.read("tvmffi-0.1.0.dist-info/METADATA").decode()
         lic = z.read("tvmffi-0.1.0.dist-info/licenses/LICENSE").decode()
-    for need in ("tvmffi_cli/lib/libtvm_ffi.so", "tvmffi_cli/include/tvm/ffi/c_api.h",
-                 "tvmffi_cli/include/dlpack/dlpack.h",
-                 "tvmffi_cli/share/cmake/tvm_ffi/tvm_ffi-config.cmake",
-                 "tvmffi_cli/cli/main.py", "tvmffi_cli/schemas/config.schema.json"):
+    for need in (
+        "tvmffi_cli/lib/libtvm_ffi.so",
+        "tvmffi_cli/include/tvm/ffi/c_api.h",
+        "tvmffi_cli/include/dlpack/dlpack.h",
+        "tvmffi_cli/share/cmake/tvm_ffi/tvm_ffi-config.cmake",
+        "tvmffi_cli/cli/main.py",
+        "tvmffi_cli/schemas/config.schema.json",
+    ):
         assert need in names, need
     assert "License-Expression: Apache-2.0" in meta.splitlines()
     assert "Requires-Python: >=3.9" in meta.splitlines()
@@ -168,26 +199,36 @@ def test_wheel_contents_and_license_metadata(wheel: Path) -> None:
 
 # ---------------------------------------------------------------- sdist
 
+
 def _git_files() -> set[str]:
     if not (ROOT / ".git").exists() or shutil.which("git") is None:
         pytest.skip("not a git checkout: nothing to compare the sdist with")
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.split("\0")
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
     # Files not added yet but not ignored either (a developer's tree) also go
     # in; a clean CI checkout has none.
-    others = subprocess.run(["git", "ls-files", "-z", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    others = subprocess.run(
+        ["git", "ls-files", "-z", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {f for f in tracked + others.split("\0") if f and (ROOT / f).is_file()}
 
 
 def test_sdist_holds_exactly_the_git_tracked_files(sdist: Path) -> None:
     with tarfile.open(sdist) as t:
-        members = [m.name.split("/", 1)[1] for m in t.getmembers()
-                   if m.isfile() and "/" in m.name]
+        members = [m.name.split("/", 1)[1] for m in t.getmembers() if m.isfile() and "/" in m.name]
     files = set(members)
-    print(f"sdist: {sdist.name}, {len(files)} files;", ", ".join(
-        f"{top}: {sum(1 for f in files if f.split('/')[0] == top)}"
-        for top in sorted({f.split("/")[0] for f in files})))
+    print(
+        f"sdist: {sdist.name}, {len(files)} files;",
+        ", ".join(
+            f"{top}: {sum(1 for f in files if f.split('/')[0] == top)}"
+            for top in sorted({f.split("/")[0] for f in files})
+        ),
+    )
     assert len(members) == len(files)
     expected = _git_files() | {"PKG-INFO"}
     assert files == expected, (sorted(files - expected), sorted(expected - files))
@@ -198,6 +239,7 @@ def test_sdist_holds_exactly_the_git_tracked_files(sdist: Path) -> None:
 
 
 # ---------------------------------------------------------------- metadata
+
 
 def _pyproject() -> dict[str, object]:
     try:
@@ -233,19 +275,51 @@ def test_source_has_no_syntax_newer_than_python_3_9() -> None:
     unions evaluated at run time (FA102) and other 3.10+ syntax."""
     ruff = shutil.which("ruff") or (
         str(Path(sys.executable).parent / "ruff")
-        if (Path(sys.executable).parent / "ruff").exists() else None)
+        if (Path(sys.executable).parent / "ruff").exists()
+        else None
+    )
     if ruff is None:
         pytest.skip("ruff is not installed (pip install ruff)")
-    r = subprocess.run([ruff, "check", "--no-cache", "--target-version", "py39", "--select",
-                        "FA102", "--output-format", "concise", "src", "tools"],
-                       cwd=ROOT, check=False, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            ruff,
+            "check",
+            "--no-cache",
+            "--target-version",
+            "py39",
+            "--select",
+            "FA102",
+            "--output-format",
+            "concise",
+            "src",
+            "tools",
+        ],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     # The check itself must catch 3.10 syntax.
-    probe = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--target-version",
-                            "py39", "--select", "FA102", "--stdin-filename", "probe.py", "-"],
-                           input="def f(x: int | None) -> None:\n    match x:\n"
-                                 "        case _:\n            pass\n",
-                           check=False, capture_output=True, text=True)
+    probe = subprocess.run(
+        [
+            ruff,
+            "check",
+            "--no-cache",
+            "--isolated",
+            "--target-version",
+            "py39",
+            "--select",
+            "FA102",
+            "--stdin-filename",
+            "probe.py",
+            "-",
+        ],
+        input="def f(x: int | None) -> None:\n    match x:\n        case _:\n            pass\n",
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert probe.returncode == 1 and "FA102" in probe.stdout and "match" in probe.stdout
 
 
@@ -273,8 +347,9 @@ def test_dependencies_resolve_to_wheels_on_every_claimed_python() -> None:
         results = [f.result() for f in futs]
         negative = neg.result()
     for r in results:
-        print(f"python {r.python}: {'ok' if r.ok else 'FAILED: ' + r.message}",
-              " ".join(r.installed))
+        print(
+            f"python {r.python}: {'ok' if r.ok else 'FAILED: ' + r.message}", " ".join(r.installed)
+        )
     if all(r.offline for r in results):
         pytest.skip("package index unreachable: " + results[0].message)
     bad = [(r.python, r.message) for r in results if not r.ok]
@@ -289,22 +364,33 @@ def test_an_unreachable_index_counts_as_offline_not_as_missing_wheels() -> None:
     """What makes the resolution test skip instead of fail: pip could not
     reach the index (here an address nothing answers on, one retry)."""
     rd = _tool("resolve_deps")
-    r = rd.resolve("3.9", 120.0, env={"PIP_INDEX_URL": "https://192.0.2.1:9/simple",
-                                       "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "",
-                                       "PIP_CONFIG_FILE": os.devnull})
+    r = rd.resolve(
+        "3.9",
+        120.0,
+        env={
+            "PIP_INDEX_URL": "https://192.0.2.1:9/simple",
+            "PIP_EXTRA_INDEX_URL": "",
+            "PIP_FIND_LINKS": "",
+            "PIP_CONFIG_FILE": os.devnull,
+        },
+    )
     assert not r.ok and r.offline, r
 
 
 # ---------------------------------------------------------------- CMake package
 
+
 def test_cmake_project_builds_and_runs_against_the_package(tmp_path: Path) -> None:
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
     tv = [sys.executable, "-m", "tvmffi_cli"]
-    cmakedir = subprocess.run([*tv, "config", "--cmakedir"], check=False, capture_output=True, text=True)
+    cmakedir = subprocess.run(
+        [*tv, "config", "--cmakedir"], check=False, capture_output=True, text=True
+    )
     assert cmakedir.returncode == 0, cmakedir.stderr
-    libfile = subprocess.run([*tv, "config", "--libfiles"], check=False, capture_output=True,
-                             text=True).stdout.strip()
+    libfile = subprocess.run(
+        [*tv, "config", "--libfiles"], check=False, capture_output=True, text=True
+    ).stdout.strip()
     assert (Path(cmakedir.stdout.strip()) / "tvm_ffi-config.cmake").is_file()
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -317,9 +403,12 @@ def test_cmake_project_builds_and_runs_against_the_package(tmp_path: Path) -> No
         "add_library(hdr_only MODULE hdr.c)\n"
         "target_link_libraries(hdr_only PRIVATE tvm_ffi::header)\n"
         'file(WRITE "${CMAKE_BINARY_DIR}/vars.txt" "${tvm_ffi_LIB_FILES}\\n'
-        '${tvm_ffi_INCLUDE_DIR}\\n${tvm_ffi_DLPACK_INCLUDE_DIR}\\n")\n')
-    (proj / "hdr.c").write_text("#include <tvm/ffi/c_api.h>\n#include <dlpack/dlpack.h>\n"
-                                "int hdr_dtype_code(void) { return kDLFloat; }\n")
+        '${tvm_ffi_INCLUDE_DIR}\\n${tvm_ffi_DLPACK_INCLUDE_DIR}\\n")\n'
+    )
+    (proj / "hdr.c").write_text(
+        "#include <tvm/ffi/c_api.h>\n#include <dlpack/dlpack.h>\n"
+        "int hdr_dtype_code(void) { return kDLFloat; }\n"
+    )
     (proj / "probe.c").write_text(r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -340,9 +429,17 @@ int main(void) {
 }
 """)
     build = tmp_path / "build"
-    for cmd in (["cmake", "-S", str(proj), "-B", str(build),
-                 f"-DCMAKE_PREFIX_PATH={cmakedir.stdout.strip()}"],
-                ["cmake", "--build", str(build)]):
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(proj),
+            "-B",
+            str(build),
+            f"-DCMAKE_PREFIX_PATH={cmakedir.stdout.strip()}",
+        ],
+        ["cmake", "--build", str(build)],
+    ):
         r = subprocess.run(cmd, check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
     run = subprocess.run([str(build / "probe")], check=False, capture_output=True, text=True)
@@ -368,8 +465,13 @@ def test_cmake_package_missing_library_is_reported(tmp_path: Path) -> None:
     proj.mkdir()
     (proj / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES NONE)\n"
-        "find_package(tvm_ffi CONFIG REQUIRED)\n")
-    r = subprocess.run(["cmake", "-S", str(proj), "-B", str(tmp_path / "b"),
-                        f"-DCMAKE_PREFIX_PATH={pkg}"], check=False, capture_output=True, text=True)
+        "find_package(tvm_ffi CONFIG REQUIRED)\n"
+    )
+    r = subprocess.run(
+        ["cmake", "-S", str(proj), "-B", str(tmp_path / "b"), f"-DCMAKE_PREFIX_PATH={pkg}"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0
     assert "reinstall the tvmffi package" in r.stderr

@@ -32,45 +32,96 @@ import fixturebuild
 
 HERE = Path(__file__).resolve().parent
 
-_STRUCTURAL = ("structural equality/hash/visit/mutate over reflected fields (ffi.Structural*, "
-               "ffi.Recursive*, access paths) is not implemented in the C runtime yet")
+_STRUCTURAL = (
+    "structural equality/hash/visit/mutate over reflected fields (ffi.Structural*, "
+    "ffi.Recursive*, access paths) is not implemented in the C runtime yet"
+)
 _JSON_GRAPH = "the JSON graph serializer (ToJSONGraph/FromJSONGraph) is not implemented yet"
-_REFLECTION = ("reflection helpers that build objects or accessors from field metadata are "
-               "not implemented yet")
+_REFLECTION = (
+    "reflection helpers that build objects or accessors from field metadata are not implemented yet"
+)
 
 # global function -> why ours does not have it
 MISSING_GLOBALS: dict[str, str] = {
-    **{n: _STRUCTURAL for n in [
-        "ffi.GetFirstStructuralMismatch", "ffi.RecursiveEq", "ffi.RecursiveGe",
-        "ffi.RecursiveGt", "ffi.RecursiveHash", "ffi.RecursiveLe", "ffi.RecursiveLt",
-        "ffi.StructuralEqual", "ffi.StructuralHash", "ffi.StructuralKey",
-        "ffi.StructuralKeyEqual", "ffi.StructuralMap", "ffi.StructuralMutate",
-        "ffi.StructuralMutatorDefRegionKind", "ffi.StructuralMutatorDefaultMutate",
-        "ffi.StructuralMutatorMutate", "ffi.StructuralMutatorVarRemapGet",
-        "ffi.StructuralMutatorVarRemapSet", "ffi.StructuralMutatorWithDefRegionKind",
-        "ffi.StructuralVisit", "ffi.StructuralVisitorDefRegionKind",
-        "ffi.StructuralVisitorDefaultVisit", "ffi.StructuralVisitorVisit",
-        "ffi.StructuralVisitorWithDefRegionKind", "ffi.StructuralWalk",
-        "ffi.VisitErrorContext.FindAccessPaths", "ffi.DeepCopy"]},
+    **{
+        n: _STRUCTURAL
+        for n in [
+            "ffi.GetFirstStructuralMismatch",
+            "ffi.RecursiveEq",
+            "ffi.RecursiveGe",
+            "ffi.RecursiveGt",
+            "ffi.RecursiveHash",
+            "ffi.RecursiveLe",
+            "ffi.RecursiveLt",
+            "ffi.StructuralEqual",
+            "ffi.StructuralHash",
+            "ffi.StructuralKey",
+            "ffi.StructuralKeyEqual",
+            "ffi.StructuralMap",
+            "ffi.StructuralMutate",
+            "ffi.StructuralMutatorDefRegionKind",
+            "ffi.StructuralMutatorDefaultMutate",
+            "ffi.StructuralMutatorMutate",
+            "ffi.StructuralMutatorVarRemapGet",
+            "ffi.StructuralMutatorVarRemapSet",
+            "ffi.StructuralMutatorWithDefRegionKind",
+            "ffi.StructuralVisit",
+            "ffi.StructuralVisitorDefRegionKind",
+            "ffi.StructuralVisitorDefaultVisit",
+            "ffi.StructuralVisitorVisit",
+            "ffi.StructuralVisitorWithDefRegionKind",
+            "ffi.StructuralWalk",
+            "ffi.VisitErrorContext.FindAccessPaths",
+            "ffi.DeepCopy",
+        ]
+    },
     "ffi.ReprPrint": "the reflection-driven repr printer is not implemented yet",
-    **{n: _JSON_GRAPH for n in ["ffi.FromJSONGraph", "ffi.FromJSONGraphString",
-                                "ffi.ToJSONGraph", "ffi.ToJSONGraphString"]},
-    **{n: _REFLECTION for n in ["ffi.MakeFieldGetter", "ffi.MakeFieldSetter",
-                                "ffi.MakeObjectFromPackedArgs",
-                                "ffi._PyClassRegisterTypeAttrColumns", "ffi._RegisterFFIInit"]},
+    **{
+        n: _JSON_GRAPH
+        for n in [
+            "ffi.FromJSONGraph",
+            "ffi.FromJSONGraphString",
+            "ffi.ToJSONGraph",
+            "ffi.ToJSONGraphString",
+        ]
+    },
+    **{
+        n: _REFLECTION
+        for n in [
+            "ffi.MakeFieldGetter",
+            "ffi.MakeFieldSetter",
+            "ffi.MakeObjectFromPackedArgs",
+            "ffi._PyClassRegisterTypeAttrColumns",
+            "ffi._RegisterFFIInit",
+        ]
+    },
     "ffi.SystemLib": "the system-library module is not implemented yet",
 }
 
 _METHODS = "methods of reflection types follow with the structural/access-path work"
 # (type key, "field:name" or "method:name") -> why
 MISSING_MEMBERS: dict[tuple[str, str], str] = {
-    ("ffi.Module", "field:imports_"): ("our Module keeps its imports in its own table; the "
-                                       "ModuleObj layout belongs to the C++ surface"),
+    ("ffi.Module", "field:imports_"): (
+        "our Module keeps its imports in its own table; the "
+        "ModuleObj layout belongs to the C++ surface"
+    ),
     ("ffi.StructuralKey", "method:__ffi_init__"): _METHODS,
-    **{("ffi.reflection.AccessPath", f"method:{m}"): _METHODS for m in [
-        "_root", "_extend", "_attr", "_array_item", "_map_item", "_attr_missing",
-        "_array_item_missing", "_map_item_missing", "_is_prefix_of", "_to_steps",
-        "_path_equal"]},
+    **{
+        ("ffi.reflection.AccessPath", f"method:{m}"): _METHODS
+        for m in [
+            "_root",
+            "_extend",
+            "_attr",
+            "_array_item",
+            "_map_item",
+            "_attr_missing",
+            "_array_item_missing",
+            "_map_item_missing",
+            "_is_prefix_of",
+            "_to_steps",
+            "_path_equal",
+        ]
+    },
 }
 
 # (column, type key) -> why the type has no value in our column
@@ -81,13 +132,19 @@ MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
     ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
     ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,
-    **{("__ffi_shallow_copy__", t): ("the official visitor/mutator objects carry C++ state "
-                                     "(callbacks, regions) that our layouts do not model")
-       for t in ["ffi.StructuralMutator", "ffi.StructuralVisitor"]},
-    **{(c, t): _STRUCTURAL for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]
-       for t in ["ffi.Array", "ffi.Bytes", "ffi.Dict", "ffi.List", "ffi.Map", "ffi.String"]},
-    **{("__s_visit__", t): _STRUCTURAL for t in ["ffi.Array", "ffi.Dict", "ffi.List",
-                                                 "ffi.Map"]},
+    **{
+        ("__ffi_shallow_copy__", t): (
+            "the official visitor/mutator objects carry C++ state "
+            "(callbacks, regions) that our layouts do not model"
+        )
+        for t in ["ffi.StructuralMutator", "ffi.StructuralVisitor"]
+    },
+    **{
+        (c, t): _STRUCTURAL
+        for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]
+        for t in ["ffi.Array", "ffi.Bytes", "ffi.Dict", "ffi.List", "ffi.Map", "ffi.String"]
+    },
+    **{("__s_visit__", t): _STRUCTURAL for t in ["ffi.Array", "ffi.Dict", "ffi.List", "ffi.Map"]},
 }
 
 
@@ -108,16 +165,27 @@ def _column_names(official: Path) -> list[str]:
 
 
 def _dump(*args: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(HERE / "registry_dump.py"), *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "registry_dump.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
 
 
 def _calls(*args: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(HERE / "registry_calls.py"), *args],
-                          capture_output=True, text=True, timeout=300, check=False, cwd=HERE)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "registry_calls.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=HERE,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
@@ -138,8 +206,13 @@ def dumps() -> dict[str, dict[str, Any]]:
 
 
 def _gaps(ref: dict[str, Any], ours: dict[str, Any]) -> dict[str, set[Any]]:
-    gaps: dict[str, set[Any]] = {"globals": set(), "types": set(), "members": set(),
-                                 "columns": set(), "column_values": set()}
+    gaps: dict[str, set[Any]] = {
+        "globals": set(),
+        "types": set(),
+        "members": set(),
+        "columns": set(),
+        "column_values": set(),
+    }
     gaps["globals"] = set(ref["globals"]) - set(ours["globals"])
     for key, t in ref["types"].items():
         o = ours["types"].get(key)
@@ -163,8 +236,9 @@ def test_ours_covers_the_official_startup_registry(dumps: dict[str, dict[str, An
     gaps = _gaps(bare, ours)
     assert gaps["types"] == set(), "types missing or with another parent/index"
     assert gaps["columns"] == set(), "type attribute columns missing"
-    extra_columns = {c for c, keys in ours["columns"].items()
-                     if keys is not None and bare["columns"][c] is None}
+    extra_columns = {
+        c for c, keys in ours["columns"].items() if keys is not None and bare["columns"][c] is None
+    }
     assert extra_columns == set(), "columns the official runtime does not create at start-up"
     assert gaps["globals"] - set(MISSING_GLOBALS) == set()
     assert gaps["members"] - set(MISSING_MEMBERS) == set()
@@ -175,10 +249,12 @@ def test_ours_covers_the_official_startup_registry(dumps: dict[str, dict[str, An
     assert set(MISSING_COLUMN_VALUES) - gaps["column_values"] == set(), "stale column exceptions"
     n_cols = sum(1 for v in bare["columns"].values() if v is not None)
     n_vals = sum(len(v) for v in bare["columns"].values() if v)
-    print(f"\nglobals {len(bare['globals']) - len(gaps['globals'])}/{len(bare['globals'])}, "
-          f"types {len(bare['types']) - len(gaps['types'])}/{len(bare['types'])}, "
-          f"columns {n_cols - len(gaps['columns'])}/{n_cols}, "
-          f"column values {n_vals - len(gaps['column_values'])}/{n_vals}")
+    print(
+        f"\nglobals {len(bare['globals']) - len(gaps['globals'])}/{len(bare['globals'])}, "
+        f"types {len(bare['types']) - len(gaps['types'])}/{len(bare['types'])}, "
+        f"columns {n_cols - len(gaps['columns'])}/{n_cols}, "
+        f"column values {n_vals - len(gaps['column_values'])}/{n_vals}"
+    )
 
 
 def test_the_package_adds_only_its_test_library(dumps: dict[str, dict[str, Any]]) -> None:
@@ -191,7 +267,8 @@ def test_the_package_adds_only_its_test_library(dumps: dict[str, dict[str, Any]]
 
 
 def test_official_test_library_loads_and_registers_on_ours(
-        dumps: dict[str, dict[str, Any]]) -> None:
+    dumps: dict[str, dict[str, Any]],
+) -> None:
     package, ours = dumps["package"], dumps["ours+testing"]
     assert ours["loaded"] == {"libtvm_ffi_testing.so": "ok"}
     testing_globals = {n for n in package["globals"] if n.startswith("testing.")}
@@ -201,8 +278,11 @@ def test_official_test_library_loads_and_registers_on_ours(
             continue
         o = ours["types"].get(key)
         assert o is not None, key
-        assert (o["parent"], o["fields"], o["methods"]) == (t["parent"], t["fields"],
-                                                            t["methods"]), key
+        assert (o["parent"], o["fields"], o["methods"]) == (
+            t["parent"],
+            t["fields"],
+            t["methods"],
+        ), key
     # columns the library fills (enum state, init/new hooks, ...) hold its
     # values; the auto-generated initializers come from ffi._RegisterFFIInit,
     # which ours does not have yet (see MISSING_GLOBALS)
@@ -227,8 +307,11 @@ def test_same_results_for_the_same_calls() -> None:
 def test_same_results_from_the_official_test_library() -> None:
     official = _official_dir()
     testing = str(official / "lib" / "libtvm_ffi_testing.so")
-    ours = _calls(str(fixturebuild.our_runtime()),  # type: ignore[no-untyped-call]
-                  "--testing", testing)
+    ours = _calls(
+        str(fixturebuild.our_runtime()),  # type: ignore[no-untyped-call]
+        "--testing",
+        testing,
+    )
     ref = _calls(str(official / "lib" / "libtvm_ffi.so"), "--testing", testing)
     labels = [k for k in ref if k.startswith("testing.")]
     assert len(labels) >= 8

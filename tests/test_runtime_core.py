@@ -1,6 +1,7 @@
 """The runtime core (objects, types, strings, errors, functions, registry,
 environment, instrumentation) through C programs written against our header
 and linked to our libtvm_ffi.so; exact output compared line by line."""
+
 import os
 import re
 import shutil
@@ -25,28 +26,53 @@ tvmffi_rt_list_globals tvmffi_rt_type_index_end tvmffi_rt_time_calls
 """.split()
 
 STATIC_TYPES = [
-    (0, "None"), (1, "int"), (2, "bool"), (3, "float"), (4, "void*"), (5, "DataType"),
-    (6, "Device"), (7, "DLTensor*"), (8, "const char*"), (9, "TVMFFIByteArray*"),
-    (10, "ObjectRValueRef"), (11, "ffi.SmallStr"), (12, "ffi.SmallBytes"),
+    (0, "None"),
+    (1, "int"),
+    (2, "bool"),
+    (3, "float"),
+    (4, "void*"),
+    (5, "DataType"),
+    (6, "Device"),
+    (7, "DLTensor*"),
+    (8, "const char*"),
+    (9, "TVMFFIByteArray*"),
+    (10, "ObjectRValueRef"),
+    (11, "ffi.SmallStr"),
+    (12, "ffi.SmallBytes"),
     (13, "ffi.Unchanged"),
 ]
 STATIC_OBJECTS = [
-    (64, "ffi.Object"), (65, "ffi.String"), (66, "ffi.Bytes"), (67, "ffi.Error"),
-    (68, "ffi.Function"), (69, "ffi.Shape"), (70, "ffi.Tensor"), (71, "ffi.Array"),
-    (72, "ffi.Map"), (73, "ffi.Module"), (74, "ffi.OpaquePyObject"), (75, "ffi.List"),
-    (76, "ffi.Dict"), (77, "ffi.VisitInterrupt"), (78, "ffi.BigInt"),
+    (64, "ffi.Object"),
+    (65, "ffi.String"),
+    (66, "ffi.Bytes"),
+    (67, "ffi.Error"),
+    (68, "ffi.Function"),
+    (69, "ffi.Shape"),
+    (70, "ffi.Tensor"),
+    (71, "ffi.Array"),
+    (72, "ffi.Map"),
+    (73, "ffi.Module"),
+    (74, "ffi.OpaquePyObject"),
+    (75, "ffi.List"),
+    (76, "ffi.Dict"),
+    (77, "ffi.VisitInterrupt"),
+    (78, "ffi.BigInt"),
 ]
 
 
 def _types_block():
-    lines = [f"type {i}: key={k} depth=0 ancestors=[] fields=0 methods=0 metadata=no"
-             for i, k in STATIC_TYPES]
+    lines = [
+        f"type {i}: key={k} depth=0 ancestors=[] fields=0 methods=0 metadata=no"
+        for i, k in STATIC_TYPES
+    ]
     for i, k in STATIC_OBJECTS:
         anc = "" if i == 64 else "64"
         # ffi.VisitInterrupt has its reflected `value` field, as in the official
         fields = 1 if k == "ffi.VisitInterrupt" else 0
-        lines.append(f"type {i}: key={k} depth={0 if i == 64 else 1} ancestors=[{anc}] "
-                     f"fields={fields} methods=0 metadata=no")
+        lines.append(
+            f"type {i}: key={k} depth={0 if i == 64 else 1} ancestors=[{anc}] "
+            f"fields={fields} methods=0 metadata=no"
+        )
     return "\n".join(lines)
 
 
@@ -203,8 +229,9 @@ def _our_runtime():
 
 
 def _build_prog(name, flags=()):
-    return fixturebuild.build(C_DIR / f"{name}.c", name=name, headers="ours", shared=False,
-                              flags=["-O1", *flags])
+    return fixturebuild.build(
+        C_DIR / f"{name}.c", name=name, headers="ours", shared=False, flags=["-O1", *flags]
+    )
 
 
 def _run(exe, libdir, env_extra=None, timeout=120):
@@ -238,8 +265,9 @@ def _dynsym(lib):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm (binutils) is not installed")
-    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
     return {line.split()[-1] for line in out.splitlines() if line.split()[-2:-1] == ["T"]}
 
 
@@ -252,8 +280,9 @@ def test_exports_all_c_api_names_and_soname():
     readelf = shutil.which("readelf")
     if readelf is None:
         pytest.skip("readelf (binutils) is not installed")
-    dyn = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True,
-                         check=True).stdout
+    dyn = subprocess.run(
+        [readelf, "-d", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
     assert re.search(r"\(SONAME\)\s+Library soname: \[libtvm_ffi\.so\]", dyn), dyn
     # internal helpers stay hidden
     assert not [n for n in names if n.startswith("rt_")]
@@ -273,25 +302,59 @@ def test_runtime_sources_compile_warning_free():
     assert len(sources) >= 15, sources
     for c in sources:
         proc = subprocess.run(
-            [cc, "-std=c11", "-D_GNU_SOURCE", "-DTVM_FFI_EXPORTS", "-fPIC", "-fvisibility=hidden",
-             "-O2", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'runtime' / 'include'}",
-             f"-I{src}", "-c", str(c), "-o", os.devnull],
-            capture_output=True, text=True)
+            [
+                cc,
+                "-std=c11",
+                "-D_GNU_SOURCE",
+                "-DTVM_FFI_EXPORTS",
+                "-fPIC",
+                "-fvisibility=hidden",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                f"-I{ROOT / 'runtime' / 'include'}",
+                f"-I{src}",
+                "-c",
+                str(c),
+                "-o",
+                os.devnull,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, f"{c.name}:\n{proc.stderr}"
 
 
 def test_headers_compile_as_c_and_cxx(tmp_path):
     inc = ROOT / "runtime" / "include"
-    src = "#include <tvm/ffi/c_api.h>\n#include <tvm/ffi/extra/c_env_api.h>\n" \
-          "#include <tvmffi/rt.h>\nint main(void) { return 0; }\n"
+    src = (
+        "#include <tvm/ffi/c_api.h>\n#include <tvm/ffi/extra/c_env_api.h>\n"
+        "#include <tvmffi/rt.h>\nint main(void) { return 0; }\n"
+    )
     for lang, cc, std in (("c", "gcc", "-std=c11"), ("c++", "g++", "-std=c++17")):
         exe = shutil.which(cc)
         if exe is None:
             pytest.skip(f"{cc} is not installed")
         f = tmp_path / f"h.{'c' if lang == 'c' else 'cc'}"
         f.write_text(src)
-        proc = subprocess.run([exe, std, "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{inc}",
-                               "-c", str(f), "-o", os.devnull], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                exe,
+                std,
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                f"-I{inc}",
+                "-c",
+                str(f),
+                "-o",
+                os.devnull,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, f"{lang}:\n{proc.stderr}"
 
 
@@ -302,22 +365,47 @@ def test_sanitizer_build_runs_clean(tmp_path):
     if cmake is None or shutil.which("gcc") is None:
         pytest.skip("cmake and gcc are needed for the sanitizer build")
     build = tmp_path / "build"
-    for args in ([cmake, "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Debug",
-                  "-DTVMFFI_RT_SANITIZE=ON"],
-                 [cmake, "--build", str(build), "-j2"]):
+    for args in (
+        [
+            cmake,
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Debug",
+            "-DTVMFFI_RT_SANITIZE=ON",
+        ],
+        [cmake, "--build", str(build), "-j2"],
+    ):
         proc = subprocess.run(args, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     libdir = build / "runtime"
     assert (libdir / "libtvm_ffi.so").is_file()
     inc = ROOT / "runtime" / "include"
-    env = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
-           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+    env = {
+        "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+    }
     for name, expected in (("rt_core", EXPECTED_CORE), ("rt_threads", EXPECTED_THREADS)):
         exe = tmp_path / name
         proc = subprocess.run(
-            ["gcc", "-std=c11", "-g", "-O1", "-fsanitize=address,undefined", "-pthread",
-             f"-I{inc}", str(C_DIR / f"{name}.c"), f"-L{libdir}", "-ltvm_ffi", "-o", str(exe)],
-            capture_output=True, text=True)
+            [
+                "gcc",
+                "-std=c11",
+                "-g",
+                "-O1",
+                "-fsanitize=address,undefined",
+                "-pthread",
+                f"-I{inc}",
+                str(C_DIR / f"{name}.c"),
+                f"-L{libdir}",
+                "-ltvm_ffi",
+                "-o",
+                str(exe),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
         proc = _run(exe, libdir, env_extra=env, timeout=300)
         report = proc.stderr

@@ -43,20 +43,28 @@ def _ours() -> Path:
 def _child(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     # the same child environment as sandbox workers (static TLS reserve, PYTHONPATH)
     env = sandbox._child_env(None, None)
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
 
 
 def _dynamic_symbols(lib: Path) -> set[str]:
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm (binutils) is needed to list dynamic symbols")
-    proc = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run(
+        [nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+    )
     return {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
 
 
 # ---- exports ----------------------------------------------------------------
+
 
 def test_exports_every_tvm_ffi_cxx_symbol_of_the_official_runtime(official_runtime: Path) -> None:
     ours = _dynamic_symbols(_ours())
@@ -82,14 +90,34 @@ def test_cxx_sources_compile_warning_free() -> None:
     assert len(sources) >= 5
     for cc in sources:
         proc = subprocess.run(
-            [gxx, "-std=c++17", "-D_GNU_SOURCE", "-DTVM_FFI_EXPORTS", "-fPIC",
-             "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-O2", "-Wall", "-Wextra",
-             "-Werror", f"-I{root / 'include'}", f"-I{root / 'src'}", "-c", str(cc),
-             "-o", os.devnull], capture_output=True, text=True, check=False)
+            [
+                gxx,
+                "-std=c++17",
+                "-D_GNU_SOURCE",
+                "-DTVM_FFI_EXPORTS",
+                "-fPIC",
+                "-fvisibility=hidden",
+                "-fvisibility-inlines-hidden",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                f"-I{root / 'include'}",
+                f"-I{root / 'src'}",
+                "-c",
+                str(cc),
+                "-o",
+                os.devnull,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert proc.returncode == 0, f"{cc.name}:\n{proc.stderr}"
 
 
 # ---- a ModuleObj subclass, Error and json on both runtimes -------------------
+
 
 @pytest.fixture(scope="module")
 def module_sub_results(official_runtime: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -109,12 +137,17 @@ def module_sub_results(official_runtime: Path) -> tuple[dict[str, Any], dict[str
 KNOWN_DIFFERENCES = {"load missing file", "struct_equal", "json depth 2049"}
 
 
-def test_module_sub_same_results_as_official(module_sub_results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_module_sub_same_results_as_official(
+    module_sub_results: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     ours, official = module_sub_results
     assert set(ours) == set(official)
     assert len(official) > 100
-    diffs = {k: (ours[k], official[k]) for k in official
-             if k not in KNOWN_DIFFERENCES and ours[k] != official[k]}
+    diffs = {
+        k: (ours[k], official[k])
+        for k in official
+        if k not in KNOWN_DIFFERENCES and ours[k] != official[k]
+    }
     assert diffs == {}
 
 
@@ -140,12 +173,15 @@ def test_module_sub_exact_values(module_sub_results: tuple[dict[str, Any], dict[
     assert ours["load_and_call"] == {"ok": 10}
     assert ours["visit ctx"] == {"ok": "found"}
     # Error thrown by the runtime, caught by the library, and the reverse
-    assert ours["catch '{'"] == {"ok": "ValueError: Expecting property name enclosed in double "
-                                       "quotes: line 1 column 2 (char 1) | what=Expecting "
-                                       "property name enclosed in double quotes: line 1 column 2 "
-                                       "(char 1)"}
+    assert ours["catch '{'"] == {
+        "ok": "ValueError: Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1) | what=Expecting "
+        "property name enclosed in double quotes: line 1 column 2 "
+        "(char 1)"
+    }
     assert ours["catch std '[1 2]'"] == {
-        "ok": "std::exception: Expecting ',' delimiter: line 1 column 4 (char 3)"}
+        "ok": "std::exception: Expecting ',' delimiter: line 1 column 4 (char 3)"
+    }
     assert ours["throw"] == {"raised": "IndexError", "message": "from the library"}
     # globals answered through the vtable
     assert ours["adder mask"] == {"ok": 2}
@@ -153,13 +189,18 @@ def test_module_sub_exact_values(module_sub_results: tuple[dict[str, Any], dict[
     assert ours["adder inspect"] == {"ok": "source as c"}
     assert ours["lib inspect"] == {"ok": ""}
     assert ours["adder write formats"] == {"ok": ["txt", "bin"]}
-    assert ours["lib write"] == {"raised": "RuntimeError",
-                                 "message": "Module[library] does not support WriteToFile"}
+    assert ours["lib write"] == {
+        "raised": "RuntimeError",
+        "message": "Module[library] does not support WriteToFile",
+    }
     assert ours["json '[1,[2,{}],[]]' 2"] == {
-        "ok": "[\n  1,\n  [\n    2,\n    {\n    }\n  ],\n  [\n  ]\n]"}
+        "ok": "[\n  1,\n  [\n    2,\n    {\n    }\n  ],\n  [\n  ]\n]"
+    }
 
 
-def test_module_sub_known_differences(module_sub_results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_module_sub_known_differences(
+    module_sub_results: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     ours, official = module_sub_results
     # both refuse a missing file with the loader's message
     for side in (ours, official):
@@ -169,17 +210,19 @@ def test_module_sub_known_differences(module_sub_results: tuple[dict[str, Any], 
     assert official["json depth 2049"] == {"ok": 4098}
     assert ours["json depth 2049"] == {
         "raised": "ValueError",
-        "message": "Maximum nesting depth exceeded: line 1 column 2049 (char 2048)"}
+        "message": "Maximum nesting depth exceeded: line 1 column 2049 (char 2048)",
+    }
     # reflection-based functions are exported but raise, naming themselves
     assert official["struct_equal"] == {"ok": True}
     assert ours["struct_equal"]["raised"] == "RuntimeError"
-    assert ours["struct_equal"]["message"].startswith("tvm::ffi::StructuralEqual::Equal is not "
-                                                      "implemented by the tvmffi runtime")
+    assert ours["struct_equal"]["message"].startswith(
+        "tvm::ffi::StructuralEqual::Equal is not implemented by the tvmffi runtime"
+    )
 
 
 # ---- lazy binding -----------------------------------------------------------
 
-LAZY_DRIVER = r'''
+LAZY_DRIVER = r"""
 import sys
 import tvmffi_cli
 from tvmffi_cli.ffi import library
@@ -192,14 +235,19 @@ lib = tvmffi_cli.load(lib_path)
 print(lib.module is None, lib._dl is not None)
 if lib.module is not None:
     print(lib.ok())
-'''
+"""
 
 
 @pytest.mark.parametrize("side", ["ours", "official", "plain"])
 def test_library_importing_undefined_symbols_loads(side: str, official_runtime: Path) -> None:
     lib = fixturebuild.build("cxx/lazy_missing.cc", headers="ours")
-    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
-                               text=True, check=False).stdout if shutil.which("nm") else ""
+    undefined = (
+        subprocess.run(
+            ["nm", "-D", "--undefined-only", str(lib)], capture_output=True, text=True, check=False
+        ).stdout
+        if shutil.which("nm")
+        else ""
+    )
     if undefined:
         assert "_ZN3tvm3ffi24FunctionNoRuntimeExportsEi" in undefined
         assert "tvmffi_fixture_defined_nowhere" in undefined
@@ -215,25 +263,34 @@ def test_library_importing_undefined_symbols_loads(side: str, official_runtime: 
 
 # ---- real libraries from public wheels ----------------------------------------
 
-WHEEL_CACHE = Path(os.environ.get("TVMFFI_WHEEL_CACHE",
-                                  Path.home() / ".cache" / "tvmffi-wheels"))
+WHEEL_CACHE = Path(os.environ.get("TVMFFI_WHEEL_CACHE", Path.home() / ".cache" / "tvmffi-wheels"))
 
 # (requirement, members to extract, libraries to dlopen). Versions pinned:
 # these are the releases whose imports the runtime was checked against.
 WHEELS = [
     ("jax-tvm-ffi==0.1.3", ["jax_tvm_ffi/jax_tvm_ffi.so"], ["jax_tvm_ffi/jax_tvm_ffi.so"]),
-    ("xgrammar==0.2.8", ["xgrammar/libxgrammar_bindings.so"],
-     ["xgrammar/libxgrammar_bindings.so"]),
-    ("apache-tvm-ffi-orcjit==0.1.3", ["tvm_ffi_orcjit/lib/libtvm_ffi_orcjit.so"],
-     ["tvm_ffi_orcjit/lib/libtvm_ffi_orcjit.so"]),
-    ("apache-tvm==0.27.0.post1",
-     ["tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm_runtime_extra.so"],
-     ["tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm_runtime_extra.so"]),
-    ("tilelang==0.1.15",
-     ["tilelang/lib/libtvm_runtime.so", "tilelang/lib/libstub_cudart.so",
-      "tilelang/lib/libstub_cuda.so", "tilelang/lib/libstub_hip.so",
-      "tilelang/lib/libstub_ascendcl.so"],
-     ["tilelang/lib/libtvm_runtime.so"]),
+    ("xgrammar==0.2.8", ["xgrammar/libxgrammar_bindings.so"], ["xgrammar/libxgrammar_bindings.so"]),
+    (
+        "apache-tvm-ffi-orcjit==0.1.3",
+        ["tvm_ffi_orcjit/lib/libtvm_ffi_orcjit.so"],
+        ["tvm_ffi_orcjit/lib/libtvm_ffi_orcjit.so"],
+    ),
+    (
+        "apache-tvm==0.27.0.post1",
+        ["tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm_runtime_extra.so"],
+        ["tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm_runtime_extra.so"],
+    ),
+    (
+        "tilelang==0.1.15",
+        [
+            "tilelang/lib/libtvm_runtime.so",
+            "tilelang/lib/libstub_cudart.so",
+            "tilelang/lib/libstub_cuda.so",
+            "tilelang/lib/libstub_hip.so",
+            "tilelang/lib/libstub_ascendcl.so",
+        ],
+        ["tilelang/lib/libtvm_runtime.so"],
+    ),
 ]
 
 
@@ -244,9 +301,13 @@ def _wheel(req: str) -> Path:
     found = sorted(WHEEL_CACHE.glob(f"{stem}-{version}-*.whl"))
     if found:
         return found[0]
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                           "-d", str(WHEEL_CACHE), req],
-                          capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(WHEEL_CACHE), req],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     found = sorted(WHEEL_CACHE.glob(f"{stem}-{version}-*.whl"))
     if proc.returncode != 0 or not found:
         pytest.skip(f"cannot download {req} (registry unreachable?): {proc.stderr.strip()[-300:]}")
@@ -262,7 +323,7 @@ def _extract(whl: Path, members: list[str]) -> Path:
     return out
 
 
-DLOPEN_DRIVER = r'''
+DLOPEN_DRIVER = r"""
 import ctypes, os, sys
 ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | os.RTLD_GLOBAL)
 libc = ctypes.CDLL(None)
@@ -272,18 +333,16 @@ libc.dlerror.restype = ctypes.c_char_p
 for p in sys.argv[2:]:
     h = libc.dlopen(p.encode(), os.RTLD_LAZY | os.RTLD_LOCAL)
     print("OK" if h else "FAIL " + libc.dlerror().decode(errors="replace"), flush=True)
-'''
+"""
 
 
 @pytest.mark.parametrize("req,members,libs", WHEELS, ids=[w[0] for w in WHEELS])
-def test_real_library_dlopens_on_our_runtime(req: str, members: list[str],
-                                             libs: list[str]) -> None:
+def test_real_library_dlopens_on_our_runtime(req: str, members: list[str], libs: list[str]) -> None:
     ours = _ours()
     root = _extract(_wheel(req), members)
-    proc = _child(["-c", DLOPEN_DRIVER, str(ours), *[str(root / lib) for lib in libs]],
-                  timeout=300)
+    proc = _child(["-c", DLOPEN_DRIVER, str(ours), *[str(root / lib) for lib in libs]], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split("\n")[:len(libs)] == ["OK"] * len(libs), proc.stdout
+    assert proc.stdout.split("\n")[: len(libs)] == ["OK"] * len(libs), proc.stdout
 
 
 def test_tilelang_compiler_and_library_dlopen_on_our_runtime() -> None:
@@ -292,11 +351,18 @@ def test_tilelang_compiler_and_library_dlopen_on_our_runtime() -> None:
     json::Stringify; they also need libz3.so.4.15 from z3-solver at
     $ORIGIN/../../z3/lib."""
     ours = _ours()
-    root = _extract(_wheel("tilelang==0.1.15"),
-                    ["tilelang/lib/libtvm_runtime.so", "tilelang/lib/libtvm_compiler.so",
-                     "tilelang/lib/libtilelang.so", "tilelang/lib/libstub_cudart.so",
-                     "tilelang/lib/libstub_cuda.so", "tilelang/lib/libstub_hip.so",
-                     "tilelang/lib/libstub_ascendcl.so"])
+    root = _extract(
+        _wheel("tilelang==0.1.15"),
+        [
+            "tilelang/lib/libtvm_runtime.so",
+            "tilelang/lib/libtvm_compiler.so",
+            "tilelang/lib/libtilelang.so",
+            "tilelang/lib/libstub_cudart.so",
+            "tilelang/lib/libstub_cuda.so",
+            "tilelang/lib/libstub_hip.so",
+            "tilelang/lib/libstub_ascendcl.so",
+        ],
+    )
     z3 = _wheel("z3-solver==4.15.4.0")
     with zipfile.ZipFile(z3) as z:
         if not (root / "z3/lib/libz3.so.4.15").is_file():
@@ -321,8 +387,10 @@ def test_official_test_library_dlopens_on_our_runtime(official_runtime: Path) ->
 
 # ---- the C++ surface under ASan + UBSan ----------------------------------------
 
-def test_module_sub_under_asan_ubsan(module_sub_results: tuple[dict[str, Any], dict[str, Any]],
-                                     tmp_path: Path) -> None:
+
+def test_module_sub_under_asan_ubsan(
+    module_sub_results: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
     """The same driver on the sanitized runtime (TVMFFI_RT_SANITIZE=ON):
     no sanitizer report and exactly the results of the plain build."""
     import test_hardening_sanitize as san
@@ -334,9 +402,15 @@ def test_module_sub_under_asan_ubsan(module_sub_results: tuple[dict[str, Any], d
     env = san.python_sanitize_env(libdir)
     sub = fixturebuild.build("cxx/module_sub.cc", headers="official")
     plain = fixturebuild.build("cxx/plain_export.c", headers="ours")
-    proc = subprocess.run([sys.executable, str(DRIVER), str(libdir / "libtvm_ffi.so"), str(sub),
-                           str(plain)], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=tmp_path, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), str(libdir / "libtvm_ffi.so"), str(sub), str(plain)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
     assert san.SAN_REPORT.search(proc.stderr) is None, proc.stderr[-6000:]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout) == module_sub_results[0]
@@ -344,7 +418,7 @@ def test_module_sub_under_asan_ubsan(module_sub_results: tuple[dict[str, Any], d
 
 # ---- a real library's ModuleObj subclass (TVM's const_loader) -------------------
 
-TVM_DRIVER = r'''
+TVM_DRIVER = r"""
 import sys, tvmffi_cli
 from tvmffi_cli.ffi import errors as E
 from tvmffi_cli.ffi import values as C
@@ -381,7 +455,7 @@ show("clear", g("ffi.ModuleClearImports"), m)
 import os
 sys.stdout.flush()
 os._exit(0)
-'''
+"""
 
 
 def test_tvm_module_subclass_same_on_both_runtimes(official_runtime: Path) -> None:

@@ -17,18 +17,24 @@ C_EXT = HERE / "c_ext"
 
 def _run(exe, args, libdir, check=True):
     env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = str(libdir) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    proc = subprocess.run([str(exe)] + [str(a) for a in args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    env["LD_LIBRARY_PATH"] = str(libdir) + (
+        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else ""
+    )
+    proc = subprocess.run(
+        [str(exe)] + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=120
+    )
     if check:
-        assert proc.returncode == 0, f"{exe.name} {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        assert proc.returncode == 0, (
+            f"{exe.name} {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        )
         assert "FAIL" not in proc.stdout, proc.stdout
     return proc.stdout.splitlines()
 
 
 def _program(name, headers="ours"):
-    return fixturebuild.build(C_EXT / f"{name}.c", headers=headers, shared=False,
-                              name=f"cext-{name}")
+    return fixturebuild.build(
+        C_EXT / f"{name}.c", headers=headers, shared=False, name=f"cext-{name}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +48,7 @@ def rt_ext():
 
 
 # ---------------------------------------------------------------- tensors
+
 
 def test_tensor_dlpack_views_and_alloc(rt_ext, ours):
     assert _run(rt_ext, ["tensor"], ours) == [
@@ -72,6 +79,7 @@ def test_tensor_dlpack_views_and_alloc(rt_ext, ours):
 
 # ---------------------------------------------------------------- big integers
 
+
 def test_bigint_encoding(rt_ext, ours):
     assert _run(rt_ext, ["bigint"], ours) == [
         "five: type=1 words=1 [5]",
@@ -90,19 +98,81 @@ def test_bigint_encoding(rt_ext, ours):
 # ---------------------------------------------------------------- data types
 
 DTYPE_STRINGS = [
-    "int8", "i32", "u8", "uint64", "f16", "float32x4", "bf16", "bfloat16", "bool", "boolx4",
-    "bool1", "handle", "handle32", "float8_e4m3fn", "fp8_e5m2x2", "f8_e4m3b11fnuz", "float8_e3m4",
-    "float8_e4m3", "float8_e5m2", "float8_e8m0fnu", "float8_e5m2fnuz", "float8_e4m3fnuz",
-    "float4_e2m1fn_x2", "f4_e2m1fnx2", "fp4_e2m1fn", "float6_e2m3fn", "f6_e3m2fn", "fp6_e3m2fnx8",
-    "int32xvscalex4", "float32xvscalex2", "int32xvscale", "void", "", "int", "float", "uint",
-    "int0", "int64x65535",
+    "int8",
+    "i32",
+    "u8",
+    "uint64",
+    "f16",
+    "float32x4",
+    "bf16",
+    "bfloat16",
+    "bool",
+    "boolx4",
+    "bool1",
+    "handle",
+    "handle32",
+    "float8_e4m3fn",
+    "fp8_e5m2x2",
+    "f8_e4m3b11fnuz",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e5m2",
+    "float8_e8m0fnu",
+    "float8_e5m2fnuz",
+    "float8_e4m3fnuz",
+    "float4_e2m1fn_x2",
+    "f4_e2m1fnx2",
+    "fp4_e2m1fn",
+    "float6_e2m3fn",
+    "f6_e3m2fn",
+    "fp6_e3m2fnx8",
+    "int32xvscalex4",
+    "float32xvscalex2",
+    "int32xvscale",
+    "void",
+    "",
+    "int",
+    "float",
+    "uint",
+    "int0",
+    "int64x65535",
     # errors
-    "int256", "int8x0", "int8x70000", "complex64", "foo", "int8x", "custom[foo]32",
-    "float16x4xvscale", "float8", "float8_", "fp8_e4m3fnx", "fp4_e2m1fn_", "int99999999999",
-    "int8x99999999999", "i", "u", "f", "bf", "b", "int8 ", "Int8",
+    "int256",
+    "int8x0",
+    "int8x70000",
+    "complex64",
+    "foo",
+    "int8x",
+    "custom[foo]32",
+    "float16x4xvscale",
+    "float8",
+    "float8_",
+    "fp8_e4m3fnx",
+    "fp4_e2m1fn_",
+    "int99999999999",
+    "int8x99999999999",
+    "i",
+    "u",
+    "f",
+    "bf",
+    "b",
+    "int8 ",
+    "Int8",
     # printing raw codes: code,bits,lanes
-    "@0,32,1", "@5,64,1", "@6,1,1", "@6,8,4", "@3,0,0", "@3,64,4", "@2,32,-4", "@2,32,-1",
-    "@7,8,1", "@17,4,2", "@18,8,1", "@100,8,1", "@4,16,0", "@1,1,1",
+    "@0,32,1",
+    "@5,64,1",
+    "@6,1,1",
+    "@6,8,4",
+    "@3,0,0",
+    "@3,64,4",
+    "@2,32,-4",
+    "@2,32,-1",
+    "@7,8,1",
+    "@17,4,2",
+    "@18,8,1",
+    "@100,8,1",
+    "@4,16,0",
+    "@1,1,1",
 ]
 
 # What each of our answers must be (spot checks independent of the official runtime).
@@ -134,8 +204,11 @@ def test_dtype_strings_exact(ours):
     missing = DTYPE_EXPECT - set(out)
     assert not missing, "\n".join(out)
     # every accepted spelling prints a string that parses back to the same dtype
-    canon = [line.split(" -> ")[1].rsplit(" ", 1)[1].strip("'") for line in out
-             if line.startswith("'") and " ERR " not in line]
+    canon = [
+        line.split(" -> ")[1].rsplit(" ", 1)[1].strip("'")
+        for line in out
+        if line.startswith("'") and " ERR " not in line
+    ]
     again = _run(_program("dtype_probe"), [c for c in canon if c], ours)
     for line in again:
         parsed, printed = line.split(" -> ")
@@ -149,6 +222,7 @@ def test_dtype_strings_match_official(ours, official_runtime):
 
 
 # ---------------------------------------------------------------- containers
+
 
 def test_container_layouts_exact(ours):
     out = _run(_program("container_probe"), [], ours)
@@ -168,7 +242,9 @@ def test_container_layouts_exact(ours):
     ]
     # small up to 4 entries (2 then 4 inline slots), dense from 5 on
     assert "map2: size=2 small=1 slots=2 inline=1 order=['k0':0, 'k1':10]" in out
-    assert "map3: size=3 small=1 slots=4 inline=1 order=['k0':0, 'k1':10, 'a-longer-key-2':20]" in out
+    assert (
+        "map3: size=3 small=1 slots=4 inline=1 order=['k0':0, 'k1':10, 'a-longer-key-2':20]" in out
+    )
     assert "map5: size=5 small=0 slots=8 fib_shift=61 head=5 tail=4" in out
     assert "map8: size=8 small=0 slots=16 fib_shift=60 head=11 tail=3" in out
     assert "map40: size=40 small=0 slots=64 fib_shift=58" in text
@@ -183,8 +259,10 @@ def test_container_layouts_exact(ours):
     # dense and the key moves to the end
     assert "update-small: size=2 small=1 slots=2 inline=1 order=['a':3, 'b':2]" in out
     i = out.index("update-full: size=4 small=0 slots=8 fib_shift=61 head=4 tail=0")
-    assert next(line for line in out[i:] if line.startswith("  iter:")) == \
-        "  iter: 'b':2 'c':3 'd':4 'a':5"
+    assert (
+        next(line for line in out[i:] if line.startswith("  iter:"))
+        == "  iter: 'b':2 'c':3 'd':4 'a':5"
+    )
     assert out[-1].startswith("odd map: ERR InternalError: ")
 
 
@@ -200,6 +278,7 @@ def test_container_layouts_match_official(ours, official_runtime):
 
 # ---------------------------------------------------------------- libraries
 
+
 @pytest.fixture(scope="module")
 def ctor_lib():
     return fixturebuild.build("runtime/ctor.c", headers="ours")
@@ -207,12 +286,19 @@ def ctor_lib():
 
 def _libbin(*defines):
     # no DT_NEEDED on the runtime, like TVM compiler output
-    return fixturebuild.build("runtime/libbin.c", headers="ours", link_runtime=False,
-                              defines=defines, name="libbin-" + "-".join(d.lower() for d in defines))
+    return fixturebuild.build(
+        "runtime/libbin.c",
+        headers="ours",
+        link_runtime=False,
+        defines=defines,
+        name="libbin-" + "-".join(d.lower() for d in defines),
+    )
 
 
-CTX = ('"context_symbols": ["__TVMFFIEnvModLookupFromImports", "__TVMFFIErrorSetRaisedFromCStr", '
-       '"__TVMFFIFunctionCall", "__TVMFFIStringFromByteArray", "__fixture_custom_ctx"]')
+CTX = (
+    '"context_symbols": ["__TVMFFIEnvModLookupFromImports", "__TVMFFIErrorSetRaisedFromCStr", '
+    '"__TVMFFIFunctionCall", "__TVMFFIStringFromByteArray", "__fixture_custom_ctx"]'
+)
 
 COMMON = [
     "add(40, 2) = 42",
@@ -247,7 +333,8 @@ def test_library_bin_with_unknown_kinds_still_usable(rt_ext, ours, ctor_lib):
         'describe: {"kind": "library", "path": "%s", "imports": [{"kind": "testkind", "loaded": '
         'false, "nbytes": 5, "imports": []}, {"kind": "mystery", "loaded": false, "nbytes": 3, '
         '"imports": []}], "missing_loaders": ["testkind", "mystery"], %s, "library_bin": true, '
-        '"errors": []}' % (lib, CTX))
+        '"errors": []}' % (lib, CTX)
+    )
     assert out[2:7] == COMMON
     assert out[7:10] == [
         "sub_fn with imports -> NULL",
@@ -267,7 +354,8 @@ def test_library_bin_loader_builds_import_tree(rt_ext, ours, ctor_lib):
         '"imports": [], "missing_loaders": [], "context_symbols": [], "library_bin": false, '
         '"errors": []}, {"kind": "mystery", "loaded": false, "nbytes": 3, "imports": []}], '
         '"missing_loaders": ["mystery"], %s, "library_bin": true, "errors": []}'
-        % (lib, ctor_lib, CTX))
+        % (lib, ctor_lib, CTX)
+    )
     assert out[2:7] == COMMON
     assert out[7:12] == [
         "sub_fn with imports -> found",
@@ -281,12 +369,20 @@ def test_library_bin_loader_builds_import_tree(rt_ext, ours, ctor_lib):
     assert out[12:23] == MODULE_GLOBALS
 
 
-@pytest.mark.parametrize("variant,errors", [
-    ("LIE_NBYTES", ["nbytes 1099511627776 exceeds the symbol size; read within the symbol"]),
-    ("TRUNCATED", ["nbytes 131 exceeds the symbol size; read within the symbol",
-                   "truncated in the payload of module kind mystery",
-                   "import edge to a module that is not available"]),
-])
+@pytest.mark.parametrize(
+    "variant,errors",
+    [
+        ("LIE_NBYTES", ["nbytes 1099511627776 exceeds the symbol size; read within the symbol"]),
+        (
+            "TRUNCATED",
+            [
+                "nbytes 131 exceeds the symbol size; read within the symbol",
+                "truncated in the payload of module kind mystery",
+                "import edge to a module that is not available",
+            ],
+        ),
+    ],
+)
 def test_library_bin_bounded_by_symbol_size(rt_ext, ours, ctor_lib, variant, errors):
     lib = _libbin(variant)
     out = _run(rt_ext, ["load", lib, ctor_lib, "loader"], ours)
@@ -305,8 +401,9 @@ def test_library_bin_bounded_by_symbol_size(rt_ext, ours, ctor_lib, variant, err
 
 
 def test_official_header_cxx_reads_and_writes_our_containers(rt_ext, ours, official_include):
-    cxx = fixturebuild.build("runtime/official_containers.cc", headers="official",
-                             flags=("-Wno-unused-parameter",))
+    cxx = fixturebuild.build(
+        "runtime/official_containers.cc", headers="official", flags=("-Wno-unused-parameter",)
+    )
     out = _run(rt_ext, ["cxx", cxx], ours)
     assert out == [
         "sum_array -> 4321",

@@ -33,7 +33,7 @@ def find_cycle(graph: Graph) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph.get(n, {})):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state:
                 found = visit(m)
                 if found:
@@ -81,10 +81,28 @@ def call_graph(tmp_path_factory: pytest.TempPathFactory) -> Graph:
     for i, rel in enumerate(files):
         obj = out / f"{i}.o"
         r = subprocess.run(
-            [gcc, "-c", "-O0", "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE",
-             "-DTVM_FFI_EXPORTS", "-fvisibility=hidden", "-fPIC",
-             f"-I{ROOT / 'runtime' / 'include'}", f"-I{SRC}", str(SRC / rel), "-o", str(obj)],
-            check=False, capture_output=True, text=True)
+            [
+                gcc,
+                "-c",
+                "-O0",
+                "-std=c11",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-D_GNU_SOURCE",
+                "-DTVM_FFI_EXPORTS",
+                "-fvisibility=hidden",
+                "-fPIC",
+                f"-I{ROOT / 'runtime' / 'include'}",
+                f"-I{SRC}",
+                str(SRC / rel),
+                "-o",
+                str(obj),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, f"{rel} does not compile warning-free:\n{r.stderr}"
         symbols[rel] = _symbols(obj)
     owner: dict[str, str] = {}
@@ -108,23 +126,31 @@ def test_cycle_finder_finds_a_planted_circle() -> None:
 
 
 def test_every_c_file_sits_in_a_layer_directory() -> None:
-    stray = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.c")
-             if not LAYER_DIR.match(p.relative_to(SRC).parts[0])]
+    stray = [
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.c")
+        if not LAYER_DIR.match(p.relative_to(SRC).parts[0])
+    ]
     assert stray == [], f"C files outside runtime/src/<N>_<area>/: {stray}"
 
 
 def test_no_call_circle_between_files(call_graph: Graph) -> None:
     cycle = find_cycle(call_graph)
     if cycle:
-        steps = [f"{a} -> {b} ({', '.join(sorted(call_graph[a][b])[:3])})"
-                 for a, b in zip(cycle, cycle[1:])]
+        steps = [
+            f"{a} -> {b} ({', '.join(sorted(call_graph[a][b])[:3])})"
+            for a, b in zip(cycle, cycle[1:])
+        ]
         pytest.fail("call circle between runtime files:\n  " + "\n  ".join(steps))
 
 
 def test_calls_go_only_down_the_layers(call_graph: Graph) -> None:
-    upward = [f"{src} -> {dst} ({', '.join(sorted(syms)[:3])})"
-              for src, edges in sorted(call_graph.items())
-              for dst, syms in sorted(edges.items()) if layer_of(dst) > layer_of(src)]
+    upward = [
+        f"{src} -> {dst} ({', '.join(sorted(syms)[:3])})"
+        for src, edges in sorted(call_graph.items())
+        for dst, syms in sorted(edges.items())
+        if layer_of(dst) > layer_of(src)
+    ]
     assert upward == [], "calls into a higher layer:\n  " + "\n  ".join(upward)
 
 

@@ -18,11 +18,17 @@ KINDS = ["string", "bytes", "array", "map", "shape", "function", "error", "opaqu
 
 def _run() -> list[str]:
     exe = fixturebuild.build(  # type: ignore[no-untyped-call]
-        C_DIR / "rt_mutations.c", name="rt_mutations", headers="ours", shared=False,
-        flags=["-O1"])
+        C_DIR / "rt_mutations.c", name="rt_mutations", headers="ours", shared=False, flags=["-O1"]
+    )
     libdir = Path(fixturebuild.our_runtime()).parent  # type: ignore[no-untyped-call]
-    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, LD_LIBRARY_PATH=str(libdir)), check=False)
+    proc = subprocess.run(
+        [str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, LD_LIBRARY_PATH=str(libdir)),
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout.splitlines()
 

@@ -50,7 +50,9 @@ def _call(crashy, func):
 @pytest.mark.parametrize("func,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
 def test_crash_is_contained(crashy, func, sig):
     with pytest.raises(sandbox.ChildCrashed) as ei:
-        sandbox.run_task("sandbox.selftest", _call(crashy, func), timeout=30, runtime=child_runtime())
+        sandbox.run_task(
+            "sandbox.selftest", _call(crashy, func), timeout=30, runtime=child_runtime()
+        )
     e = ei.value
     assert e.signal == sig and e.returncode < 0
     assert sig in str(e)
@@ -59,7 +61,9 @@ def test_crash_is_contained(crashy, func, sig):
 def test_hang_is_killed_at_timeout(crashy):
     t0 = time.monotonic()
     with pytest.raises(sandbox.ChildTimeout) as ei:
-        sandbox.run_task("sandbox.selftest", _call(crashy, "hang"), timeout=1.0, runtime=child_runtime())
+        sandbox.run_task(
+            "sandbox.selftest", _call(crashy, "hang"), timeout=1.0, runtime=child_runtime()
+        )
     assert ei.value.seconds == 1.0
     assert 1.0 <= time.monotonic() - t0 < 10
 
@@ -89,7 +93,9 @@ def test_persistent_worker_latency(worker):
 
 def test_library_stdout_cannot_corrupt_replies(worker, crashy):
     assert worker.call("sandbox.selftest", _call(crashy, "chatty"), timeout=30) == {"result": "7"}
-    assert worker.call("sandbox.selftest", {"op": "print", "text": '{"ok": true}'}) == {"printed": True}
+    assert worker.call("sandbox.selftest", {"op": "print", "text": '{"ok": true}'}) == {
+        "printed": True
+    }
     assert '{"noise": true}' in worker.stderr_text()
 
 
@@ -110,12 +116,24 @@ def test_signal_name():
 
 
 def test_introspect_task_shape(build_lib, official_include):
-    kitchen = build_lib("cpp/kitchen.cc", headers="official", defines=KITCHEN_DEFINES,
-                        flags=["-Wno-unused-parameter"])
-    rep = sandbox.run_task("inspect.task", {"path": str(kitchen)}, timeout=60,
-                           runtime=child_runtime())
-    assert set(rep) == {"functions", "globals", "global_info", "types", "module", "errors",
-                        "warnings"}
+    kitchen = build_lib(
+        "cpp/kitchen.cc",
+        headers="official",
+        defines=KITCHEN_DEFINES,
+        flags=["-Wno-unused-parameter"],
+    )
+    rep = sandbox.run_task(
+        "inspect.task", {"path": str(kitchen)}, timeout=60, runtime=child_runtime()
+    )
+    assert set(rep) == {
+        "functions",
+        "globals",
+        "global_info",
+        "types",
+        "module",
+        "errors",
+        "warnings",
+    }
     assert rep["errors"] == []
     assert "add" in rep["functions"] and "point_norm" in rep["functions"]
     assert not any(n.startswith("_") for n in rep["functions"])
@@ -140,5 +158,6 @@ def test_introspect_task_shape(build_lib, official_include):
 
 def test_introspect_missing_file_is_input_error(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        sandbox.run_task("inspect.task", {"path": str(tmp_path / "nope.so")}, timeout=30,
-                         runtime=child_runtime())
+        sandbox.run_task(
+            "inspect.task", {"path": str(tmp_path / "nope.so")}, timeout=30, runtime=child_runtime()
+        )

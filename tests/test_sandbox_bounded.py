@@ -19,8 +19,10 @@ def test_huge_metadata_is_capped_with_a_warning():
     lib = fixturebuild.build("hostile/meta.c")
     r = tvmffi("inspect", "--json", "--timeout", "30", lib)
     doc = validate(json.loads(r.stdout), "inspect")
-    assert any("big: metadata of 104857600 characters cut to the first 1048576 (cap)" in w
-               for w in doc["warnings"])
+    assert any(
+        "big: metadata of 104857600 characters cut to the first 1048576 (cap)" in w
+        for w in doc["warnings"]
+    )
     assert len(r.stdout) < 2 << 20  # 100 MiB in, a few hundred KiB out
     assert r.returncode == 0, r.stderr
 
@@ -46,8 +48,16 @@ def _many_kernels(n, tmp_path):
     parts = [s("cubin"), u64(n)]
     for i in range(n):
         name = f"kernel_{i:07d}"
-        parts.append(s(name) + s(name) + u64(2) + struct.pack("<BBHBBH", 2, 32, 1, 0, 32, 1)
-                     + u64(1) + s("blockIdx.x") + u64(2) + struct.pack("<2i", 0, 0))
+        parts.append(
+            s(name)
+            + s(name)
+            + u64(2)
+            + struct.pack("<BBHBBH", 2, 32, 1, 0, 32, 1)
+            + u64(1)
+            + s("blockIdx.x")
+            + u64(2)
+            + struct.pack("<2i", 0, 0)
+        )
     parts.append(s(b"\x7fELF" + bytes(60)))
     cuda = b"".join(parts)
     body = u64(3, 0, 1, 1) + u64(1, 1) + s("_lib") + s("cuda") + s(cuda)
@@ -57,7 +67,8 @@ def _many_kernels(n, tmp_path):
     src.write_text(
         '__asm__(".section .rodata\\n.globl __tvm_ffi__library_bin\\n'
         '__tvm_ffi__library_bin:\\n.incbin \\"' + str(tmp_path / "bin") + '\\"\\n.text\\n");\n'
-        '__attribute__((visibility("default"))) void* __tvm_ffi__library_ctx = 0;\n')
+        '__attribute__((visibility("default"))) void* __tvm_ffi__library_ctx = 0;\n'
+    )
     out = tmp_path / "many.so"
     subprocess.run(["gcc", "-shared", "-fPIC", str(src), "-o", str(out)], check=True)
     return out, len(blob)
@@ -76,12 +87,16 @@ def test_static_library_bin_is_summarised_not_dumped(tmp_path):
 
 def test_docs_with_escapes_reach_the_terminal_inert_and_json_as_utf8():
     lib = fixturebuild.build("hostile/meta.c")
-    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", str(lib)],
-                       capture_output=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "inspect", str(lib)], capture_output=True, check=False
+    )
     assert b"\x1b" not in r.stdout and b"\r" not in r.stdout and b"\x07" not in r.stdout
     assert b"Innocent.\\r\\x1b[2J" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "tvmffi_cli", "inspect", "--json", str(lib)],
-                       capture_output=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "inspect", "--json", str(lib)],
+        capture_output=True,
+        check=False,
+    )
     doc = json.loads(r.stdout.decode("utf-8"))  # strict UTF-8
     (loud,) = [f for f in doc["functions"] if f["name"] == "loud"]
     assert loud["doc"].startswith("Innocent.\r\x1b[2J")  # JSON keeps the text, escaped
@@ -91,8 +106,9 @@ HOSTILE_MSG = "boom\r\x1b[31mred\n::error file=a.c::forged\x00\x01 raw \udcff en
 
 
 def _report():
-    return Report("/x/lib\x1b.so", [Result("no-crash", "f\x1b]0;t\x07", FAIL, HOSTILE_MSG)],
-                  ["f"], 0.1, 1)
+    return Report(
+        "/x/lib\x1b.so", [Result("no-crash", "f\x1b]0;t\x07", FAIL, HOSTILE_MSG)], ["f"], 0.1, 1
+    )
 
 
 def test_github_annotations_one_line_per_finding():

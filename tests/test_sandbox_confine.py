@@ -72,13 +72,20 @@ def test_no_signals_to_processes_outside_the_worker():
 
 def test_worker_python_ignores_the_current_directory(tmp_path):
     marker = tmp_path / "imported"
-    (tmp_path / "json.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n"
-                                      "raise SystemExit('shadowed json imported')\n")
+    (tmp_path / "json.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('shadowed json imported')\n"
+    )
     # The installed entry point (`python -m` would put the directory on the
     # parent's own path; the worker must not depend on how tvmffi was started).
     exe = Path(sys.executable).parent / "tvmffi"
-    r = subprocess.run([str(exe), "call", str(hostile()), "hello", "--json"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [str(exe), "call", str(hostile()), "hello", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["result"] == 1
     assert not marker.exists()
@@ -93,12 +100,27 @@ def test_dependencies_on_the_runpath_load_but_their_siblings_stay_unreadable(tmp
         "#include <tvm/ffi/c_api.h>\nint dep_value(void);\n"
         "TVM_FFI_DLL_EXPORT int __tvm_ffi_val(void* s, const TVMFFIAny* a, int32_t n, "
         "TVMFFIAny* out) { (void)s; (void)a; (void)n; out->type_index = kTVMFFIInt; "
-        "out->zero_padding = 0; out->v_int64 = dep_value() + 1; return 0; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "dep.c"), "-o",
-                    str(sub / "libdep.so")], check=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{fixturebuild.our_include()}",
-                    str(tmp_path / "main.c"), "-o", str(tmp_path / "main.so"), f"-L{sub}",
-                    "-ldep", "-Wl,-rpath,$ORIGIN/sub"], check=True)
+        "out->zero_padding = 0; out->v_int64 = dep_value() + 1; return 0; }\n"
+    )
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", str(tmp_path / "dep.c"), "-o", str(sub / "libdep.so")],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            f"-I{fixturebuild.our_include()}",
+            str(tmp_path / "main.c"),
+            "-o",
+            str(tmp_path / "main.so"),
+            f"-L{sub}",
+            "-ldep",
+            "-Wl,-rpath,$ORIGIN/sub",
+        ],
+        check=True,
+    )
     doc, _ = call_json(tmp_path / "main.so", "val")
     assert doc["result"] == 42
     (tmp_path / "secret.txt").write_text("x")

@@ -59,18 +59,35 @@ def test_everything_dies_when_tvmffi_is_sigkilled():
     name = _token()
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
-    p = subprocess.Popen([sys.executable, "-m", "tvmffi_cli", "call", str(hostile()),
-                          "spawn_and_hang", "--str", name, "--timeout", "120"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tvmffi_cli",
+            "call",
+            str(hostile()),
+            "spawn_and_hang",
+            "--str",
+            name,
+            "--timeout",
+            "120",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 30
         while not processes_named(name):
             assert time.monotonic() < deadline and p.poll() is None, "the sleeper never started"
             time.sleep(0.05)
         # The worker's supervisor is tvmffi's child; its own children are the rest.
-        workers = [int(x) for x in subprocess.run(
-            ["pgrep", "-P", str(p.pid)], capture_output=True, text=True,
-            check=False).stdout.split()]
+        workers = [
+            int(x)
+            for x in subprocess.run(
+                ["pgrep", "-P", str(p.pid)], capture_output=True, text=True, check=False
+            ).stdout.split()
+        ]
         assert workers
         p.send_signal(signal.SIGKILL)
         p.wait()

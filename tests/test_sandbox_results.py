@@ -15,6 +15,7 @@ from test_call_helpers import tvmffi, validate
 
 # -- 3. limits -----------------------------------------------------------------------
 
+
 def test_memory_bomb_is_a_failure_that_names_memory():
     t0 = time.monotonic()
     r = tvmffi("call", hostile(), "memory_bomb", "--memory-limit", "512M", "--timeout", "60")
@@ -40,6 +41,7 @@ def test_cpu_limit_backs_the_timeout():
 
 # -- 4. results the library cannot forge ---------------------------------------------
 
+
 @pytest.mark.parametrize("func", ["forge_and_crash", "forge_and_return"])
 @pytest.mark.parametrize("mode", [[], ["--no-sandbox"]])
 def test_forged_replies_never_become_a_result(func, mode):
@@ -56,12 +58,14 @@ def test_conform_of_forging_crashing_functions_fails():
     assert r.returncode == 1, r.stdout
     doc = validate(json.loads(r.stdout), "conform")
     assert doc["passed"] is False
-    crashed = {x["function"] for x in doc["results"]
-               if x["check"] == "no-crash" and x["status"] == "fail"}
+    crashed = {
+        x["function"] for x in doc["results"] if x["check"] == "no-crash" and x["status"] == "fail"
+    }
     assert crashed == {"add", "mul"}
 
 
 # -- 5. files the user owns ----------------------------------------------------------
+
 
 def test_out_rewritten_after_tvmffi_wrote_it_is_refused(tmp_path):
     x = tmp_path / "x.npy"
@@ -95,6 +99,7 @@ def test_input_file_is_a_private_copy(tmp_path):
 
 # -- 7. text and output from the library ---------------------------------------------
 
+
 def test_library_output_goes_to_stderr_marked_and_sanitized():
     crashy = fixturebuild.build("c/crashy.c")
     r = tvmffi("call", crashy, "chatty", "--json")
@@ -109,6 +114,7 @@ def test_forged_bytes_reach_the_terminal_escaped():
 
 
 # -- 9. nothing to check is not a pass ------------------------------------------------
+
 
 def test_conform_of_a_library_without_functions_fails():
     lib = fixturebuild.build("hostile/hidden.c")

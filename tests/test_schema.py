@@ -18,20 +18,39 @@ def fn(ret, *params):
 T = lambda k, *a: {"type": k, "args": list(a)} if a else {"type": k}
 
 
-@pytest.mark.parametrize("name,node,text", [
-    ("mul3", fn(T("int"), T("int"), T("int"), T("int")), "mul3(int, int, int) -> int"),
-    ("scale", fn(T("float"), T("float"), T("Optional", T("float"))),
-     "scale(float, Optional[float]) -> float"),
-    ("c", fn(T("int"), T("ffi.Array", T("int")), T("ffi.Map", T("ffi.String"), T("int"))),
-     "c(Array[int], Map[str, int]) -> int"),
-    ("t", fn(T("ffi.Tensor"), T("ffi.Tensor"), T("DLTensor*")), "t(Tensor, DLTensor*) -> Tensor"),
-    ("v", fn(T("None")), "v() -> None"),
-    ("o", fn(T("my.Point"), T("my.Point"), T("Variant", T("int"), T("ffi.String"))),
-     "o(my.Point, Variant[int, str]) -> my.Point"),
-    ("f", fn(T("int"), fn(T("float"), T("int"))), "f(Callable[[int], float]) -> int"),
-    ("d", fn(T("DataType"), T("Device"), T("ffi.Shape"), T("ffi.Bytes")),
-     "d(Device, Shape, bytes) -> dtype"),
-])
+@pytest.mark.parametrize(
+    "name,node,text",
+    [
+        ("mul3", fn(T("int"), T("int"), T("int"), T("int")), "mul3(int, int, int) -> int"),
+        (
+            "scale",
+            fn(T("float"), T("float"), T("Optional", T("float"))),
+            "scale(float, Optional[float]) -> float",
+        ),
+        (
+            "c",
+            fn(T("int"), T("ffi.Array", T("int")), T("ffi.Map", T("ffi.String"), T("int"))),
+            "c(Array[int], Map[str, int]) -> int",
+        ),
+        (
+            "t",
+            fn(T("ffi.Tensor"), T("ffi.Tensor"), T("DLTensor*")),
+            "t(Tensor, DLTensor*) -> Tensor",
+        ),
+        ("v", fn(T("None")), "v() -> None"),
+        (
+            "o",
+            fn(T("my.Point"), T("my.Point"), T("Variant", T("int"), T("ffi.String"))),
+            "o(my.Point, Variant[int, str]) -> my.Point",
+        ),
+        ("f", fn(T("int"), fn(T("float"), T("int"))), "f(Callable[[int], float]) -> int"),
+        (
+            "d",
+            fn(T("DataType"), T("Device"), T("ffi.Shape"), T("ffi.Bytes")),
+            "d(Device, Shape, bytes) -> dtype",
+        ),
+    ],
+)
 def test_signatures(name, node, text):
     assert schema.parse_type(json.dumps(node)).signature(name) == text
 
@@ -45,8 +64,9 @@ def test_metadata_string_as_the_official_getter_returns_it():
 
 
 def test_type_spec_hook_for_call():
-    spec = schema.parse_type(fn(T("int"), T("int"), T("Optional", T("float")),
-                                T("ffi.Array", T("int"))))
+    spec = schema.parse_type(
+        fn(T("int"), T("int"), T("Optional", T("float")), T("ffi.Array", T("int")))
+    )
     p = spec.params
     assert [x.name for x in p] == ["int", "Optional", "Array"]
     assert p[1].args[0].name == "float"
@@ -63,13 +83,20 @@ def test_type_spec_hook_for_call():
     assert schema.convert_literal(schema.parse_type(T("bool")), "false") is False
 
 
-@pytest.mark.parametrize("bad", [
-    "not json", "[]", "{}", '{"type": 3}', '{"type": "ffi.Array", "args": 5}',
-    '{"type": "ffi.Function", "named_args": []}',
-    '{"type": "ffi.Function", "named_args": {"return": [{"type":"int"}, {"type":"int"}]}}',
-    "[" * 5000 + "]" * 5000,
-    json.dumps(T("Optional", *[T("int")])).replace('{"type": "int"}', '{"type": ""}'),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json",
+        "[]",
+        "{}",
+        '{"type": 3}',
+        '{"type": "ffi.Array", "args": 5}',
+        '{"type": "ffi.Function", "named_args": []}',
+        '{"type": "ffi.Function", "named_args": {"return": [{"type":"int"}, {"type":"int"}]}}',
+        "[" * 5000 + "]" * 5000,
+        json.dumps(T("Optional", *[T("int")])).replace('{"type": "int"}', '{"type": ""}'),
+    ],
+)
 def test_bad_schemas_raise_format_error(bad):
     with pytest.raises(FormatError):
         schema.parse_type(bad)
@@ -90,10 +117,16 @@ def test_signature_of_non_function_raises():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-        st.sampled_from(["type", "args", "named_args", "return", "params", "x"]), kids,
-        max_size=4),
-    max_leaves=30)
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["type", "args", "named_args", "return", "params", "x"]),
+            kids,
+            max_size=4,
+        )
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=400, deadline=None)

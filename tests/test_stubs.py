@@ -19,8 +19,13 @@ from tvmffi_cli import stubs
 
 @functools.cache
 def api_v1():
-    return fixturebuild.build("tools/api.cc", name="api-v1-O1", headers="official",
-                              defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"], flags=["-O1"])
+    return fixturebuild.build(
+        "tools/api.cc",
+        name="api-v1-O1",
+        headers="official",
+        defines=["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"],
+        flags=["-O1"],
+    )
 
 
 @functools.cache
@@ -33,10 +38,23 @@ def kitchen_stub():
 def _mypy(path):
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (pip install mypy)")
-    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                        "--cache-dir", str(path.parent / ".mypy_cache"), str(path)],
-                       check=False, capture_output=True, text=True, cwd=path.parent,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(path.parent / ".mypy_cache"),
+            str(path),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Success: no issues found in 1 source file" in r.stdout
 
@@ -45,8 +63,9 @@ def _pyright(path):
     exe = shutil.which("pyright")
     if exe is None:
         pytest.skip("pyright is not installed (pip install pyright)")
-    r = subprocess.run([exe, str(path)], check=False, capture_output=True, text=True,
-                       cwd=path.parent, timeout=300)
+    r = subprocess.run(
+        [exe, str(path)], check=False, capture_output=True, text=True, cwd=path.parent, timeout=300
+    )
     if r.returncode != 0 and "0 errors" not in r.stdout and "error" not in r.stdout:
         pytest.skip(f"pyright could not run here: {(r.stdout + r.stderr).strip()[:200]}")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -56,25 +75,27 @@ def _pyright(path):
 def test_kitchen_exports_are_typed_and_documented():
     text = kitchen_stub()
     lines = text.splitlines()
-    assert 'def add(arg0: int, arg1: int, /) -> int:' in lines
-    i = lines.index('def add(arg0: int, arg1: int, /) -> int:')
-    assert lines[i + 1:i + 5] == ['    """Add two integers.', "", "    Returns a + b.", '    """']
-    for sig in ("def scale(arg0: float, arg1: float | None, /) -> float:",
-                "def counts(arg0: Sequence[str], /) -> Mapping[str, int]: ...",
-                "def map_get(arg0: Mapping[str, int], arg1: str, /) -> int: ...",
-                "def opt_name(arg0: str | None, /) -> str: ...",
-                "def reverse(arg0: bytes, /) -> bytes: ...",
-                "def tensor_sum(arg0: Tensor, /) -> float: ...",
-                "def double_in_place(arg0: Tensor, /) -> None: ...",
-                "def iota(arg0: int, /) -> Tensor: ...",
-                "def is_even(arg0: int, /) -> bool: ...",
-                "def noop() -> None: ...",
-                "def make_point(arg0: int, arg1: float, arg2: str, /) -> kitchen.Point: ...",
-                "def point_norm(arg0: kitchen.Point, /) -> float: ...",
-                "def make_adder(arg0: int, /) -> Function: ...",
-                "def widen(arg0: DataType, /) -> DataType: ...",
-                "def next_device(arg0: Device, /) -> Device: ...",
-                "def echo_any(arg0: Any, /) -> Any: ..."):
+    assert "def add(arg0: int, arg1: int, /) -> int:" in lines
+    i = lines.index("def add(arg0: int, arg1: int, /) -> int:")
+    assert lines[i + 1 : i + 5] == ['    """Add two integers.', "", "    Returns a + b.", '    """']
+    for sig in (
+        "def scale(arg0: float, arg1: float | None, /) -> float:",
+        "def counts(arg0: Sequence[str], /) -> Mapping[str, int]: ...",
+        "def map_get(arg0: Mapping[str, int], arg1: str, /) -> int: ...",
+        "def opt_name(arg0: str | None, /) -> str: ...",
+        "def reverse(arg0: bytes, /) -> bytes: ...",
+        "def tensor_sum(arg0: Tensor, /) -> float: ...",
+        "def double_in_place(arg0: Tensor, /) -> None: ...",
+        "def iota(arg0: int, /) -> Tensor: ...",
+        "def is_even(arg0: int, /) -> bool: ...",
+        "def noop() -> None: ...",
+        "def make_point(arg0: int, arg1: float, arg2: str, /) -> kitchen.Point: ...",
+        "def point_norm(arg0: kitchen.Point, /) -> float: ...",
+        "def make_adder(arg0: int, /) -> Function: ...",
+        "def widen(arg0: DataType, /) -> DataType: ...",
+        "def next_device(arg0: Device, /) -> Device: ...",
+        "def echo_any(arg0: Any, /) -> Any: ...",
+    ):
         assert sig in lines, sig
     assert '    """Sum of an array of integers."""' in lines
 
@@ -131,8 +152,11 @@ def test_check_both_ways(tmp_path):
     r = tvmffi("stubs", api_v1(), "--check", out)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "up to date" in r.stderr
-    out.write_text(out.read_text().replace("def add(arg0: int, arg1: int, /) -> int:",
-                                          "def add(arg0: int, arg1: int, /) -> float:"))
+    out.write_text(
+        out.read_text().replace(
+            "def add(arg0: int, arg1: int, /) -> int:", "def add(arg0: int, arg1: int, /) -> float:"
+        )
+    )
     r = tvmffi("stubs", api_v1(), "--check", out)
     assert r.returncode == 1
     assert "out of date (differs)" in r.stderr
@@ -146,20 +170,22 @@ def test_check_both_ways(tmp_path):
 def test_api_stub_types_fields_and_docs(tmp_path):
     text = tvmffi("stubs", api_v1()).stdout
     lines = text.splitlines()
-    for sig in ("def total(arg0: Sequence[int], arg1: Mapping[str, int], /) -> int: ...",
-                "def find(arg0: str, /) -> str | None: ...",
-                "def make_point(arg0: int, /) -> api.Point: ...",
-                "def echo(arg0: Tensor, /) -> Tensor:",
-                '    """Return the tensor \\"as is\\"."""',
-                "    def old_global() -> None: ...",
-                "        def tag(self) -> str: ...",
-                "        @weight.setter",
-                "        def weight(self, value: int, /) -> None: ...",
-                "        def __init__(self, arg0: int, arg1: int, /) -> None: ...",
-                "        def dot(self, arg0: int, /) -> int:",
-                '            """x times k"""',
-                "        @staticmethod",
-                "        def origin() -> int: ..."):
+    for sig in (
+        "def total(arg0: Sequence[int], arg1: Mapping[str, int], /) -> int: ...",
+        "def find(arg0: str, /) -> str | None: ...",
+        "def make_point(arg0: int, /) -> api.Point: ...",
+        "def echo(arg0: Tensor, /) -> Tensor:",
+        '    """Return the tensor \\"as is\\"."""',
+        "    def old_global() -> None: ...",
+        "        def tag(self) -> str: ...",
+        "        @weight.setter",
+        "        def weight(self, value: int, /) -> None: ...",
+        "        def __init__(self, arg0: int, arg1: int, /) -> None: ...",
+        "        def dot(self, arg0: int, /) -> int:",
+        '            """x times k"""',
+        "        @staticmethod",
+        "        def origin() -> int: ...",
+    ):
         assert sig in lines, sig
     p = tmp_path / "api.pyi"
     p.write_text(text)
@@ -180,10 +206,15 @@ def test_names_that_are_not_identifiers(tmp_path):
     r = tvmffi("stubs", tf.plain(), "--static")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    for want in ("# 'class' in the library", "def class_(*args: Any) -> Any: ...",
-                 "# 'Tensor' in the library", "def Tensor_(*args: Any) -> Any: ...",
-                 "def lambda_(*args: Any) -> Any: ...", "def Any_(*args: Any) -> Any: ...",
-                 "def ok(*args: Any) -> Any: ..."):
+    for want in (
+        "# 'class' in the library",
+        "def class_(*args: Any) -> Any: ...",
+        "# 'Tensor' in the library",
+        "def Tensor_(*args: Any) -> Any: ...",
+        "def lambda_(*args: Any) -> Any: ...",
+        "def Any_(*args: Any) -> Any: ...",
+        "def ok(*args: Any) -> Any: ...",
+    ):
         assert want in lines, want
     p = tmp_path / "plain.pyi"
     p.write_text(r.stdout)
@@ -236,7 +267,8 @@ def test_our_runtime_keeps_global_metadata():
     md = json.loads(get("kitchen.add"))
     assert json.loads(md["type_schema"]) == {
         "type": "ffi.Function",
-        "named_args": {"return": [{"type": "int"}], "params": [{"type": "int"}, {"type": "int"}]}}
+        "named_args": {"return": [{"type": "int"}], "params": [{"type": "int"}, {"type": "int"}]},
+    }
     assert get("ffi.FunctionRemoveGlobal") == ""  # registered without metadata
     with pytest.raises(Exception, match="Global Function is not found: kitchen.nope"):
         get("kitchen.nope")
@@ -257,7 +289,10 @@ def test_inspect_json_carries_global_metadata():
     assert sorted(doc["global_info"]) == ["kitchen.add", "kitchen.greet", "kitchen.make_point"]
     point = doc["types"][0]
     assert [json.loads(f["metadata"])["type_schema"] for f in point["fields"]] == [
-        '{"type":"int"}', '{"type":"float"}', '{"type":"ffi.String"}']
+        '{"type":"int"}',
+        '{"type":"float"}',
+        '{"type":"ffi.String"}',
+    ]
 
 
 def test_load_failure_exit_1_and_static_still_works():
@@ -274,8 +309,18 @@ def test_namespace_named_like_an_export(tmp_path):
     from tvmffi_cli.inspect.api import Api, Func, ObjectType, TypeRef
 
     int_fn = TypeRef("ffi.Function", (), (TypeRef("int"),), TypeRef("ns.T"))
-    api = Api("x", "loaded", (Func("ns", int_fn),), (Func("ns.f", int_fn), Func("g", None)),
-              (ObjectType("ns.T", "ffi.Object", (), ()),), (), (), (), (), ())
+    api = Api(
+        "x",
+        "loaded",
+        (Func("ns", int_fn),),
+        (Func("ns.f", int_fn), Func("g", None)),
+        (ObjectType("ns.T", "ffi.Object", (), ()),),
+        (),
+        (),
+        (),
+        (),
+        (),
+    )
     r = stubs.render(api, "x.so")
     lines = r.text.splitlines()
     assert "def ns(arg0: int, /) -> ns_2.T: ..." in lines

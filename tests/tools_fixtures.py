@@ -22,29 +22,35 @@ def fake_cubin(sm):
     return hdr + b"CUBIN-BODY-" + bytes(range(32))
 
 
-PTX = (b"//\n// Generated for a test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n\n"
-       b".visible .entry default_function_kernel(\n\t.param .u64 A,\n\t.param .u64 B\n)\n{\n\tret;\n}\n")
+PTX = (
+    b"//\n// Generated for a test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n\n"
+    b".visible .entry default_function_kernel(\n\t.param .u64 A,\n\t.param .u64 B\n)\n{\n\tret;\n}\n"
+)
 FATBIN = struct.pack("<IHH", 0xBA55ED50, 1, 16) + bytes(24)
 OPENCL_SRC = b"__kernel void copy(__global float* a, __global float* b) { a[0] = b[0]; }\n"
 
 
 def c_array(name, data, extra=""):
     body = ", ".join(str(b) for b in data) or "0"
-    return (f"EXPORT const unsigned char {name}[{max(1, len(data))}]{extra} = {{{body}}};\n")
+    return f"EXPORT const unsigned char {name}[{max(1, len(data))}]{extra} = {{{body}}};\n"
 
 
 def c_source(library_bin=None, cubins=(), functions=("main",)):
-    out = ["#include <stdint.h>",
-           '#define EXPORT __attribute__((visibility("default"), used))',
-           "typedef struct { int32_t type_index; uint32_t pad; int64_t v; } AnyLike;",
-           "EXPORT void* __tvm_ffi__library_ctx = 0;"]
+    out = [
+        "#include <stdint.h>",
+        '#define EXPORT __attribute__((visibility("default"), used))',
+        "typedef struct { int32_t type_index; uint32_t pad; int64_t v; } AnyLike;",
+        "EXPORT void* __tvm_ffi__library_ctx = 0;",
+    ]
     if library_bin is not None:
         out.append(c_array("__tvm_ffi__library_bin", library_bin))
     for name, data in cubins:
         out.append(c_array(f"__tvm_ffi__cubin_{name}", data))
     for f in functions:
-        out.append(f"EXPORT int __tvm_ffi_{f}(void* s, const AnyLike* a, int32_t n, AnyLike* r) "
-                   "{ (void)s; (void)a; (void)n; r->type_index = 0; return 0; }")
+        out.append(
+            f"EXPORT int __tvm_ffi_{f}(void* s, const AnyLike* a, int32_t n, AnyLike* r) "
+            "{ (void)s; (void)a; (void)n; r->type_index = 0; return 0; }"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -60,17 +66,22 @@ def build_c(name, text):
 
 def cuda_module(kernels, payload, fmt="cubin"):
     """kernels: [(name, [dtype tuples])]."""
-    return modformats.encode_gpu(fmt, [(k, args, ["blockIdx.x", "threadIdx.x"], [0] * len(args))
-                                       for k, args in kernels], payload)
+    return modformats.encode_gpu(
+        fmt,
+        [(k, args, ["blockIdx.x", "threadIdx.x"], [0] * len(args)) for k, args in kernels],
+        payload,
+    )
 
 
 @functools.cache
 def three_module_tree():
     """_lib -> cuda (cubin sm_86, two kernels) -> opencl (source)."""
-    cuda = cuda_module([("add_kernel", [F32, F32, F32, I32]), ("scale_kernel", [F16, F32])],
-                       fake_cubin(86))
-    opencl = modformats.encode_gpu("cl", [("copy", [F32, F32], ["get_group_id(0)"], [0, 0])],
-                                   OPENCL_SRC)
+    cuda = cuda_module(
+        [("add_kernel", [F32, F32, F32, I32]), ("scale_kernel", [F16, F32])], fake_cubin(86)
+    )
+    opencl = modformats.encode_gpu(
+        "cl", [("copy", [F32, F32], ["get_group_id(0)"], [0, 0])], OPENCL_SRC
+    )
     lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)], [[1], [2], []])
     return build_c("three_modules", c_source(lb, functions=("main", "launch")))
 
@@ -82,17 +93,27 @@ def tvm_cuda_output():
     fatbin embedded as __tvm_ffi__cubin_<name>."""
     cuda = cuda_module([("default_function_kernel", [F32, F32, I32])], PTX, fmt="ptx")
     lb = libbin.encode([("_lib", None), ("cuda", cuda)])
-    return build_c("tvm_cuda", c_source(lb, cubins=[("fused_add", FATBIN)],
-                                        functions=("main", "default_function")))
+    return build_c(
+        "tvm_cuda",
+        c_source(lb, cubins=[("fused_add", FATBIN)], functions=("main", "default_function")),
+    )
 
 
 @functools.cache
 def hostile_names():
     """Module kinds that try to escape the output directory or be long."""
     blob = b"x" * 16
-    lb = libbin.encode([("_lib", None), ("../../escape", blob), ("a/b\\c", blob),
-                        ("k" * 300, blob), (".hidden", blob), ("manifest.json", blob),
-                        ("esc\x1b[2J[bold]kind", blob)])
+    lb = libbin.encode(
+        [
+            ("_lib", None),
+            ("../../escape", blob),
+            ("a/b\\c", blob),
+            ("k" * 300, blob),
+            (".hidden", blob),
+            ("manifest.json", blob),
+            ("esc\x1b[2J[bold]kind", blob),
+        ]
+    )
     return build_c("hostile_names", c_source(lb))
 
 
@@ -107,8 +128,9 @@ def kernels_lib(version):
         lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)])
         funcs = ("main", "add")
     elif version == 3:  # v1 plus a kernel and an export: additions only
-        cuda = cuda_module([("add", [F32, F32]), ("mul", [I32, I32]), ("div", [F32, F32])],
-                           fake_cubin(80))
+        cuda = cuda_module(
+            [("add", [F32, F32]), ("mul", [I32, I32]), ("div", [F32, F32])], fake_cubin(80)
+        )
         opencl = modformats.encode_gpu("cl", [("copy", [F32, F32], [], [0, 0])], OPENCL_SRC)
         lb = libbin.encode([("_lib", None), ("cuda", cuda), ("opencl", opencl)])
         funcs = ("main", "add", "div")
@@ -125,8 +147,9 @@ def aborts_when_loaded():
     loads it dies."""
     cuda = cuda_module([("k", [F32])], fake_cubin(90))
     lb = libbin.encode([("_lib", None), ("cuda", cuda)])
-    text = c_source(lb) + ("#include <stdlib.h>\n"
-                           "__attribute__((constructor)) static void boom(void) { abort(); }\n")
+    text = c_source(lb) + (
+        "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n"
+    )
     return build_c("aborts_when_loaded", text)
 
 
@@ -145,8 +168,10 @@ def plain():
     return build_c("plain_names", c_source(functions=("class", "Tensor", "lambda", "ok", "Any")))
 
 
-METAL_SOURCES = {"add": b"kernel void add(device float* a [[buffer(0)]]) { a[0] += 1; }\n",
-                 "../up": b"kernel void up(device float* a [[buffer(0)]]) { a[0] *= 2; }\n"}
+METAL_SOURCES = {
+    "add": b"kernel void add(device float* a [[buffer(0)]]) { a[0] += 1; }\n",
+    "../up": b"kernel void up(device float* a [[buffer(0)]]) { a[0] *= 2; }\n",
+}
 
 
 def metal_module():

@@ -34,7 +34,9 @@ EXTRAS = ("test",)
 _NETWORK = re.compile(
     r"Failed to establish a new connection|Network is unreachable|Temporary failure in name "
     r"resolution|Name or service not known|Max retries exceeded|ProxyError|ConnectTimeout|"
-    r"ReadTimeout|Could not fetch URL|connection broken|SSLError|Retrying \(Retry", re.IGNORECASE)
+    r"ReadTimeout|Could not fetch URL|connection broken|SSLError|Retrying \(Retry",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,13 @@ def requirements_for(python: str) -> tuple[str, ...]:
     reqs = list(project["dependencies"])
     for extra in EXTRAS:
         reqs += project["optional-dependencies"][extra]
-    env = {"python_version": python, "python_full_version": f"{python}.0",
-           "sys_platform": sys.platform, "platform_system": "Linux", "extra": ""}
+    env = {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "sys_platform": sys.platform,
+        "platform_system": "Linux",
+        "extra": "",
+    }
     build = _load_pyproject()["build-system"]
     assert isinstance(build, dict)
     reqs += build["requires"]  # what building the sdist on X.Y needs
@@ -79,30 +86,59 @@ def requirements_for(python: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def resolve(python: str, timeout: float = 240.0, extra: tuple[str, ...] = (),
-            env: dict[str, str] | None = None) -> Resolution:
+def resolve(
+    python: str,
+    timeout: float = 240.0,
+    extra: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> Resolution:
     reqs = requirements_for(python) + extra
     with tempfile.TemporaryDirectory(prefix="tvmffi-resolve-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-               "--disable-pip-version-check", "--ignore-installed", "--retries", "1",
-               "--timeout", "20",
-               "--target", str(Path(tmp) / "t"), "--python-version", python,
-               "--only-binary=:all:", "--report", str(report), *reqs]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--ignore-installed",
+            "--retries",
+            "1",
+            "--timeout",
+            "20",
+            "--target",
+            str(Path(tmp) / "t"),
+            "--python-version",
+            python,
+            "--only-binary=:all:",
+            "--report",
+            str(report),
+            *reqs,
+        ]
         try:
-            p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "PIP_NO_INPUT": "1", **(env or {})})
+            p = subprocess.run(
+                cmd,
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env={**os.environ, "PIP_NO_INPUT": "1", **(env or {})},
+            )
         except subprocess.TimeoutExpired:
             return Resolution(python, False, True, reqs, (), f"pip took over {timeout:.0f} s")
-        err = "\n".join(ln for ln in p.stderr.splitlines()
-                        if not ln.startswith("WARNING: Location"))
+        err = "\n".join(
+            ln for ln in p.stderr.splitlines() if not ln.startswith("WARNING: Location")
+        )
         if p.returncode != 0:
             lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
             why = next((ln for ln in lines if ln.startswith("ERROR")), lines[-1] if lines else "")
             return Resolution(python, False, bool(_NETWORK.search(err)), reqs, (), why)
         doc = json.loads(report.read_text())
-        chosen = tuple(sorted(f"{i['metadata']['name']}=={i['metadata']['version']}"
-                              for i in doc["install"]))
+        chosen = tuple(
+            sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in doc["install"])
+        )
         return Resolution(python, True, False, reqs, chosen, "")
 
 
@@ -117,8 +153,10 @@ def main() -> int:
         if r.ok:
             print(f"python {r.python}: ok, {len(r.installed)} wheels: {' '.join(r.installed)}")
         else:
-            print(f"python {r.python}: FAILED ({'index unreachable' if r.offline else 'no wheel'}): "
-                  f"{r.message}")
+            print(
+                f"python {r.python}: FAILED ({'index unreachable' if r.offline else 'no wheel'}): "
+                f"{r.message}"
+            )
     if all(r.offline for r in results):
         return 2
     return 0 if all(r.ok for r in results) else 1

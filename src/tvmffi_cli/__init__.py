@@ -30,9 +30,19 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "CallError", "CallResult", "CheckResult", "ConformReport", "FunctionInfo",
-    "InspectReport", "Problem", "RuntimeConflict", "__version__", "call_function",
-    "conform_library", "inspect_library", "load",
+    "CallError",
+    "CallResult",
+    "CheckResult",
+    "ConformReport",
+    "FunctionInfo",
+    "InspectReport",
+    "Problem",
+    "RuntimeConflict",
+    "__version__",
+    "call_function",
+    "conform_library",
+    "inspect_library",
+    "load",
 ]
 _API = frozenset(__all__) - {"__version__"}
 

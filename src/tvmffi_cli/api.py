@@ -39,9 +39,20 @@ if TYPE_CHECKING:
     from .ffi.library import Library
 
 __all__ = [
-    "CallError", "CallResult", "CheckResult", "ConformReport", "FunctionInfo",
-    "InspectReport", "Problem", "RuntimeConflict", "call", "call_function", "conform",
-    "conform_library", "inspect_library", "load",
+    "CallError",
+    "CallResult",
+    "CheckResult",
+    "ConformReport",
+    "FunctionInfo",
+    "InspectReport",
+    "Problem",
+    "RuntimeConflict",
+    "call",
+    "call_function",
+    "conform",
+    "conform_library",
+    "inspect_library",
+    "load",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -53,6 +64,7 @@ def _frozen_map(d: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
 
 # ---------------------------------------------------------------------------
 # inspect
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -122,26 +134,43 @@ class InspectReport:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> InspectReport:
         """Wrap a report document built by the inspect engine."""
-        funcs = tuple(FunctionInfo(
-            name=f["name"], symbol=f["symbol"], signature=f.get("signature"),
-            doc=f.get("doc"),
-            metadata=_frozen_map(f["metadata"]) if isinstance(f.get("metadata"), dict) else None,
-            has_metadata=bool(f.get("has_metadata")), has_doc=bool(f.get("has_doc")))
-            for f in doc["functions"])
+        funcs = tuple(
+            FunctionInfo(
+                name=f["name"],
+                symbol=f["symbol"],
+                signature=f.get("signature"),
+                doc=f.get("doc"),
+                metadata=_frozen_map(f["metadata"])
+                if isinstance(f.get("metadata"), dict)
+                else None,
+                has_metadata=bool(f.get("has_metadata")),
+                has_doc=bool(f.get("has_doc")),
+            )
+            for f in doc["functions"]
+        )
         return cls(
-            path=str(doc["path"]), format=doc["format"], arch=doc["arch"], bits=doc["bits"],
-            kind=doc["kind"], soname=doc.get("soname"), needed=tuple(doc["needed"]),
-            mode=doc["mode"], functions=funcs, globals=tuple(doc["globals"]),
+            path=str(doc["path"]),
+            format=doc["format"],
+            arch=doc["arch"],
+            bits=doc["bits"],
+            kind=doc["kind"],
+            soname=doc.get("soname"),
+            needed=tuple(doc["needed"]),
+            mode=doc["mode"],
+            functions=funcs,
+            globals=tuple(doc["globals"]),
             types=tuple(t.get("type_key", "") for t in doc["types"]),
             runtime_imports=tuple(doc["runtime_imports"]),
             needs_runtime=bool(doc["needs_runtime"]),
-            errors=tuple(Problem(e["where"], e["message"], e.get("offset"))
-                         for e in doc["errors"]),
-            warnings=tuple(doc["warnings"]), _doc=MappingProxyType(copy.deepcopy(dict(doc))))
+            errors=tuple(Problem(e["where"], e["message"], e.get("offset")) for e in doc["errors"]),
+            warnings=tuple(doc["warnings"]),
+            _doc=MappingProxyType(copy.deepcopy(dict(doc))),
+        )
 
 
-def inspect_library(path: PathLike, *, static: bool = False, timeout: float = 30.0,
-                    runtime: PathLike | None = None) -> InspectReport:
+def inspect_library(
+    path: PathLike, *, static: bool = False, timeout: float = 30.0, runtime: PathLike | None = None
+) -> InspectReport:
     """What the library at `path` exports, embeds and imports (`tvmffi inspect`).
 
     static=True reads the file only and never runs any of its code; otherwise
@@ -153,13 +182,16 @@ def inspect_library(path: PathLike, *, static: bool = False, timeout: float = 30
 
     t = _positive(timeout, "timeout")
     rt = None if runtime is None else os.fspath(runtime)
-    return InspectReport.from_json(_machine_doc(engine.run(os.fspath(path), static=static,
-                                                           timeout=t, runtime=rt),
-                                                ran=not static))
+    return InspectReport.from_json(
+        _machine_doc(
+            engine.run(os.fspath(path), static=static, timeout=t, runtime=rt), ran=not static
+        )
+    )
 
 
 # ---------------------------------------------------------------------------
 # call
+
 
 @dataclass(frozen=True)
 class CallError:
@@ -204,8 +236,14 @@ class CallResult:
         return copy.deepcopy(dict(self._doc))
 
 
-def call_function(path: PathLike, function: str, *args: Any, timeout: float = 60.0,
-         runtime: PathLike | None = None, owned_tensors: bool = False) -> CallResult:
+def call_function(
+    path: PathLike,
+    function: str,
+    *args: Any,
+    timeout: float = 60.0,
+    runtime: PathLike | None = None,
+    owned_tensors: bool = False,
+) -> CallResult:
     """Call `function` of the library at `path` once, in a sandboxed child
     process, with `args` (`tvmffi call`).
 
@@ -222,33 +260,51 @@ def call_function(path: PathLike, function: str, *args: Any, timeout: float = 60
 
     with tempfile.TemporaryDirectory(prefix="tvmffi-call-") as tmp:
         specs = [value_to_spec(a, tmp, f"argument {i}") for i, a in enumerate(args)]
-        request = engine.make_request(path, function, specs, timeout=_positive(timeout, "timeout"),
-                                      runtime=runtime,
-                                      tensor_mode="object" if owned_tensors else "dltensor")
+        request = engine.make_request(
+            path,
+            function,
+            specs,
+            timeout=_positive(timeout, "timeout"),
+            runtime=runtime,
+            tensor_mode="object" if owned_tensors else "dltensor",
+        )
         out = os.path.join(tmp, "out")
         request["out"] = out
         request["force"] = True
         outcome = engine.run_in_child("call.task", request)
         lib = request["path"]
         if isinstance(outcome, engine.ChildFailure):
-            return _failed(lib, function, {**outcome.to_json(),
-                                           "runtime": request.get("runtime_choice")})
+            return _failed(
+                lib, function, {**outcome.to_json(), "runtime": request.get("runtime_choice")}
+            )
         if outcome.get("status") == "raised":
-            return _failed(lib, function, {**engine.raised_json(outcome),
-                                           "runtime": request.get("runtime_choice")})
+            return _failed(
+                lib,
+                function,
+                {**engine.raised_json(outcome), "runtime": request.get("runtime_choice")},
+            )
         # The staged outputs are gone with the worker; read the published copies.
         if "published" in outcome:
             outcome["files"] = outcome.pop("published")
         files = outcome.pop("files", [])
         arrays = _read_outputs(files)
-        doc = _machine_doc({**engine.call_json(outcome, function, lib),
-                            "runtime": request.get("runtime_choice")})
+        doc = _machine_doc(
+            {**engine.call_json(outcome, function, lib), "runtime": request.get("runtime_choice")}
+        )
     value = arrays.pop("result", doc["result"])
     tensors = {int(k[3:]): v for k, v in arrays.items() if k.startswith("arg")}
-    return CallResult(library=lib, function=function, resolved=doc["resolved"], type=doc["type"],
-                      value=value, args=tuple(a["value"] for a in doc["args"]),
-                      tensors=MappingProxyType(tensors), call_ns=doc["call_ns"], error=None,
-                      _doc=MappingProxyType(doc))
+    return CallResult(
+        library=lib,
+        function=function,
+        resolved=doc["resolved"],
+        type=doc["type"],
+        value=value,
+        args=tuple(a["value"] for a in doc["args"]),
+        tensors=MappingProxyType(tensors),
+        call_ns=doc["call_ns"],
+        error=None,
+        _doc=MappingProxyType(doc),
+    )
 
 
 def _machine_doc(doc: Mapping[str, Any], ran: bool = True) -> dict[str, Any]:
@@ -264,9 +320,18 @@ def _failed(lib: str, function: str, doc: dict[str, Any]) -> CallResult:
     e = doc["error"]
     extra = {k: v for k, v in e.items() if k not in ("kind", "message", "backtrace")}
     err = CallError(e["kind"], e["message"], e.get("backtrace"), MappingProxyType(extra))
-    return CallResult(library=lib, function=function, resolved=None, type=None, value=None,
-                      args=(), tensors=MappingProxyType({}), call_ns=None, error=err,
-                      _doc=MappingProxyType(_machine_doc(doc)))
+    return CallResult(
+        library=lib,
+        function=function,
+        resolved=None,
+        type=None,
+        value=None,
+        args=(),
+        tensors=MappingProxyType({}),
+        call_ns=None,
+        error=err,
+        _doc=MappingProxyType(_machine_doc(doc)),
+    )
 
 
 def _read_outputs(files: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -292,9 +357,13 @@ def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
     if isinstance(v, (list, tuple)):
         return {"kind": "array", "items": [value_to_spec(x, tmpdir, where) for x in v]}
     if isinstance(v, dict):
-        return {"kind": "map", "items": [[value_to_spec(k, tmpdir, f"{where} key"),
-                                          value_to_spec(x, tmpdir, where)]
-                                         for k, x in v.items()]}
+        return {
+            "kind": "map",
+            "items": [
+                [value_to_spec(k, tmpdir, f"{where} key"), value_to_spec(x, tmpdir, where)]
+                for k, x in v.items()
+            ],
+        }
     if type(v).__module__ == "numpy" and hasattr(v, "__array_interface__"):
         import numpy as np
 
@@ -304,8 +373,10 @@ def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
         p = os.path.join(tmpdir, f"arg{len(os.listdir(tmpdir))}.npy")
         np.save(p, arr, allow_pickle=False)
         return {"kind": "tensor", "source": "npy", "path": p}
-    raise InputError(f"{where}: cannot pass a {type(v).__name__} (use None, bool, int, float, "
-                     "str, bytes, a NumPy array, or a list/dict of these)")
+    raise InputError(
+        f"{where}: cannot pass a {type(v).__name__} (use None, bool, int, float, "
+        "str, bytes, a NumPy array, or a list/dict of these)"
+    )
 
 
 def _positive(v: float, name: str) -> float:
@@ -316,6 +387,7 @@ def _positive(v: float, name: str) -> float:
 
 # ---------------------------------------------------------------------------
 # conform
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -358,11 +430,18 @@ class ConformReport:
         return copy.deepcopy(dict(self._doc))
 
 
-def conform_library(path: PathLike, *, select: Sequence[str] | None = None,
-                    ignore: Sequence[str] | None = None, timeout: float = 10.0,
-                    jobs: int | None = None, threads: int | None = None,
-                    functions: Sequence[str] | None = None, strict: bool = False,
-                    runtime: PathLike | None = None) -> ConformReport:
+def conform_library(
+    path: PathLike,
+    *,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    timeout: float = 10.0,
+    jobs: int | None = None,
+    threads: int | None = None,
+    functions: Sequence[str] | None = None,
+    strict: bool = False,
+    runtime: PathLike | None = None,
+) -> ConformReport:
     """Check the library at `path` against the TVM-FFI ABI rules (`tvmffi
     conform`; the checks are listed in docs/checks.md). select/ignore: check
     ids to run or skip; timeout: seconds each probe call may take; jobs:
@@ -392,22 +471,38 @@ def conform_library(path: PathLike, *, select: Sequence[str] | None = None,
             raise InputError(f"runtime {os.fspath(runtime)}: no such file")
     sel = frozenset(registry.parse_ids(list(select))) if select else frozenset()
     ign = frozenset(registry.parse_ids(list(ignore))) if ignore else frozenset()
-    opts = runner.Options(sel, ign, t, jobs, threads, None, rt, frozenset(functions or ()),
-                          strict)
+    opts = runner.Options(sel, ign, t, jobs, threads, None, rt, frozenset(functions or ()), strict)
     doc = _machine_doc(runner.run(p, options=opts).to_json())
-    results = tuple(CheckResult(r["check"], r["function"], r["status"], r["message"],
-                                r["severity"], r["title"], r.get("details"), r.get("reproduce"))
-                    for r in doc["results"])
-    return ConformReport(library=doc["library"], passed=doc["passed"],
-                         summary=_frozen_map(doc["summary"]),
-                         summary_line=str(doc.get("summary_line", "")),
-                         functions=tuple(doc["functions"]), globals=tuple(doc.get("globals", ())),
-                         results=results, min_runtime_version=doc.get("min_runtime_version"),
-                         elapsed_s=doc.get("elapsed_s"), _doc=MappingProxyType(doc))
+    results = tuple(
+        CheckResult(
+            r["check"],
+            r["function"],
+            r["status"],
+            r["message"],
+            r["severity"],
+            r["title"],
+            r.get("details"),
+            r.get("reproduce"),
+        )
+        for r in doc["results"]
+    )
+    return ConformReport(
+        library=doc["library"],
+        passed=doc["passed"],
+        summary=_frozen_map(doc["summary"]),
+        summary_line=str(doc.get("summary_line", "")),
+        functions=tuple(doc["functions"]),
+        globals=tuple(doc.get("globals", ())),
+        results=results,
+        min_runtime_version=doc.get("min_runtime_version"),
+        elapsed_s=doc.get("elapsed_s"),
+        _doc=MappingProxyType(doc),
+    )
 
 
 # ---------------------------------------------------------------------------
 # load (in this process) and the official tvm_ffi package
+
 
 class RuntimeConflict(InputError, ImportError):
     """tvmffi's libtvm_ffi.so and the official `tvm_ffi` package's cannot
@@ -420,7 +515,8 @@ _GUARD_MESSAGE = (
     "package would load a second runtime with the same global registry and abort the "
     "process. Import tvm_ffi before calling tvmffi_cli.load() (load then hosts libraries "
     "with tvm_ffi's runtime), or use tvmffi_cli.inspect_library()/call(), which run "
-    "libraries in a child process.")
+    "libraries in a child process."
+)
 
 
 class _RefuseLoader(importlib.abc.Loader):
@@ -439,8 +535,9 @@ class _OfficialImportGuard(importlib.abc.MetaPathFinder):
     Looking the package up (importlib.util.find_spec) still finds it: the
     spec is the real one, with a loader that refuses to execute it."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         if fullname != "tvm_ffi" and not fullname.startswith("tvm_ffi."):
             return None
         for finder in sys.meta_path:
@@ -464,8 +561,9 @@ def official_runtime_loaded() -> str | None:
     return os.path.realpath(p) if os.path.isfile(p) else None
 
 
-def load(path: PathLike, *, runtime: PathLike | None = None,
-         tensor_mode: str | None = None) -> Library:
+def load(
+    path: PathLike, *, runtime: PathLike | None = None, tensor_mode: str | None = None
+) -> Library:
     """Load the library at `path` into THIS process and return it: its
     functions are then plain Python callables (`lib.add_one(x)`).
 
@@ -490,7 +588,8 @@ def load(path: PathLike, *, runtime: PathLike | None = None,
         if rt is not None and rt != official:
             raise RuntimeConflict(
                 f"the official tvm_ffi package is imported in this process; its runtime "
-                f"{official} is the only one load() can use here (got runtime={rt})")
+                f"{official} is the only one load() can use here (got runtime={rt})"
+            )
         rt = official
     try:
         lib = _load(os.fspath(path), runtime=rt, tensor_mode=tensor_mode)
@@ -499,8 +598,12 @@ def load(path: PathLike, *, runtime: PathLike | None = None,
             raise RuntimeConflict(str(e)) from None
         raise
     loaded = ffi_runtime.loaded_runtime()
-    if (official is None and loaded is not None and loaded.is_ours
-            and not any(isinstance(f, _OfficialImportGuard) for f in sys.meta_path)):
+    if (
+        official is None
+        and loaded is not None
+        and loaded.is_ours
+        and not any(isinstance(f, _OfficialImportGuard) for f in sys.meta_path)
+    ):
         sys.meta_path.insert(0, _OfficialImportGuard())
     return cast("Library", lib)
 

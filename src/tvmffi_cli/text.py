@@ -32,8 +32,9 @@ _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t", "\x1b": "\\x1b"}
 #: XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
-                      "\u202a-\u202e\u2066-\u2069]")
+_XML_BAD = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _esc(ch: str) -> str:
@@ -81,7 +82,7 @@ def unescape_json_text(s: str, *, had_bytes: bool) -> bytes:
             out += b"\\"
             i += 2
         elif s.startswith("\\x", i) and len(s) >= i + 4:
-            out.append(int(s[i + 2:i + 4], 16))
+            out.append(int(s[i + 2 : i + 4], 16))
             i += 4
         else:
             out += s[i].encode("utf-8", "surrogateescape")

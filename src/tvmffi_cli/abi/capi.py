@@ -3,7 +3,8 @@ libtvm_ffi.so exports, per ABI-NOTES). One list for the runtime loader, the
 inspect and conform checks, and the tests; no ctypes here so the inspect
 start-up path stays light."""
 
-C_API_NAMES = frozenset("""
+C_API_NAMES = frozenset(
+    """
 TVMFFIAnyViewToOwnedAny TVMFFIBacktrace TVMFFIBigIntFromByteArray
 TVMFFIBigIntGetContentByteArray TVMFFIBytesFromByteArray TVMFFIDataTypeFromString
 TVMFFIDataTypeToString TVMFFIEnvCheckSignals TVMFFIEnvGetDLPackManagedTensorAllocator
@@ -20,6 +21,7 @@ TVMFFIStringFromByteArray TVMFFITensorCreateUnsafeView TVMFFITensorFromDLPack
 TVMFFITensorFromDLPackVersioned TVMFFITensorToDLPack TVMFFITensorToDLPackVersioned
 TVMFFITypeGetOrAllocIndex TVMFFITypeKeyToIndex TVMFFITypeRegisterAttr
 TVMFFITypeRegisterField TVMFFITypeRegisterMetadata TVMFFITypeRegisterMethod
-""".split())
+""".split()
+)
 
 assert len(C_API_NAMES) == 50

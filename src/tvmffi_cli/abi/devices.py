@@ -12,10 +12,28 @@ import re
 from ..errors import InputError
 
 __all__ = [
-    "DEVICE_ALIASES", "DEVICE_TYPE_CODES", "DEVICE_TYPE_NAMES", "INT32_MAX", "format_device",
-    "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLCUDAManaged", "kDLExtDev", "kDLHexagon", "kDLMAIA",
-    "kDLMetal", "kDLOneAPI", "kDLOpenCL", "kDLROCM", "kDLROCMHost", "kDLTrn", "kDLVPI",
-    "kDLVulkan", "kDLWebGPU", "parse_device",
+    "DEVICE_ALIASES",
+    "DEVICE_TYPE_CODES",
+    "DEVICE_TYPE_NAMES",
+    "INT32_MAX",
+    "format_device",
+    "kDLCPU",
+    "kDLCUDA",
+    "kDLCUDAHost",
+    "kDLCUDAManaged",
+    "kDLExtDev",
+    "kDLHexagon",
+    "kDLMAIA",
+    "kDLMetal",
+    "kDLOneAPI",
+    "kDLOpenCL",
+    "kDLROCM",
+    "kDLROCMHost",
+    "kDLTrn",
+    "kDLVPI",
+    "kDLVulkan",
+    "kDLWebGPU",
+    "parse_device",
 ]
 
 kDLCPU = 1
@@ -66,7 +84,7 @@ _DIGITS = re.compile(r"[0-9]+")  # not str.isdigit: it admits "²", which int() 
 
 def _small_int(digits: str) -> int:
     """int() of an ASCII digit string, saturated at 10**18 (above every range checked)."""
-    return int(digits) if len(digits) <= 18 else 10 ** 18
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def parse_device(text: str) -> tuple[int, int]:

@@ -56,7 +56,8 @@ DTYPE_CODES: dict[str, int] = {
 DTYPE_NAMES: dict[int, str] = {v: k for k, v in DTYPE_CODES.items()}
 #: Names whose bit width is part of the name (float8_e4m3fn is 8 bits).
 FIXED_BITS: dict[str, int] = {
-    n: int(n[5:n.index("_")]) for n in DTYPE_CODES if n.startswith("float") and "_" in n}
+    n: int(n[5 : n.index("_")]) for n in DTYPE_CODES if n.startswith("float") and "_" in n
+}
 #: Type codes from here on are custom types (kDLExtDev-style extension codes).
 CUSTOM_CODE_MIN = 129
 #: Largest "x<n>" lane count; larger uint16 lanes are the scalable-vector encoding.
@@ -71,7 +72,7 @@ _LANES = re.compile(r"(.+?)x(vscalex)?([0-9]+)")
 
 def _small_int(digits: str) -> int:
     """int() of an ASCII digit string, saturated at 10**18 (above every range checked)."""
-    return int(digits) if len(digits) <= 18 else 10 ** 18
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def _parse_base(base: str) -> tuple[int, int] | None:

@@ -26,18 +26,47 @@ MAX_DEPTH = 64  # deeper than any real signature; bounds recursion on hostile in
 
 # static type key -> short name shown to people
 SHORT: dict[str, str] = {
-    "int": "int", "float": "float", "bool": "bool", "None": "None", "Any": "Any",
-    "ffi.String": "str", "std::string": "str", "const char*": "str", "ffi.SmallStr": "str",
-    "ffi.Bytes": "bytes", "TVMFFIByteArray*": "bytes", "ffi.SmallBytes": "bytes",
-    "ffi.Tensor": "Tensor", "DLTensor*": "DLTensor*", "ffi.Shape": "Shape",
-    "ffi.Array": "Array", "std::vector": "Array", "std::array": "Array", "ffi.List": "List",
-    "ffi.Map": "Map", "std::map": "Map", "std::unordered_map": "Map", "ffi.Dict": "Dict",
-    "Optional": "Optional", "std::optional": "Optional",
-    "Variant": "Variant", "std::variant": "Variant", "Tuple": "Tuple", "std::tuple": "Tuple",
-    "ffi.Function": "Function", "std::function": "Function",
-    "DataType": "dtype", "Device": "Device", "void*": "void*", "ffi.Object": "Object",
-    "ffi.Module": "Module", "ffi.Error": "Error", "ffi.BigInt": "BigInt",
-    "Expected": "Expected", "ObjectRValueRef": "ObjectRValueRef", "UnchangedOr": "UnchangedOr",
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "None": "None",
+    "Any": "Any",
+    "ffi.String": "str",
+    "std::string": "str",
+    "const char*": "str",
+    "ffi.SmallStr": "str",
+    "ffi.Bytes": "bytes",
+    "TVMFFIByteArray*": "bytes",
+    "ffi.SmallBytes": "bytes",
+    "ffi.Tensor": "Tensor",
+    "DLTensor*": "DLTensor*",
+    "ffi.Shape": "Shape",
+    "ffi.Array": "Array",
+    "std::vector": "Array",
+    "std::array": "Array",
+    "ffi.List": "List",
+    "ffi.Map": "Map",
+    "std::map": "Map",
+    "std::unordered_map": "Map",
+    "ffi.Dict": "Dict",
+    "Optional": "Optional",
+    "std::optional": "Optional",
+    "Variant": "Variant",
+    "std::variant": "Variant",
+    "Tuple": "Tuple",
+    "std::tuple": "Tuple",
+    "ffi.Function": "Function",
+    "std::function": "Function",
+    "DataType": "dtype",
+    "Device": "Device",
+    "void*": "void*",
+    "ffi.Object": "Object",
+    "ffi.Module": "Module",
+    "ffi.Error": "Error",
+    "ffi.BigInt": "BigInt",
+    "Expected": "Expected",
+    "ObjectRValueRef": "ObjectRValueRef",
+    "UnchangedOr": "UnchangedOr",
 }
 
 
@@ -54,8 +83,13 @@ class TypeSpec:
     params: tuple[TypeSpec, ...] | None
     ret: TypeSpec | None
 
-    def __init__(self, key: str, args: Iterable[TypeSpec] = (),
-                 params: Iterable[TypeSpec] | None = None, ret: TypeSpec | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        args: Iterable[TypeSpec] = (),
+        params: Iterable[TypeSpec] | None = None,
+        ret: TypeSpec | None = None,
+    ) -> None:
         self.key = key
         self.name = SHORT.get(key, key)
         self.args = tuple(args)
@@ -109,24 +143,25 @@ def _node(obj: object, depth: int) -> TypeSpec:
         raise FormatError(f"type schema node must be an object, got {type(obj).__name__}")
     key = obj.get("type")
     if not isinstance(key, str) or not key:
-        raise FormatError("type schema node has no \"type\" string")
+        raise FormatError('type schema node has no "type" string')
     args = obj.get("args", [])
     if not isinstance(args, list):
-        raise FormatError(f"\"args\" of {key} must be a list")
+        raise FormatError(f'"args" of {key} must be a list')
     sub = [_node(a, depth + 1) for a in args]
     named = obj.get("named_args")
     if named is None:
         return TypeSpec(key, sub)
     if not isinstance(named, dict):
-        raise FormatError(f"\"named_args\" of {key} must be an object")
+        raise FormatError(f'"named_args" of {key} must be an object')
     ret = named.get("return", [])
     params = named.get("params", [])
     if not isinstance(ret, list) or len(ret) > 1:
-        raise FormatError(f"\"return\" of {key} must be a list of at most one type")
+        raise FormatError(f'"return" of {key} must be a list of at most one type')
     if not isinstance(params, list):
-        raise FormatError(f"\"params\" of {key} must be a list")
-    return TypeSpec(key, sub, [_node(p, depth + 1) for p in params],
-                    _node(ret[0], depth + 1) if ret else None)
+        raise FormatError(f'"params" of {key} must be a list')
+    return TypeSpec(
+        key, sub, [_node(p, depth + 1) for p in params], _node(ret[0], depth + 1) if ret else None
+    )
 
 
 def parse_type(schema: object) -> TypeSpec:
@@ -222,8 +257,9 @@ def convert_literal(spec: TypeSpec, value: Any, where: str = "value") -> Any:
                 # surrogateescape gives back the bytes of a non-UTF-8 argv word.
                 return value.encode("utf-8", "surrogateescape")
             except UnicodeEncodeError:
-                raise InputError(f"{where}: {value!r} holds a lone surrogate, not text "
-                                 "that encodes to bytes") from None
+                raise InputError(
+                    f"{where}: {value!r} holds a lone surrogate, not text that encodes to bytes"
+                ) from None
         raise InputError(f"{where}: expected bytes, got {value!r}")
     if k in ("Array", "List", "Shape", "Tuple"):
         if isinstance(value, str):
@@ -234,14 +270,19 @@ def convert_literal(spec: TypeSpec, value: Any, where: str = "value") -> Any:
         if not isinstance(value, list):
             raise InputError(f"{where}: expected a list for {spec.render()}, got {value!r}")
         if k == "Shape":
-            return [convert_literal(TypeSpec("int"), v, f"{where}[{i}]")
-                    for i, v in enumerate(value)]
+            return [
+                convert_literal(TypeSpec("int"), v, f"{where}[{i}]") for i, v in enumerate(value)
+            ]
         if k == "Tuple" and spec.args:
             if len(value) != len(spec.args):
-                raise InputError(f"{where}: expected {len(spec.args)} items for "
-                                 f"{spec.render()}, got {len(value)}")
-            return [convert_literal(a, v, f"{where}[{i}]")
-                    for i, (a, v) in enumerate(zip(spec.args, value))]
+                raise InputError(
+                    f"{where}: expected {len(spec.args)} items for "
+                    f"{spec.render()}, got {len(value)}"
+                )
+            return [
+                convert_literal(a, v, f"{where}[{i}]")
+                for i, (a, v) in enumerate(zip(spec.args, value))
+            ]
         if spec.args:
             return [convert_literal(spec.args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
         return value
@@ -255,9 +296,10 @@ def convert_literal(spec: TypeSpec, value: Any, where: str = "value") -> Any:
             raise InputError(f"{where}: expected an object for {spec.render()}, got {value!r}")
         if len(spec.args) == 2:
             kt, vt = spec.args
-            return {convert_literal(kt, kk, f"{where} key"): convert_literal(vt, vv,
-                                                                             f"{where}[{kk!r}]")
-                    for kk, vv in value.items()}
+            return {
+                convert_literal(kt, kk, f"{where} key"): convert_literal(vt, vv, f"{where}[{kk!r}]")
+                for kk, vv in value.items()
+            }
         return value
     if k == "Variant":
         for a in spec.args:

@@ -47,8 +47,11 @@ class LayoutFact:
 #: Layout changes: the Error object grew its cause chain and extra context in
 #: 0.1.8 (a library creating errors with them reads the larger object).
 LAYOUTS: tuple[LayoutFact, ...] = (
-    LayoutFact("the Error object with cause chain and extra context", "0.1.8",
-               "TVMFFIErrorCreateWithCauseAndExtraContext"),
+    LayoutFact(
+        "the Error object with cause chain and extra context",
+        "0.1.8",
+        "TVMFFIErrorCreateWithCauseAndExtraContext",
+    ),
 )
 
 assert set(SINCE) <= C_API_NAMES

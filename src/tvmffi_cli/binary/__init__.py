@@ -18,8 +18,17 @@ from .model import CODE, DATA, OTHER, Binary, Section, Symbol
 if TYPE_CHECKING:
     from .model import FileData
 
-__all__ = ["CODE", "DATA", "OTHER", "Binary", "Section", "Symbol", "open_binary", "parse_bytes",
-           "require_library"]
+__all__ = [
+    "CODE",
+    "DATA",
+    "OTHER",
+    "Binary",
+    "Section",
+    "Symbol",
+    "open_binary",
+    "parse_bytes",
+    "require_library",
+]
 
 _MMAP_FROM = 1 << 20  # small files are read whole; large ones are mapped
 
@@ -34,8 +43,14 @@ def _reader_for(data: FileData) -> type[Binary] | None:
         from .pe import PeBinary
 
         return PeBinary
-    if head[:4] in (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf",
-                    b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xbe\xba\xfe\xca"):
+    if head[:4] in (
+        b"\xfe\xed\xfa\xce",
+        b"\xce\xfa\xed\xfe",
+        b"\xfe\xed\xfa\xcf",
+        b"\xcf\xfa\xed\xfe",
+        b"\xca\xfe\xba\xbe",
+        b"\xbe\xba\xfe\xca",
+    ):
         from .macho import MachOBinary
 
         return MachOBinary
@@ -53,8 +68,17 @@ def parse_bytes(data: FileData, path: str = "<bytes>") -> Binary:
         return cls(path, data)
     except FormatError:
         raise
-    except (struct.error, ValueError, IndexError, KeyError, OverflowError, TypeError,
-            UnicodeError, MemoryError, AttributeError) as e:
+    except (
+        struct.error,
+        ValueError,
+        IndexError,
+        KeyError,
+        OverflowError,
+        TypeError,
+        UnicodeError,
+        MemoryError,
+        AttributeError,
+    ) as e:
         # Defence in depth: a reader bug on hostile input still reports as a
         # format problem of the file, not a crash of the tool.
         raise FormatError(f"malformed {cls.format.upper()} file ({type(e).__name__}: {e})")
@@ -69,8 +93,10 @@ def require_library(binary: Binary) -> None:
     library: a program (/bin/ls, a PIE), an object file or a core dump is what
     the user got wrong, not a library that failed."""
     if binary.kind in _NOT_LOADABLE:
-        raise FormatError(f"{binary.path}: not a shared library but an {binary.kind} file "
-                          f"({binary.format.upper()})")
+        raise FormatError(
+            f"{binary.path}: not a shared library but an {binary.kind} file "
+            f"({binary.format.upper()})"
+        )
 
 
 def open_binary(path: str | os.PathLike[str]) -> Binary:
@@ -93,8 +119,9 @@ def open_binary(path: str | os.PathLike[str]) -> Binary:
         raise InputError(f"{p}: cannot read ({e.strerror or e})")
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InputError(f"{p}: is a directory" if stat.S_ISDIR(mode) else
-                         f"{p}: not a regular file")
+        raise InputError(
+            f"{p}: is a directory" if stat.S_ISDIR(mode) else f"{p}: not a regular file"
+        )
     f = os.fdopen(fd, "rb")
     with f:
         try:

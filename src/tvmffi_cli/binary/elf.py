@@ -30,13 +30,33 @@ if TYPE_CHECKING:
     # size, link, info, entsize).
     RawShdr = tuple[int, int, int, int, int, int, int, int, int]
     # Decoded symbol-table columns: name offsets, info, other, shndx, value, size.
-    Columns = tuple[Sequence[int], Union[bytes, bytearray], Union[bytes, bytearray],
-                    Sequence[int], Sequence[int], Sequence[int]]
+    Columns = tuple[
+        Sequence[int],
+        Union[bytes, bytearray],
+        Union[bytes, bytearray],
+        Sequence[int],
+        Sequence[int],
+        Sequence[int],
+    ]
 
 MACHINES = {
-    0: "none", 2: "sparc", 3: "i386", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x",
-    40: "arm", 43: "sparcv9", 50: "ia64", 62: "x86_64", 183: "aarch64", 190: "cuda",
-    224: "amdgpu", 243: "riscv", 247: "bpf", 258: "loongarch",
+    0: "none",
+    2: "sparc",
+    3: "i386",
+    8: "mips",
+    20: "ppc",
+    21: "ppc64",
+    22: "s390x",
+    40: "arm",
+    43: "sparcv9",
+    50: "ia64",
+    62: "x86_64",
+    183: "aarch64",
+    190: "cuda",
+    224: "amdgpu",
+    243: "riscv",
+    247: "bpf",
+    258: "loongarch",
 }
 ET_NAMES = {1: "object", 2: "executable", 3: "shared", 4: "core"}
 
@@ -95,12 +115,38 @@ class ElfBinary(Binary):
         if self.bits == 64:
             if n < 64:
                 raise FormatError("truncated ELF header")
-            (e_type, e_machine, _v, _entry, _phoff, shoff, self.e_flags, _ehsize, _phentsize,
-             _phnum, shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
+            (
+                e_type,
+                e_machine,
+                _v,
+                _entry,
+                _phoff,
+                shoff,
+                self.e_flags,
+                _ehsize,
+                _phentsize,
+                _phnum,
+                shentsize,
+                shnum,
+                shstrndx,
+            ) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
             want = 64
         else:
-            (e_type, e_machine, _v, _entry, _phoff, shoff, self.e_flags, _ehsize, _phentsize,
-             _phnum, shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIIIIIHHHHHH", d, 16)
+            (
+                e_type,
+                e_machine,
+                _v,
+                _entry,
+                _phoff,
+                shoff,
+                self.e_flags,
+                _ehsize,
+                _phentsize,
+                _phnum,
+                shentsize,
+                shnum,
+                shstrndx,
+            ) = struct.unpack_from(e + "HHIIIIIHHHHHH", d, 16)
             want = 40
         self.machine = e_machine
         self.arch = MACHINES.get(e_machine, f"machine-{e_machine}")
@@ -112,13 +158,17 @@ class ElfBinary(Binary):
         if shentsize < want:
             raise FormatError(f"ELF section header size {shentsize} is smaller than {want}")
         if shoff > n - want:  # section 0 is read below even when shnum is 0
-            raise FormatError(f"ELF section header table offset {shoff:#x} is past the end of the "
-                              f"file ({n} bytes)")
+            raise FormatError(
+                f"ELF section header table offset {shoff:#x} is past the end of the "
+                f"file ({n} bytes)"
+            )
         if shnum == 0:  # extended numbering: the real count is in section 0's sh_size
             shnum = self._shdr(shoff, want)[5]
         if shnum > (n - shoff) // shentsize:
-            raise FormatError(f"ELF claims {shnum} section headers at {shoff:#x} but the file "
-                              f"holds at most {(n - shoff) // shentsize}")
+            raise FormatError(
+                f"ELF claims {shnum} section headers at {shoff:#x} but the file "
+                f"holds at most {(n - shoff) // shentsize}"
+            )
         raw = [self._shdr(shoff + i * shentsize, want) for i in range(shnum)]
         if shstrndx == SHN_XINDEX and raw:
             shstrndx = raw[0][6]
@@ -130,12 +180,20 @@ class ElfBinary(Binary):
             nobits = typ == SHT_NOBITS
             fsize = 0 if nobits else size
             if not nobits and typ != 0 and (off > n or size > n - off):
-                self.problems.append(f"section {i} [{off:#x}, +{size:#x}) runs past the end of "
-                                     f"the file; truncated")
+                self.problems.append(
+                    f"section {i} [{off:#x}, +{size:#x}) runs past the end of the file; truncated"
+                )
                 fsize = max(0, n - off) if off <= n else 0
-            s = Section(_cstr(names, nm) or "", addr, size, off, fsize,
-                        executable=bool(flags & SHF_EXECINSTR), writable=bool(flags & SHF_WRITE),
-                        index=i)
+            s = Section(
+                _cstr(names, nm) or "",
+                addr,
+                size,
+                off,
+                fsize,
+                executable=bool(flags & SHF_EXECINSTR),
+                writable=bool(flags & SHF_WRITE),
+                index=i,
+            )
             s.type, s.link, s.entsize = typ, link, entsize
             secs.append(s)
         self.sections = secs
@@ -145,10 +203,12 @@ class ElfBinary(Binary):
         e = self._e
         if self.bits == 64:
             nm, typ, flags, addr, o, size, link, info, _al, ent = struct.unpack_from(
-                e + "IIQQQQIIQQ", self.data, off)
+                e + "IIQQQQIIQQ", self.data, off
+            )
         else:
             nm, typ, flags, addr, o, size, link, info, _al, ent = struct.unpack_from(
-                e + "IIIIIIIIII", self.data, off)
+                e + "IIIIIIIIII", self.data, off
+            )
         return nm, typ, flags, addr, o, size, link, info, ent
 
     def _span_of(self, raw_or_sec: RawShdr | Section, cap: int | None = None) -> tuple[int, int]:
@@ -163,15 +223,16 @@ class ElfBinary(Binary):
             return off, 0
         if cap is not None and size > cap:
             name = raw_or_sec.name if isinstance(raw_or_sec, Section) else "?"
-            self.problems.append(f"section {name} claims {size} bytes; only the first {cap} "
-                                 f"are read")
+            self.problems.append(
+                f"section {name} claims {size} bytes; only the first {cap} are read"
+            )
             size = cap
         return off, min(size, n - off)
 
     def _copy(self, off: int, size: int) -> bytes:
         """bytes of the file; for a mapped file the pages read are released
         again, so big tables do not stay in the resident set twice."""
-        out = bytes(self.data[off:off + size])
+        out = bytes(self.data[off : off + size])
         if size >= _RELEASE_FROM and hasattr(self.data, "madvise"):
             import mmap
 
@@ -202,7 +263,7 @@ class ElfBinary(Binary):
         esz = 16 if self.bits == 64 else 8
         fmt = self._e + ("qQ" if self.bits == 64 else "iI")
         runpath: list[str] = []
-        for tag, val in struct.iter_unpack(fmt, raw[:len(raw) - len(raw) % esz]):
+        for tag, val in struct.iter_unpack(fmt, raw[: len(raw) - len(raw) % esz]):
             if tag == DT_NULL:
                 break
             if tag == DT_FLAGS_1 and val & DF_1_PIE and self.kind == "shared":
@@ -211,8 +272,9 @@ class ElfBinary(Binary):
             if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
                 s = _cstr(strtab, val)
                 if s is None:
-                    self.problems.append(f"dynamic entry {tag} names string offset {val:#x} "
-                                         f"outside .dynstr")
+                    self.problems.append(
+                        f"dynamic entry {tag} names string offset {val:#x} outside .dynstr"
+                    )
                     continue
                 if tag == DT_NEEDED:
                     self.needed.append(s)
@@ -243,8 +305,14 @@ class ElfBinary(Binary):
         swap = self.little != _NATIVE_LITTLE
         # Column by column, a chunk of entries at a time: the whole-table
         # temporaries would cost four times the table.
-        cols: tuple[Any, ...] = (array("I"), bytearray(), bytearray(), array("H"),
-                array("Q" if self.bits == 64 else "I"), array("Q" if self.bits == 64 else "I"))
+        cols: tuple[Any, ...] = (
+            array("I"),
+            bytearray(),
+            bytearray(),
+            array("H"),
+            array("Q" if self.bits == 64 else "I"),
+            array("Q" if self.bits == 64 else "I"),
+        )
         step = esz * 65536
         for at in range(0, size, step):
             chunk = self._copy(start + at, min(step, size - at))
@@ -269,7 +337,9 @@ class ElfBinary(Binary):
         return cols
 
     def _make(self, i: int, name: str | None = None) -> Symbol:
-        names, info, _other, shndx, value, size = cast("Columns", self._cols)  # _columns() ran first
+        names, info, _other, shndx, value, size = cast(
+            "Columns", self._cols
+        )  # _columns() ran first
         sx = shndx[i]
         typ = info[i] & 0xF
         secs = self.sections
@@ -284,14 +354,24 @@ class ElfBinary(Binary):
             kind = OTHER
         if name is None:
             name = _cstr(self._strtab, names[i]) or ""
-        return Symbol(name, value[i], size[i], kind, sec.name if sec else None,
-                      bool(sec and sec.writable), "weak" if info[i] >> 4 == STB_WEAK else "global",
-                      sec)
+        return Symbol(
+            name,
+            value[i],
+            size[i],
+            kind,
+            sec.name if sec else None,
+            bool(sec and sec.writable),
+            "weak" if info[i] >> 4 == STB_WEAK else "global",
+            sec,
+        )
 
     @staticmethod
     def _exported(info: int, other: int, shndx: int) -> bool:
-        return (shndx != SHN_UNDEF and (info >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE)
-                and (other & 3) in (0, 3))
+        return (
+            shndx != SHN_UNDEF
+            and (info >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE)
+            and (other & 3) in (0, 3)
+        )
 
     def _load_symbols(self) -> list[Symbol]:
         names, info, other, shndx, _v, _s = self._columns()
@@ -305,8 +385,7 @@ class ElfBinary(Binary):
         strtab = self._strtab
         # String-table offsets at which a matching name starts; a symbol whose
         # st_name is one of them matches (suffix-shared strings included).
-        pat = re.compile(b"(?:" + b"|".join(re.escape(p.encode()) for p in prefixes)
-                         + b")[^\0]*")
+        pat = re.compile(b"(?:" + b"|".join(re.escape(p.encode()) for p in prefixes) + b")[^\0]*")
         starts = {m.start(): m.group() for m in pat.finditer(strtab)}
         if not starts:
             return []
@@ -314,8 +393,11 @@ class ElfBinary(Binary):
         make = self._make
         # compress/map keep the 200k-entry scan in C.
         hits = compress(range(len(names)), map(starts.__contains__, names))
-        return [make(i, starts[names[i]].decode("utf-8", "replace")) for i in hits
-                if ex(info[i], other[i], shndx[i])]
+        return [
+            make(i, starts[names[i]].decode("utf-8", "replace"))
+            for i in hits
+            if ex(info[i], other[i], shndx[i])
+        ]
 
     def get(self, name: str) -> Symbol | None:
         found = [s for s in self.find_symbols((name,)) if s.name == name]

@@ -36,8 +36,14 @@ class Module:
     blob: bytes | None
     details: dict[str, Any] | None
 
-    def __init__(self, index: int, kind: str, blob_offset: int | None = None,
-                 blob_size: int | None = None, blob: bytes | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        kind: str,
+        blob_offset: int | None = None,
+        blob_size: int | None = None,
+        blob: bytes | None = None,
+    ) -> None:
         self.index = index
         self.kind = kind
         self.imports = []
@@ -47,8 +53,13 @@ class Module:
         self.details = None  # filled by modformats
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"index": self.index, "kind": self.kind, "imports": list(self.imports),
-             "blob_size": self.blob_size, "blob_offset": self.blob_offset}
+        d: dict[str, Any] = {
+            "index": self.index,
+            "kind": self.kind,
+            "imports": list(self.imports),
+            "blob_size": self.blob_size,
+            "blob_offset": self.blob_offset,
+        }
         if self.details is not None:
             d["details"] = self.details
         return d
@@ -66,8 +77,13 @@ class LibraryBin:
         self.errors.append({"offset": offset, "message": message})
 
     def to_json(self) -> dict[str, Any]:
-        return {"symbol_size": self.symbol_size, "nbytes": self.nbytes, "root": self.root,
-                "modules": [m.to_json() for m in self.modules], "errors": list(self.errors)}
+        return {
+            "symbol_size": self.symbol_size,
+            "nbytes": self.nbytes,
+            "root": self.root,
+            "modules": [m.to_json() for m in self.modules],
+            "errors": list(self.errors),
+        }
 
 
 def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> LibraryBin:
@@ -84,8 +100,11 @@ def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> L
         return lb
     lb.nbytes = nbytes
     if nbytes > r.remaining:
-        lb.error(0, f"nbytes says {nbytes} bytes follow the header but the symbol holds only "
-                    f"{r.remaining}; decoding within the symbol")
+        lb.error(
+            0,
+            f"nbytes says {nbytes} bytes follow the header but the symbol holds only "
+            f"{r.remaining}; decoding within the symbol",
+        )
     else:
         r.end = 8 + nbytes
     try:
@@ -123,36 +142,44 @@ def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> L
     if decode_kinds:
         for m in lb.modules:
             if m.blob is not None:
-                m.details = modformats.decode(m.kind, m.blob, cast(int, m.blob_offset), lb.errors, m.index)
+                m.details = modformats.decode(
+                    m.kind, m.blob, cast(int, m.blob_offset), lb.errors, m.index
+                )
     return lb
 
 
-def _check_tree(lb: LibraryBin, indptr: list[int], indptr_at: int, children: list[int],
-                child_at: int, nmod: int) -> None:
+def _check_tree(
+    lb: LibraryBin, indptr: list[int], indptr_at: int, children: list[int], child_at: int, nmod: int
+) -> None:
     ok = True
     if indptr[0] != 0:
         lb.error(indptr_at + 8, f"import tree indptr[0] is {indptr[0]}, expected 0")
         ok = False
     for i in range(1, len(indptr)):
         if indptr[i] < indptr[i - 1]:
-            lb.error(indptr_at + 8 + 8 * i, f"import tree indptr[{i}]={indptr[i]} is smaller "
-                                            f"than indptr[{i - 1}]={indptr[i - 1]}")
+            lb.error(
+                indptr_at + 8 + 8 * i,
+                f"import tree indptr[{i}]={indptr[i]} is smaller "
+                f"than indptr[{i - 1}]={indptr[i - 1]}",
+            )
             ok = False
     if indptr[-1] != len(children):
-        lb.error(indptr_at + 8 + 8 * (len(indptr) - 1),
-                 f"import tree indptr ends at {indptr[-1]} but there are {len(children)} "
-                 f"child indices")
+        lb.error(
+            indptr_at + 8 + 8 * (len(indptr) - 1),
+            f"import tree indptr ends at {indptr[-1]} but there are {len(children)} child indices",
+        )
         ok = False
     for j, c in enumerate(children):
         if c >= nmod:
-            lb.error(child_at + 8 * j, f"child index {c} (entry {j}) is not a module "
-                                       f"(there are {nmod})")
+            lb.error(
+                child_at + 8 * j, f"child index {c} (entry {j}) is not a module (there are {nmod})"
+            )
             ok = False
     if not ok:
         return
     for m in lb.modules:
         i = m.index
-        m.imports = [int(c) for c in children[indptr[i]:indptr[i + 1]]]
+        m.imports = [int(c) for c in children[indptr[i] : indptr[i + 1]]]
         if i in m.imports:
             lb.error(indptr_at + 8 + 8 * i, f"module {i} imports itself")
     # A cycle would make the loader's module objects own each other.
@@ -178,8 +205,7 @@ def _check_tree(lb: LibraryBin, indptr: list[int], indptr_at: int, children: lis
                     stack.append((nxt, iter(lb.modules[nxt].imports)))
 
 
-def encode(modules: list[tuple[str, bytes | None]],
-           tree: list[list[int]] | None = None) -> bytes:
+def encode(modules: list[tuple[str, bytes | None]], tree: list[list[int]] | None = None) -> bytes:
     """Build a library_bin image (used by tests and fixtures): `modules` is a
     list of (kind, blob bytes or None for "_lib"), `tree` a list of child-index
     lists (default: module 0 imports all the others)."""

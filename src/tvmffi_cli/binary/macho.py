@@ -18,8 +18,15 @@ if TYPE_CHECKING:
     from .model import FileData
 
 CPU_ABI64 = 0x01000000
-CPUS = {7: "i386", 7 | CPU_ABI64: "x86_64", 12: "arm", 12 | CPU_ABI64: "arm64",
-        12 | 0x02000000: "arm64_32", 18: "ppc", 18 | CPU_ABI64: "ppc64"}
+CPUS = {
+    7: "i386",
+    7 | CPU_ABI64: "x86_64",
+    12: "arm",
+    12 | CPU_ABI64: "arm64",
+    12 | 0x02000000: "arm64_32",
+    18: "ppc",
+    18 | CPU_ABI64: "ppc64",
+}
 FILETYPES = {1: "object", 2: "executable", 6: "shared", 8: "bundle"}
 
 LC_SEGMENT, LC_SYMTAB, LC_SEGMENT_64 = 0x1, 0x2, 0x19
@@ -81,10 +88,12 @@ class MachOBinary(Binary):
             else:
                 cpu, _sub, off, size, _al = struct.unpack_from(">iiIII", d, o)
             if off >= len(d) or size > len(d) - off:
-                raise FormatError(f"fat Mach-O slice {i} [{off:#x}, +{size:#x}) lies outside "
-                                  f"the file")
-            slices.append({"arch": CPUS.get(cpu & 0xFFFFFFFF, f"cpu-{cpu}"), "offset": off,
-                           "size": size})
+                raise FormatError(
+                    f"fat Mach-O slice {i} [{off:#x}, +{size:#x}) lies outside the file"
+                )
+            slices.append(
+                {"arch": CPUS.get(cpu & 0xFFFFFFFF, f"cpu-{cpu}"), "offset": off, "size": size}
+            )
         self.extra["fat_slices"] = slices
         want = want or _host_arch()
         chosen = next((s for s in slices if s["arch"] == want), slices[0])
@@ -95,7 +104,7 @@ class MachOBinary(Binary):
         end = base + size
         if size < 28:
             raise FormatError("truncated Mach-O header")
-        m = bytes(d[base:base + 4])
+        m = bytes(d[base : base + 4])
         if m in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe"):
             e = "<"
         elif m in (b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"):
@@ -104,16 +113,18 @@ class MachOBinary(Binary):
             raise FormatError("not a Mach-O file")
         self._e = e
         self.bits = 64 if m in (b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf") else 32
-        _mg, cpu, _sub, ftype, ncmds, sizeofcmds, _flags = struct.unpack_from(e + "IiiIIII", d,
-                                                                              base)
+        _mg, cpu, _sub, ftype, ncmds, sizeofcmds, _flags = struct.unpack_from(
+            e + "IiiIIII", d, base
+        )
         self.arch = CPUS.get(cpu & 0xFFFFFFFF, f"cpu-{cpu}")
         self.kind = FILETYPES.get(ftype, "other")
         hdr = 32 if self.bits == 64 else 28
         pos = base + hdr
         cmds_end = pos + sizeofcmds
         if cmds_end > end:
-            raise FormatError(f"Mach-O load commands ({sizeofcmds} bytes) run past the end of "
-                              f"the file")
+            raise FormatError(
+                f"Mach-O load commands ({sizeofcmds} bytes) run past the end of the file"
+            )
         if ncmds > sizeofcmds // 8:
             raise FormatError(f"Mach-O header claims {ncmds} load commands in {sizeofcmds} bytes")
         symtab: tuple[int, ...] | None = None
@@ -147,7 +158,7 @@ class MachOBinary(Binary):
         (off,) = struct.unpack_from(self._e + "I", self.data, pos + 8)
         if off < 12 or off >= cmdsize:
             return None
-        raw = bytes(self.data[pos + off:pos + cmdsize])
+        raw = bytes(self.data[pos + off : pos + cmdsize])
         return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
     def _segment(self, pos: int, cmdsize: int, is64: bool, end: int) -> None:
@@ -159,10 +170,13 @@ class MachOBinary(Binary):
         if cmdsize < hsz:
             raise FormatError(f"segment command at {pos - self._base:#x} is truncated")
         _segname, _va, _vs, _fo, _fs, _maxp, initprot, nsects, _fl = struct.unpack_from(
-            e + segfmt, d, pos + 8)
+            e + segfmt, d, pos + 8
+        )
         if nsects > (cmdsize - hsz) // ssz:
-            raise FormatError(f"segment at {pos - self._base:#x} claims {nsects} sections "
-                              f"that do not fit its command")
+            raise FormatError(
+                f"segment at {pos - self._base:#x} claims {nsects} sections "
+                f"that do not fit its command"
+            )
         for k in range(nsects):
             f = struct.unpack_from(e + secfmt, d, pos + hsz + k * ssz)
             sname = f[0].split(b"\0", 1)[0].decode("latin-1")
@@ -175,10 +189,18 @@ class MachOBinary(Binary):
                 self.problems.append(f"section {sseg},{sname} runs past the end of the file")
                 fsize = max(0, end - abs_off)
             writable = sseg in ("__DATA", "__DATA_DIRTY") or (
-                self.kind != "object" and bool(initprot & 2) and sseg != "__DATA_CONST")
-            s = Section(f"{sseg},{sname}", addr, size, abs_off, fsize,
-                        executable=bool(flags & S_ATTR_CODE), writable=writable,
-                        index=len(self.sections) + 1)  # n_sect counts from 1
+                self.kind != "object" and bool(initprot & 2) and sseg != "__DATA_CONST"
+            )
+            s = Section(
+                f"{sseg},{sname}",
+                addr,
+                size,
+                abs_off,
+                fsize,
+                executable=bool(flags & S_ATTR_CODE),
+                writable=writable,
+                index=len(self.sections) + 1,
+            )  # n_sect counts from 1
             self.sections.append(s)
 
     def _read_nlist(self) -> None:
@@ -195,16 +217,18 @@ class MachOBinary(Binary):
         # Reported, not raised: the headers were fine, so the rest of the
         # report (sections, needed libraries) is still worth showing.
         if so > end or nsyms > (end - so) // esz:
-            self.problems.append(f"LC_SYMTAB claims {nsyms} symbols at {symoff:#x} beyond the "
-                                 f"end of the file")
+            self.problems.append(
+                f"LC_SYMTAB claims {nsyms} symbols at {symoff:#x} beyond the end of the file"
+            )
             return
         if st > end or strsize > end - st:
-            self.problems.append(f"LC_SYMTAB string table [{stroff:#x}, +{strsize:#x}) lies "
-                                 f"outside the file")
+            self.problems.append(
+                f"LC_SYMTAB string table [{stroff:#x}, +{strsize:#x}) lies outside the file"
+            )
             return
-        strtab = bytes(d[st:st + strsize])
+        strtab = bytes(d[st : st + strsize])
         fmt = e + ("IBBHQ" if self.bits == 64 else "IBBHI")
-        raw = bytes(d[so:so + nsyms * esz])
+        raw = bytes(d[so : so + nsyms * esz])
         nsec = len(self.sections)
         for strx, ntype, nsect, ndesc, value in struct.iter_unpack(fmt, raw):
             if ntype & N_STAB or not ntype & N_EXT:
@@ -213,7 +237,7 @@ class MachOBinary(Binary):
                 self.problems.append(f"symbol name offset {strx:#x} is outside the string table")
                 continue
             z = strtab.find(b"\0", strx)
-            name = _strip(strtab[strx:z if z >= 0 else len(strtab)].decode("utf-8", "replace"))
+            name = _strip(strtab[strx : z if z >= 0 else len(strtab)].decode("utf-8", "replace"))
             t = ntype & N_TYPE
             if t == N_UNDF:
                 if name:
@@ -223,9 +247,18 @@ class MachOBinary(Binary):
                 continue
             sec = self.sections[nsect - 1] if 0 < nsect <= nsec else None
             kind = (CODE if sec.executable else DATA) if sec else OTHER
-            self._syms.append(Symbol(name, value, None, kind, sec.name if sec else None,
-                                     bool(sec and sec.writable),
-                                     "weak" if ndesc & N_WEAK_DEF else "global", sec))
+            self._syms.append(
+                Symbol(
+                    name,
+                    value,
+                    None,
+                    kind,
+                    sec.name if sec else None,
+                    bool(sec and sec.writable),
+                    "weak" if ndesc & N_WEAK_DEF else "global",
+                    sec,
+                )
+            )
 
     def _load_symbols(self) -> list[Symbol]:
         self._read_nlist()
@@ -234,4 +267,3 @@ class MachOBinary(Binary):
     def _load_imports(self) -> list[str]:
         self._read_nlist()
         return cast("list[str]", self._undef)
-

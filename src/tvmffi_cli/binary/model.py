@@ -30,8 +30,19 @@ OTHER = "other"
 class Section:
     """A mapped piece of the file: [addr, addr+size) lives at file [offset, offset+filesize)."""
 
-    __slots__ = ("name", "addr", "size", "offset", "filesize", "executable", "writable", "index",
-                 "type", "link", "entsize")
+    __slots__ = (
+        "name",
+        "addr",
+        "size",
+        "offset",
+        "filesize",
+        "executable",
+        "writable",
+        "index",
+        "type",
+        "link",
+        "entsize",
+    )
 
     name: str
     addr: int
@@ -45,9 +56,17 @@ class Section:
     link: int
     entsize: int
 
-    def __init__(self, name: str, addr: int, size: int, offset: int, filesize: int,
-                 executable: bool = False, writable: bool = False,
-                 index: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        addr: int,
+        size: int,
+        offset: int,
+        filesize: int,
+        executable: bool = False,
+        writable: bool = False,
+        index: int | None = None,
+    ) -> None:
         self.name = name
         self.addr = addr
         self.size = size
@@ -81,9 +100,17 @@ class Symbol:
     binding: str
     _sec: Section | None
 
-    def __init__(self, name: str, value: int, size: int | None, kind: str,
-                 section: str | None = None, writable: bool = False, binding: str = "global",
-                 sec: Section | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        value: int,
+        size: int | None,
+        kind: str,
+        section: str | None = None,
+        writable: bool = False,
+        binding: str = "global",
+        sec: Section | None = None,
+    ) -> None:
         self.name = name
         self.value = value
         self.size = size
@@ -94,8 +121,15 @@ class Symbol:
         self._sec = sec  # the Section object, used to map to a file offset
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.value, "size": self.size, "kind": self.kind,
-                "section": self.section, "writable": self.writable, "binding": self.binding}
+        return {
+            "name": self.name,
+            "address": self.value,
+            "size": self.size,
+            "kind": self.kind,
+            "section": self.section,
+            "writable": self.writable,
+            "binding": self.binding,
+        }
 
     def __repr__(self) -> str:
         return f"Symbol({self.name!r}, {self.value:#x}, size={self.size}, {self.kind})"
@@ -113,12 +147,18 @@ class Binary:
         self.arch = "unknown"
         self.bits = 64
         self.kind = "shared"  # shared | executable | object | other
-        self.needed: list[str] = []  # libraries the loader must find (DT_NEEDED, DLL imports, LC_LOAD_DYLIB)
+        self.needed: list[
+            str
+        ] = []  # libraries the loader must find (DT_NEEDED, DLL imports, LC_LOAD_DYLIB)
         self.soname: str | None = None
         self.sections: list[Section] = []
         self.warnings: list[str] = []  # oddities that do not make the file malformed
-        self.problems: list[str] = []  # malformations the reader worked around (truncated sections...)
-        self.extra: dict[str, Any] = {}  # format-specific facts for the JSON output (fat slices, ...)
+        self.problems: list[
+            str
+        ] = []  # malformations the reader worked around (truncated sections...)
+        self.extra: dict[
+            str, Any
+        ] = {}  # format-specific facts for the JSON output (fat slices, ...)
         self._symbols: list[Symbol] | None = None
         self._by_name: dict[str, Symbol] | None = None
         self._imports: list[str] | None = None
@@ -200,7 +240,7 @@ class Binary:
             n = min(n, limit)
         if n <= 0 or off >= len(self.data):
             return b""
-        return bytes(self.data[off:off + n])
+        return bytes(self.data[off : off + n])
 
     def close(self) -> None:
         closer = getattr(self.data, "close", None)

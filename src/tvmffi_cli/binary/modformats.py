@@ -75,8 +75,10 @@ def _skip_funcs(r: Reader, n: int, dtype_as_str: bool, extra_tags: bool) -> None
             k = u64(pos)
             pos += 8
             if k > end - pos:
-                raise LibBinError(pos - 8, f"function map: string of {k} bytes at offset {pos - 8} "
-                                           "runs past the end")
+                raise LibBinError(
+                    pos - 8,
+                    f"function map: string of {k} bytes at offset {pos - 8} runs past the end",
+                )
             pos += k
         for vec in (0, 1, 2):  # arg types, launch param tags, arg extra tags
             if vec == 2 and not extra_tags:
@@ -85,19 +87,23 @@ def _skip_funcs(r: Reader, n: int, dtype_as_str: bool, extra_tags: bool) -> None
             pos += 8
             if vec == 0 and not dtype_as_str or vec == 2:
                 if 4 * k > end - pos:
-                    raise LibBinError(pos - 8, f"function map: count {k} at offset {pos - 8} "
-                                               "runs past the end")
+                    raise LibBinError(
+                        pos - 8, f"function map: count {k} at offset {pos - 8} runs past the end"
+                    )
                 pos += 4 * k
                 continue
             if k > (end - pos) // 8:
-                raise LibBinError(pos - 8, f"function map: count {k} at offset {pos - 8} "
-                                           "runs past the end")
+                raise LibBinError(
+                    pos - 8, f"function map: count {k} at offset {pos - 8} runs past the end"
+                )
             for _t in range(k):
                 m = u64(pos)
                 pos += 8
                 if m > end - pos:
-                    raise LibBinError(pos - 8, f"function map: string of {m} bytes at offset "
-                                               f"{pos - 8} runs past the end")
+                    raise LibBinError(
+                        pos - 8,
+                        f"function map: string of {m} bytes at offset {pos - 8} runs past the end",
+                    )
                 pos += m
     r.pos = pos
 
@@ -113,9 +119,15 @@ def _fmap(r: Reader, dtype_as_str: bool, extra_tags: bool) -> list[dict[str, Any
         funcs.append(info)
     if n > FUNC_DETAIL_CAP:
         _skip_funcs(r, n - FUNC_DETAIL_CAP, dtype_as_str, extra_tags)
-        funcs.append({"name": f"... {n - FUNC_DETAIL_CAP} more functions (not decoded: "
-                              f"the first {FUNC_DETAIL_CAP} are shown)",
-                      "arg_types": [], "launch_param_tags": [], "omitted": n - FUNC_DETAIL_CAP})
+        funcs.append(
+            {
+                "name": f"... {n - FUNC_DETAIL_CAP} more functions (not decoded: "
+                f"the first {FUNC_DETAIL_CAP} are shown)",
+                "arg_types": [],
+                "launch_param_tags": [],
+                "omitted": n - FUNC_DETAIL_CAP,
+            }
+        )
     return funcs
 
 
@@ -157,7 +169,11 @@ def _tail_shader_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
     return {"payload_size": total, "shaders": names, PARTS: parts}, None
 
 
-TAILS: dict[str, Tail] = {"bytes": _tail_bytes, "source_map": _tail_source_map, "shader_map": _tail_shader_map}
+TAILS: dict[str, Tail] = {
+    "bytes": _tail_bytes,
+    "source_map": _tail_source_map,
+    "shader_map": _tail_shader_map,
+}
 
 
 def _tails_for(kind: str) -> tuple[str, ...]:
@@ -191,7 +207,8 @@ def decode_gpu(kind: str, blob: bytes) -> tuple[dict[str, Any], bytes | None]:
             out.update(details)
             if as_str or not extra:
                 out["layout"] = ("dtype strings" if as_str else "dtype structs") + (
-                    "" if extra else ", no arg_extra_tags")
+                    "" if extra else ", no arg_extra_tags"
+                )
             return out, payload
     raise first_err or LibBinError(0, "empty blob")
 
@@ -228,16 +245,21 @@ def analyze_payload(data: bytes | bytearray | memoryview) -> dict[str, Any]:
     return {"type": "binary"}
 
 
-def decode(kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]],
-           index: int) -> dict[str, Any]:
+def decode(
+    kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]], index: int
+) -> dict[str, Any]:
     """Details of one module's blob for the JSON/tree output. Problems are
     appended to `errors` with offsets relative to the library_bin symbol."""
     if kind in GPU_KINDS:
         try:
             details, payload = decode_gpu(kind, blob)
         except LibBinError as e:
-            errors.append({"offset": base_offset + e.offset,
-                           "message": f"module {index} ({kind}): cannot decode: {e.message}"})
+            errors.append(
+                {
+                    "offset": base_offset + e.offset,
+                    "message": f"module {index} ({kind}): cannot decode: {e.message}",
+                }
+            )
             d = {"size": len(blob), "preview": preview(blob)}
             return d
         details.pop(PARTS, None)
@@ -249,10 +271,11 @@ def decode(kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]
     return {"size": len(blob), "preview": preview(blob)}
 
 
-def encode_gpu(fmt: str | bytes,
-               functions: list[tuple[str | bytes, list[tuple[int, int, int]], list[str | bytes],
-                                     list[int]]],
-               payload: str | bytes) -> bytes:
+def encode_gpu(
+    fmt: str | bytes,
+    functions: list[tuple[str | bytes, list[tuple[int, int, int]], list[str | bytes], list[int]]],
+    payload: str | bytes,
+) -> bytes:
     """Serialise a GPU module the way TVM does (for tests and fixtures).
     functions: list of (name, [(code, bits, lanes)], [tags], [extra tags])."""
 

@@ -27,9 +27,12 @@ class PeBinary(Binary):
 
         try:
             pe = pefile.PE(data=bytes(data), fast_load=True)
-            pe.parse_data_directories(directories=[
-                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"],
-                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]])
+            pe.parse_data_directories(
+                directories=[
+                    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"],
+                    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+                ]
+            )
         except pefile.PEFormatError as e:
             raise FormatError(f"malformed PE file: {e.value if hasattr(e, 'value') else e}")
         self.arch = MACHINES.get(pe.FILE_HEADER.Machine, f"machine-{pe.FILE_HEADER.Machine:#x}")
@@ -45,9 +48,18 @@ class PeBinary(Binary):
                 self.problems.append(f"section {name} runs past the end of the file; truncated")
                 fsize = max(0, n - off) if off <= n else 0
             ch = s.Characteristics
-            self.sections.append(Section(name, s.VirtualAddress, vsize, off, fsize,
-                                         executable=bool(ch & (SCN_EXECUTE | SCN_CODE)),
-                                         writable=bool(ch & SCN_WRITE), index=i + 1))
+            self.sections.append(
+                Section(
+                    name,
+                    s.VirtualAddress,
+                    vsize,
+                    off,
+                    fsize,
+                    executable=bool(ch & (SCN_EXECUTE | SCN_CODE)),
+                    writable=bool(ch & SCN_WRITE),
+                    index=i + 1,
+                )
+            )
         self._exports: list[Symbol] = []
         exp = getattr(pe, "DIRECTORY_ENTRY_EXPORT", None)
         if exp is not None:
@@ -58,10 +70,18 @@ class PeBinary(Binary):
                 if not e.name or e.forwarder:
                     continue
                 sec = self.section_for(e.address)
-                self._exports.append(Symbol(
-                    e.name.decode("utf-8", "replace"), e.address, None,
-                    (CODE if sec.executable else DATA) if sec else DATA,
-                    sec.name if sec else None, bool(sec and sec.writable), "global", sec))
+                self._exports.append(
+                    Symbol(
+                        e.name.decode("utf-8", "replace"),
+                        e.address,
+                        None,
+                        (CODE if sec.executable else DATA) if sec else DATA,
+                        sec.name if sec else None,
+                        bool(sec and sec.writable),
+                        "global",
+                        sec,
+                    )
+                )
         self._imps: list[str] = []
         self.imports_by_dll: dict[str, list[str]] = {}
         for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", []) or []:

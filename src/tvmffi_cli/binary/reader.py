@@ -35,16 +35,20 @@ class Reader:
 
     def u64(self, what: str) -> int:
         if self.remaining < 8:
-            raise LibBinError(self.pos, f"{what}: needs 8 bytes at offset {self.pos}, "
-                                        f"{max(0, self.remaining)} left")
+            raise LibBinError(
+                self.pos,
+                f"{what}: needs 8 bytes at offset {self.pos}, {max(0, self.remaining)} left",
+            )
         v: int = struct.unpack_from("<Q", self.data, self.pos)[0]
         self.pos += 8
         return v
 
     def u32(self, what: str) -> int:
         if self.remaining < 4:
-            raise LibBinError(self.pos, f"{what}: needs 4 bytes at offset {self.pos}, "
-                                        f"{max(0, self.remaining)} left")
+            raise LibBinError(
+                self.pos,
+                f"{what}: needs 4 bytes at offset {self.pos}, {max(0, self.remaining)} left",
+            )
         v: int = struct.unpack_from("<I", self.data, self.pos)[0]
         self.pos += 4
         return v
@@ -55,8 +59,11 @@ class Reader:
         at = self.pos
         n = self.u64(what)
         if item_size and n > self.remaining // item_size:
-            raise LibBinError(at, f"{what}: {'size' if item_size == 1 else 'count'} {n} at offset {at} needs {n * item_size} "
-                                  f"bytes, only {self.remaining} left")
+            raise LibBinError(
+                at,
+                f"{what}: {'size' if item_size == 1 else 'count'} {n} at offset {at} needs {n * item_size} "
+                f"bytes, only {self.remaining} left",
+            )
         return n
 
     def raw(self, what: str) -> tuple[int, bytes]:
@@ -64,7 +71,7 @@ class Reader:
         n = self.count(what, 1)
         at = self.pos
         self.pos += n
-        return at, self.data[at:at + n]
+        return at, self.data[at : at + n]
 
     def str(self, what: str) -> str:
         at, b = self.raw(what)

@@ -40,6 +40,7 @@ _T = TypeVar("_T")
 # ---------------------------------------------------------------------------
 # schema-typed conversion (used in the child, which knows the type schema)
 
+
 def _type_name(t: SchemaType) -> Optional[str]:
     # schema.TypeSpec: .key is the schema's own type key ("ffi.Array"), .name a
     # short alias ("Array"); both spellings are recognised below.
@@ -60,8 +61,9 @@ _FLOAT_TYPES = {"float", "double"}
 _TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
 
 
-def spec_for_type(text: str, typ: SchemaType, cwd: Optional[str] = None,
-                  where: str = "argument") -> Spec:
+def spec_for_type(
+    text: str, typ: SchemaType, cwd: Optional[str] = None, where: str = "argument"
+) -> Spec:
     """Convert positional `text` by a schema type (a TypeSpec with .name/.args or a
     {"type", "args"} dict). Returns a spec; InputError when it does not fit."""
     name = _type_name(typ)
@@ -102,8 +104,9 @@ def spec_for_type(text: str, typ: SchemaType, cwd: Optional[str] = None,
         errors = []
         # Any text fits a string alternative: try it last, so "[1, 2]" is an
         # Array and 5 an int when the variant also has those.
-        for a in sorted(args, key=lambda a: _type_name(a) in ("ffi.String", "str", "String",
-                                                               "std::string")):
+        for a in sorted(
+            args, key=lambda a: _type_name(a) in ("ffi.String", "str", "String", "std::string")
+        ):
             try:
                 return spec_for_type(text, a, cwd, where)
             except InputError as e:
@@ -114,7 +117,9 @@ def spec_for_type(text: str, typ: SchemaType, cwd: Optional[str] = None,
         if name in ("ffi.Shape", "Shape") and text.strip()[:1] != "[":
             return {"kind": "shape", "value": parse_shape(text)}
         return json_for_type(parse_json(text, where), typ, where)
-    raise InputError(f"{label}: cannot pass a value of type {type_label(typ)} from the command line")
+    raise InputError(
+        f"{label}: cannot pass a value of type {type_label(typ)} from the command line"
+    )
 
 
 def _wrap(fn: Callable[[str], _T], text: str, label: str, what: str) -> _T:
@@ -170,8 +175,17 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
         if v is not None:
             raise InputError(f"{label} is not null")
         return {"kind": "none"}
-    if isinstance(v, str) and name not in ("ffi.Array", "ffi.Map", "ffi.Shape", "Array",
-                                           "Map", "Shape", "ffi.List", "ffi.Dict", "Tuple"):
+    if isinstance(v, str) and name not in (
+        "ffi.Array",
+        "ffi.Map",
+        "ffi.Shape",
+        "Array",
+        "Map",
+        "Shape",
+        "ffi.List",
+        "ffi.Dict",
+        "Tuple",
+    ):
         return spec_for_type(v, typ, None, where)
     if name in _STR_TYPES:
         raise InputError(f"{label} is not a string")
@@ -219,7 +233,7 @@ VALUE_FLAGS = {
     "--dtype": "data type (float32, bfloat16, int8x4, bool)",
     "--device": "device (cpu, cuda:1, rocm:0)",
     "--tensor": "tensor: x.npy, x.npz:key, x.npy@bfloat16 (the ml_dtypes type of raw "
-                "elements), or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
+    "elements), or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
     "--shape": "Shape: 2,3 or [2,3]",
     "--value": "any JSON value: list -> Array, object -> Map (nested), numbers, strings, null",
 }
@@ -256,13 +270,14 @@ class ArgvSpec:
     def __init__(self) -> None:
         self.lib: Optional[str] = None
         self.func: Optional[str] = None
-        self.args: List[Spec] = []          # specs, in command-line order
-        self.options: Dict[str, Any] = {}       # option name -> value (True for flags)
+        self.args: List[Spec] = []  # specs, in command-line order
+        self.options: Dict[str, Any] = {}  # option name -> value (True for flags)
         self.help = False
 
 
-def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
-               cwd: Optional[str] = None) -> ArgvSpec:
+def parse_argv(
+    tokens: Sequence[str], options: Mapping[str, bool], cwd: Optional[str] = None
+) -> ArgvSpec:
     """Parse the raw argument tail of a command.
 
     `options` maps each command option ("--json", "--timeout", ...) to whether it
@@ -318,8 +333,9 @@ def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
             else:
                 if eq:
                     raise InputError(f"{name} takes no value")
-                out.options[name] = out.options.get(name, 0) + 1 if name in ("-v", "--verbose") \
-                    else True
+                out.options[name] = (
+                    out.options.get(name, 0) + 1 if name in ("-v", "--verbose") else True
+                )
             continue
         if re.fullmatch(r"-v+", tok) and "-v" in options:
             out.options["-v"] = out.options.get("-v", 0) + len(tok) - 1
@@ -328,8 +344,9 @@ def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
 
         close = difflib.get_close_matches(name, list(options) + list(ARG_FLAGS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError(f"unknown option {name}{hint}; pass a text starting with '-' "
-                         "with --str or after --")
+        raise InputError(
+            f"unknown option {name}{hint}; pass a text starting with '-' with --str or after --"
+        )
     if out.help:
         return out
     if len(words) < 2:
@@ -337,8 +354,10 @@ def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
     out.lib, out.func = words[0], words[1]
     positionals = words[2:]
     if positionals and flagged:
-        raise InputError("mixing positional arguments with typed flags (--int, --tensor, ...) "
-                         "is ambiguous; use one style")
+        raise InputError(
+            "mixing positional arguments with typed flags (--int, --tensor, ...) "
+            "is ambiguous; use one style"
+        )
     if positionals:
         out.args = [infer_positional(w, cwd) for w in positionals]
     return out
@@ -346,4 +365,7 @@ def parse_argv(tokens: Sequence[str], options: Mapping[str, bool],
 
 def _is_number(tok: str) -> bool:
     return bool(_INT_RE.fullmatch(tok) or _FLOAT_RE.fullmatch(tok)) or tok.lower() in (
-        "-inf", "-infinity", "-nan")
+        "-inf",
+        "-infinity",
+        "-nan",
+    )

@@ -75,8 +75,9 @@ def _run(request: Message) -> Message:
         try:
             per_round = request.get("repeat")
             if not per_round:
-                per_round = calibrate(timed, int(request.get("target_round_ns")
-                                                 or DEFAULT_TARGET_ROUND_NS))
+                per_round = calibrate(
+                    timed, int(request.get("target_round_ns") or DEFAULT_TARGET_ROUND_NS)
+                )
             rounds = int(request.get("rounds") or DEFAULT_ROUNDS)
             timed(per_round, 1)  # warm-up: caches, branch predictors, lazy binding
             round_ns = timed(per_round, rounds)
@@ -86,11 +87,20 @@ def _run(request: Message) -> Message:
         for h in owned:
             rt.TVMFFIObjectDecRef(h)
     per_call = [r / per_round for r in round_ns]
-    return {"status": "ok", "resolved": resolved, "calls": per_round * rounds,
-            "timer": "c" if "tvmffi_rt_time_calls" in rt.rt else "ctypes",
-            "calls_per_round": per_round, "rounds": rounds, "round_ns": round_ns,
-            "ns_per_call": {"min": min(per_call), "median": statistics.median(per_call),
-                            "max": max(per_call)}}
+    return {
+        "status": "ok",
+        "resolved": resolved,
+        "calls": per_round * rounds,
+        "timer": "c" if "tvmffi_rt_time_calls" in rt.rt else "ctypes",
+        "calls_per_round": per_round,
+        "rounds": rounds,
+        "round_ns": round_ns,
+        "ns_per_call": {
+            "min": min(per_call),
+            "median": statistics.median(per_call),
+            "max": max(per_call),
+        },
+    }
 
 
 def _ctypes_timer(rt: Any) -> Callable[..., int]:

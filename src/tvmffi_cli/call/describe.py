@@ -37,13 +37,33 @@ MAX_DEPTH = 64
 MAX_STR = 1 << 20
 
 # Type names of descriptions, in the order the docs list them.
-TYPES = ("None", "bool", "int", "float", "str", "bytes", "void*", "DataType", "Device",
-         "Shape", "Array", "List", "Map", "Dict", "Tensor", "DLTensor*", "Function", "Module",
-         "Error", "Object")
+TYPES = (
+    "None",
+    "bool",
+    "int",
+    "float",
+    "str",
+    "bytes",
+    "void*",
+    "DataType",
+    "Device",
+    "Shape",
+    "Array",
+    "List",
+    "Map",
+    "Dict",
+    "Tensor",
+    "DLTensor*",
+    "Function",
+    "Module",
+    "Error",
+    "Object",
+)
 
 
 # ---------------------------------------------------------------------------
 # child side
+
 
 def describe(value: object, depth: int = 0) -> Desc:
     """A JSON-able description of a decoded value (see module doc)."""
@@ -66,8 +86,7 @@ def describe(value: object, depth: int = 0) -> Desc:
         return {"type": "DataType", "value": str(value)}
     if isinstance(value, str):
         if len(value) > MAX_STR:
-            return {"type": "str", "value": value[:MAX_STR], "truncated": True,
-                    "size": len(value)}
+            return {"type": "str", "value": value[:MAX_STR], "truncated": True, "size": len(value)}
         return {"type": "str", "value": value}
     if isinstance(value, (bytes, bytearray)):
         data = bytes(value)
@@ -82,8 +101,10 @@ def describe(value: object, depth: int = 0) -> Desc:
     if isinstance(value, objects.Shape):
         return {"type": "Shape", "value": [int(x) for x in value]}
     if isinstance(value, (list, tuple)):
-        d = {"type": "List" if isinstance(value, objects.List) else "Array",
-             "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]]}
+        d = {
+            "type": "List" if isinstance(value, objects.List) else "Array",
+            "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]],
+        }
         if len(value) > MAX_ITEMS:
             d["truncated"] = True
             d["size"] = len(value)
@@ -102,8 +123,12 @@ def describe(value: object, depth: int = 0) -> Desc:
     if isinstance(value, values.Tensor):
         return describe_tensor(value)
     if isinstance(value, ffi_errors.FFIErrorBase):
-        return {"type": "Error", "kind": value.kind, "message": value.message,
-                "backtrace": value.backtrace or ""}
+        return {
+            "type": "Error",
+            "kind": value.kind,
+            "message": value.message,
+            "backtrace": value.backtrace or "",
+        }
     if isinstance(value, values.Function):
         return {"type": "Function", "type_key": "ffi.Function"}
     if isinstance(value, values.Module):
@@ -155,8 +180,9 @@ def describe_tensor(t: Any) -> Desc:
         d["shape"] = [int(x) for x in t.shape]
         st = t.strides
         # Explicit row-major strides say nothing more than NULL ones.
-        d["strides"] = None if st is None or list(st) == _compact_strides(d["shape"]) \
-            else [int(x) for x in st]
+        d["strides"] = (
+            None if st is None or list(st) == _compact_strides(d["shape"]) else [int(x) for x in st]
+        )
         d["device"] = str(t.device)
     except Exception as e:
         d["error"] = f"unreadable tensor: {e}"
@@ -178,18 +204,22 @@ def _compact_strides(shape: list[int]) -> list[int]:
     return out[::-1]
 
 
-def describe_array(arr: npt.NDArray[Any], type_name: str = "DLTensor*",
-                   device: str = "cpu:0") -> Desc:
+def describe_array(
+    arr: npt.NDArray[Any], type_name: str = "DLTensor*", device: str = "cpu:0"
+) -> Desc:
     """Description of a NumPy array we passed as an argument (after the call)."""
     from . import literals
 
     code, bits, lanes = _dl_of_numpy(arr.dtype)
     itemsize = arr.itemsize or 1
     compact = arr.flags.c_contiguous
-    d: Desc = {"type": type_name, "dtype": literals.dtype_str(code, bits, lanes),  # type: ignore[attr-defined]
-         "shape": [int(x) for x in arr.shape],
-         "strides": None if compact else [int(s) // itemsize for s in arr.strides],
-         "device": device}
+    d: Desc = {
+        "type": type_name,
+        "dtype": literals.dtype_str(code, bits, lanes),  # type: ignore[attr-defined]
+        "shape": [int(x) for x in arr.shape],
+        "strides": None if compact else [int(s) // itemsize for s in arr.strides],
+        "device": device,
+    }
     _add_values(d, arr)
     return d
 
@@ -230,6 +260,7 @@ def _json_data(v: object) -> Any:
 # ---------------------------------------------------------------------------
 # parent side: JSON
 
+
 def to_json(d: Desc) -> Any:
     """The plain JSON value of a description."""
     t = d.get("type")
@@ -256,11 +287,17 @@ def to_json(d: Desc) -> Any:
     if t == "Module":
         return {"type": "ffi.Module", "kind": d.get("kind")}
     if t == "Error":
-        return {"type": "ffi.Error", "kind": d.get("kind"), "message": d.get("message"),
-                "backtrace": d.get("backtrace", "")}
+        return {
+            "type": "ffi.Error",
+            "kind": d.get("kind"),
+            "message": d.get("message"),
+            "backtrace": d.get("backtrace", ""),
+        }
     if t == "Object":
-        return {"type": d.get("type_key"),
-                "fields": {k: to_json(v) for k, v in d.get("fields", {}).items()}}
+        return {
+            "type": d.get("type_key"),
+            "fields": {k: to_json(v) for k, v in d.get("fields", {}).items()},
+        }
     return None
 
 
@@ -273,6 +310,7 @@ def _json_key(k: Desc) -> str:
 
 # ---------------------------------------------------------------------------
 # parent side: text
+
 
 def tensor_header(d: Desc) -> str:
     shape = ", ".join(str(x) for x in d.get("shape", []))
@@ -308,13 +346,20 @@ def to_text(d: Desc, indent: int = 0) -> str:
         return str(d.get("value"))
     if t == "float":
         v = d.get("value")
-        return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, repr(v)) \
-            if isinstance(v, str) else repr(v)
+        return (
+            {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, repr(v))
+            if isinstance(v, str)
+            else repr(v)
+        )
     if t == "str":
         return _quote(d.get("value", "")) + (" ..." if d.get("truncated") else "")
     if t == "bytes":
         raw = base64.b64decode(d.get("base64", ""))
-        return "b" + repr(raw)[1:] if len(raw) <= 64 else f"<{d.get('size')} bytes> {raw[:32].hex()}..."
+        return (
+            "b" + repr(raw)[1:]
+            if len(raw) <= 64
+            else f"<{d.get('size')} bytes> {raw[:32].hex()}..."
+        )
     if t in ("DataType", "Device", "void*"):
         return str(d.get("value"))
     if t == "Shape":
@@ -329,7 +374,9 @@ def to_text(d: Desc, indent: int = 0) -> str:
         inner = ",\n".join(pad + "  " + p for p in parts)
         return "[\n" + inner + (",\n" + pad + "  ..." if more else "") + "\n" + pad + "]"
     if t in ("Map", "Dict"):
-        parts = [f"{to_text(k, indent + 2)}: {to_text(v, indent + 2)}" for k, v in d.get("items", [])]
+        parts = [
+            f"{to_text(k, indent + 2)}: {to_text(v, indent + 2)}" for k, v in d.get("items", [])
+        ]
         flat = "{" + ", ".join(parts) + "}"
         if len(flat) <= 80 and "\n" not in flat:
             return flat
@@ -357,7 +404,9 @@ def to_text(d: Desc, indent: int = 0) -> str:
         flat = f"{d.get('type_key')}(" + ", ".join(parts) + ")"
         if len(flat) <= 80 and "\n" not in flat:
             return flat
-        return f"{d.get('type_key')}(\n" + ",\n".join(pad + "  " + p for p in parts) + "\n" + pad + ")"
+        return (
+            f"{d.get('type_key')}(\n" + ",\n".join(pad + "  " + p for p in parts) + "\n" + pad + ")"
+        )
     return "?"
 
 

@@ -40,8 +40,9 @@ class ChildFailure:
         return error_json(self.kind, self.message, None, **self.extra)
 
 
-def parse_timeout(text: str | float | None, default: float = DEFAULT_TIMEOUT,
-                  flag: str = "--timeout") -> float:
+def parse_timeout(
+    text: str | float | None, default: float = DEFAULT_TIMEOUT, flag: str = "--timeout"
+) -> float:
     """Seconds as a positive finite float (InputError otherwise)."""
     if text is None:
         return default
@@ -54,9 +55,16 @@ def parse_timeout(text: str | float | None, default: float = DEFAULT_TIMEOUT,
     return v
 
 
-def make_request(lib: str | os.PathLike[str], func: str, args: list[dict[str, Any]], *,
-                 timeout: str | float | None = None, runtime: str | os.PathLike[str] | None = None,
-                 tensor_mode: str = "dltensor", cwd: str | None = None) -> dict[str, Any]:
+def make_request(
+    lib: str | os.PathLike[str],
+    func: str,
+    args: list[dict[str, Any]],
+    *,
+    timeout: str | float | None = None,
+    runtime: str | os.PathLike[str] | None = None,
+    tensor_mode: str = "dltensor",
+    cwd: str | None = None,
+) -> dict[str, Any]:
     """The request of call.task/call.bench_task: library, function, argument
     specs (call.literals), runtime and timeout. InputError for a missing file."""
     path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
@@ -64,8 +72,13 @@ def make_request(lib: str | os.PathLike[str], func: str, args: list[dict[str, An
         raise InputError(f"{os.fspath(lib)}: no such file")
     if tensor_mode not in TENSOR_MODES:
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
-    request: dict[str, Any] = {"path": path, "func": func, "args": args,
-                               "cwd": cwd or os.getcwd(), "tensor_mode": tensor_mode}
+    request: dict[str, Any] = {
+        "path": path,
+        "func": func,
+        "args": args,
+        "cwd": cwd or os.getcwd(),
+        "tensor_mode": tensor_mode,
+    }
     from ..binary import open_binary, require_library
     from ..ffi.hosts import choose_runtime
 
@@ -118,18 +131,28 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         reads = [inputs, *load_read_paths(request["path"]), request["path"]]
         if request.get("runtime"):
             reads.append(request["runtime"])
-        with sandbox.Worker(runtime=request.get("runtime"), read_paths=reads,
-                            write_paths=[stage] if stage else [],
-                            cpu_limit=sandbox.cpu_seconds(timeout)) as w:
+        with sandbox.Worker(
+            runtime=request.get("runtime"),
+            read_paths=reads,
+            write_paths=[stage] if stage else [],
+            cpu_limit=sandbox.cpu_seconds(timeout),
+        ) as w:
             # The library is loaded by a request of its own first, so a library
             # that raises or aborts while loading is reported as the load.
-            loaded = w.call(task.split(".")[0] + ".task",
-                            {"phase": "load", "path": request["path"],
-                             "runtime": request.get("runtime"),
-                             "tensor_mode": request.get("tensor_mode")}, timeout)
+            loaded = w.call(
+                task.split(".")[0] + ".task",
+                {
+                    "phase": "load",
+                    "path": request["path"],
+                    "runtime": request.get("runtime"),
+                    "tensor_mode": request.get("tensor_mode"),
+                },
+                timeout,
+            )
             if isinstance(loaded, dict) and loaded.get("status") == "load_failed":
-                return ChildFailure("LoadError", f"{lib_name}: failed while loading: "
-                                                 f"{loaded.get('message', '')}")
+                return ChildFailure(
+                    "LoadError", f"{lib_name}: failed while loading: {loaded.get('message', '')}"
+                )
             if isinstance(loaded, dict) and loaded.get("status") == "input_error":
                 reply = loaded
             else:
@@ -137,8 +160,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
                 reply = w.call(task, request, timeout)
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
-            reply["published"] = files.publish_outputs(stage, str(final_out), reply["files"],
-                                                       bool(request.get("force")))
+            reply["published"] = files.publish_outputs(
+                stage, str(final_out), reply["files"], bool(request.get("force"))
+            )
     except sandbox.ChannelTampered as e:
         return ChildFailure("Tampered", f"{func}: {e}")
     except sandbox.ChildCrashed as e:
@@ -149,8 +173,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             from ..ffi.hosts import library_message
 
             said = library_message(getattr(e, "stderr", "") or "")
-            msg = (f"{lib_name} crashed the worker process ({how}) while loading"
-                   + (f": {said}" if said else ""))
+            msg = f"{lib_name} crashed the worker process ({how}) while loading" + (
+                f": {said}" if said else ""
+            )
         if isinstance(e, sandbox.MemoryLimitExceeded):
             msg = f"{func}: {e}"
         extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
@@ -179,6 +204,7 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
 # ---------------------------------------------------------------------------
 # The --json documents (schemas/call.schema.json, bench.schema.json)
 
+
 def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
     """The --json document of a successful call."""
     from . import describe as values
@@ -190,8 +216,10 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
         "resolved": reply.get("resolved"),
         "type": result.get("type"),
         "result": values.to_json(result),
-        "args": [{"index": i, "type": a.get("type"), "value": values.to_json(a)}
-                 for i, a in enumerate(reply.get("args", []))],
+        "args": [
+            {"index": i, "type": a.get("type"), "value": values.to_json(a)}
+            for i, a in enumerate(reply.get("args", []))
+        ],
         "call_ns": reply.get("call_ns"),
     }
     if "files" in reply:
@@ -201,8 +229,9 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
     return doc
 
 
-def error_json(kind: str, message: str, backtrace: str | None = None,
-               **extra: Any) -> dict[str, Any]:
+def error_json(
+    kind: str, message: str, backtrace: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
     err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
     err.update(extra)

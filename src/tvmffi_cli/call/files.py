@@ -69,8 +69,9 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-def publish_outputs(stage: str, out_dir: str, files: list[dict[str, Any]],
-                    force: bool) -> list[dict[str, Any]]:
+def publish_outputs(
+    stage: str, out_dir: str, files: list[dict[str, Any]], force: bool
+) -> list[dict[str, Any]]:
     """Check the staged files against the hashes the worker reported and put
     them into out_dir. Returns the file entries with their final paths."""
     os.makedirs(out_dir, exist_ok=True)
@@ -82,12 +83,17 @@ def publish_outputs(stage: str, out_dir: str, files: list[dict[str, Any]],
             continue
         name = os.path.basename(str(staged))
         staged_file = os.path.join(stage, name)
-        if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage) or \
-                not os.path.isfile(staged_file) or os.path.islink(staged_file):
+        if (
+            os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage)
+            or not os.path.isfile(staged_file)
+            or os.path.islink(staged_file)
+        ):
             raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
         if sha256_file(staged_file) != f.get("sha256"):
-            raise CheckFailed(f"--out: {name} changed after tvmffi wrote it (the library "
-                              "rewrote its output); nothing written")
+            raise CheckFailed(
+                f"--out: {name} changed after tvmffi wrote it (the library "
+                "rewrote its output); nothing written"
+            )
         checked.append((f, staged_file, os.path.join(out_dir, name)))
     out = []
     for f, maybe_src, maybe_dst in checked:

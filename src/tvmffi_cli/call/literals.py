@@ -44,7 +44,9 @@ Array = Any
 # scalars
 
 _INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*)")
-_FLOAT_RE = re.compile(r"[+-]?([0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*|[0-9][0-9_]*)([eE][+-]?[0-9]+)?")
+_FLOAT_RE = re.compile(
+    r"[+-]?([0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*|[0-9][0-9_]*)([eE][+-]?[0-9]+)?"
+)
 
 
 def parse_int(text: str) -> int:
@@ -139,22 +141,30 @@ def parse_tensor_literal(text: str) -> Optional[Spec]:
     # The pattern admits "2 3" (space inside one dimension) and digit runs
     # past int()'s limit; both are bad dimensions, not a ValueError.
     if any(not re.fullmatch(r"[0-9]{1,19}", d) for d in dims):
-        raise InputError(f"bad tensor literal {_short(text)}: each dimension is a number "
-                         "below 10**19")
+        raise InputError(
+            f"bad tensor literal {_short(text)}: each dimension is a number below 10**19"
+        )
     shape = [int(d) for d in dims]
     if len(shape) > 32:
         raise InputError(f"bad tensor literal {text!r}: more than 32 dimensions")
     fill = fill or "zeros"
     if fill not in TENSOR_FILLS:
-        raise InputError(f"bad tensor literal {text!r}: fill must be one of {', '.join(TENSOR_FILLS)}")
+        raise InputError(
+            f"bad tensor literal {text!r}: fill must be one of {', '.join(TENSOR_FILLS)}"
+        )
     n = 1
     for d in shape:
         n *= d
     if n * max(bits * lanes, 8) // 8 > MAX_LITERAL_BYTES:
         raise InputError(f"tensor literal {text!r} is larger than 1 TiB")
     numpy_dtype_name(code, bits, lanes, what=f"tensor literal {text!r}")
-    return {"kind": "tensor", "source": "literal", "dtype": dtype_str(code, bits, lanes),
-            "shape": shape, "fill": fill}
+    return {
+        "kind": "tensor",
+        "source": "literal",
+        "dtype": dtype_str(code, bits, lanes),
+        "shape": shape,
+        "fill": fill,
+    }
 
 
 def numpy_dtype_name(code: int, bits: int, lanes: int, what: str = "tensor") -> str:
@@ -175,8 +185,10 @@ def numpy_dtype_name(code: int, bits: int, lanes: int, what: str = "tensor") -> 
             return f"complex{bits}"
         if code == 6 and bits == 8:
             return "bool"
-    raise InputError(f"{what}: dtype {dtype_str(code, bits, lanes)} has no NumPy equivalent "
-                     "(use a .npy file of a NumPy dtype)")
+    raise InputError(
+        f"{what}: dtype {dtype_str(code, bits, lanes)} has no NumPy equivalent "
+        "(use a .npy file of a NumPy dtype)"
+    )
 
 
 def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
@@ -213,12 +225,16 @@ def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
         if key is None:
             keys = npz_keys(path)
             if len(keys) != 1:
-                raise InputError(f"--tensor {text}: pick one array with {path_txt}:KEY "
-                                 f"(keys: {', '.join(keys) or 'none'})")
+                raise InputError(
+                    f"--tensor {text}: pick one array with {path_txt}:KEY "
+                    f"(keys: {', '.join(keys) or 'none'})"
+                )
             key = keys[0]
         elif key not in npz_keys(path):
-            raise InputError(f"--tensor {text}: no array {key!r} in {path_txt} "
-                             f"(keys: {', '.join(npz_keys(path)) or 'none'})")
+            raise InputError(
+                f"--tensor {text}: no array {key!r} in {path_txt} "
+                f"(keys: {', '.join(npz_keys(path)) or 'none'})"
+            )
         return {"kind": "tensor", "source": "npz", "path": path, "key": key}
     raise FormatError(f"--tensor {text}: not a .npy or .npz file")
 
@@ -233,8 +249,9 @@ def npz_keys(path: str) -> List[str]:
         raise FormatError(f"{path}: not a readable .npz file ({e})") from None
 
 
-def _npy_header_ml(fp: IO[bytes], what: str,
-                   spec: dict[str, Any]) -> tuple[tuple[int, ...], bool, Any, str | None]:
+def _npy_header_ml(
+    fp: IO[bytes], what: str, spec: dict[str, Any]
+) -> tuple[tuple[int, ...], bool, Any, str | None]:
     """Read a .npy header, ml_dtypes files included (raw "<V2"/"<V1"/"<f1"
     descrs, or one naming the type) -> (shape, fortran, dtype, note)."""
     from ..ffi import mldtypes
@@ -268,11 +285,19 @@ def load_tensor(spec: Spec) -> Array:
         _check_plain_dtype(dtype, path)
         need = dtype.itemsize * _prod(shape)
         if offset + need > size:
-            raise FormatError(f"{path}: header says {need} data bytes, the file holds {size - offset}")
+            raise FormatError(
+                f"{path}: header says {need} data bytes, the file holds {size - offset}"
+            )
         if need == 0:
             return np.zeros(shape, dtype=dtype, order="F" if fortran else "C")
-        return np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=tuple(shape),
-                         order="F" if fortran else "C")
+        return np.memmap(
+            path,
+            dtype=dtype,
+            mode="c",
+            offset=offset,
+            shape=tuple(shape),
+            order="F" if fortran else "C",
+        )
     if src == "npz":
         import zipfile
 
@@ -281,19 +306,26 @@ def load_tensor(spec: Spec) -> Array:
                 info = z.getinfo(spec["key"] + ".npy")
                 with z.open(info) as f:
                     shape, fortran, dtype, spec["assumed"] = _npy_header_ml(
-                        f, f"{path}:{spec['key']}", spec)
+                        f, f"{path}:{spec['key']}", spec
+                    )
                     _check_plain_dtype(dtype, f"{path}:{spec['key']}")
                     need = dtype.itemsize * _prod(shape)
                     # The uncompressed member size bounds the allocation: a header
                     # claiming more data than the member holds is rejected first.
                     if need > info.file_size:
-                        raise FormatError(f"{path}:{spec['key']}: header says {need} data "
-                                          f"bytes, the member holds {info.file_size}")
+                        raise FormatError(
+                            f"{path}:{spec['key']}: header says {need} data "
+                            f"bytes, the member holds {info.file_size}"
+                        )
                     arr = np.empty(_prod(shape), dtype=dtype)
-                    view = memoryview(cast(Any, arr.view(np.uint8).reshape(-1)))  # numpy types no __buffer__ before 3.12
+                    view = memoryview(
+                        cast(Any, arr.view(np.uint8).reshape(-1))
+                    )  # numpy types no __buffer__ before 3.12
                     got = 0
                     while got < need:
-                        n = cast(zipfile.ZipExtFile, f).readinto(view[got:got + (1 << 24)])  # what z.open() returns
+                        n = cast(zipfile.ZipExtFile, f).readinto(
+                            view[got : got + (1 << 24)]
+                        )  # what z.open() returns
                         if not n:
                             raise FormatError(f"{path}:{spec['key']}: truncated array data")
                         got += n
@@ -340,15 +372,19 @@ def make_literal_tensor(spec: Spec) -> Array:
             if dt.kind == "b":
                 return rng.integers(0, 2, shape).astype(dt)
             info = np.iinfo(dt)
-            return rng.integers(max(info.min, -100), min(info.max, 100), shape,
-                                endpoint=True).astype(dt)
+            return rng.integers(
+                max(info.min, -100), min(info.max, 100), shape, endpoint=True
+            ).astype(dt)
     except MemoryError:
-        raise InputError(f"tensor literal {spec['dtype']}{list(shape)}: not enough memory") from None
+        raise InputError(
+            f"tensor literal {spec['dtype']}{list(shape)}: not enough memory"
+        ) from None
     raise InputError(f"unknown tensor fill {fill!r}")
 
 
 # ---------------------------------------------------------------------------
 # JSON values -> specs
+
 
 def json_to_spec(v: Any, where: str = "value") -> Spec:
     """A decoded JSON value -> spec: list -> Array, object -> Map, nested."""
@@ -367,8 +403,10 @@ def json_to_spec(v: Any, where: str = "value") -> Spec:
     if isinstance(v, list):
         return {"kind": "array", "items": [json_to_spec(x, where) for x in v]}
     if isinstance(v, dict):
-        return {"kind": "map", "items": [[{"kind": "str", "value": k}, json_to_spec(x, where)]
-                                         for k, x in v.items()]}
+        return {
+            "kind": "map",
+            "items": [[{"kind": "str", "value": k}, json_to_spec(x, where)] for k, x in v.items()],
+        }
     raise InputError(f"{where}: unsupported JSON value {v!r}")
 
 
@@ -452,8 +490,9 @@ def _json_or_hint(t: str) -> Any:
     try:
         return json.loads(t, parse_constant=_json_constant)
     except ValueError as e:
-        raise InputError(f"argument {_short(t)} looks like JSON but is not ({e}); "
-                         "pass text with --str") from None
+        raise InputError(
+            f"argument {_short(t)} looks like JSON but is not ({e}); pass text with --str"
+        ) from None
 
 
 def _looks_like_tensor(t: str, cwd: Optional[str]) -> bool:

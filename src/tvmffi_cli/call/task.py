@@ -87,8 +87,9 @@ def load_library(request: dict[str, Any]) -> Any:
     key = (request["path"], request.get("runtime"), request.get("tensor_mode"))
     lib = _loaded.get(key)
     if lib is None:
-        lib = library.load(request["path"], runtime=request.get("runtime"),
-                           tensor_mode=request.get("tensor_mode"))
+        lib = library.load(
+            request["path"], runtime=request.get("runtime"), tensor_mode=request.get("tensor_mode")
+        )
         _loaded[key] = lib
     return lib
 
@@ -110,8 +111,13 @@ def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Messag
     call_ns = time.perf_counter_ns() - t0
     from .describe import describe, describe_array
 
-    reply: Message = {"status": "ok", "resolved": resolved, "call_ns": call_ns,
-             "result": describe(result), "args": []}
+    reply: Message = {
+        "status": "ok",
+        "resolved": resolved,
+        "call_ns": call_ns,
+        "result": describe(result),
+        "args": [],
+    }
     for i, v in enumerate(values):
         if i in tensors:
             arr, type_name = tensors[i]
@@ -121,8 +127,7 @@ def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Messag
     if notes:
         reply["notes"] = notes
     if request.get("out"):
-        reply["files"] = write_outputs(request["out"], tensors, result,
-                                       bool(request.get("force")))
+        reply["files"] = write_outputs(request["out"], tensors, result, bool(request.get("force")))
     return reply
 
 
@@ -222,15 +227,20 @@ def resolve_specs(lib: Library, request: Message, resolved: str) -> List[Spec]:
         return specs
     if len(params) != len(specs):
         sig = ", ".join(argv.type_label(p) for p in params)
-        raise InputError(f"{request['func']}({sig}) takes {len(params)} argument"
-                         f"{'' if len(params) == 1 else 's'}, got {len(specs)}")
+        raise InputError(
+            f"{request['func']}({sig}) takes {len(params)} argument"
+            f"{'' if len(params) == 1 else 's'}, got {len(specs)}"
+        )
     cwd = request.get("cwd")
-    return [argv.spec_for_type(s["raw"], p, cwd, where=f"argument {i}")
-            if s.get("positional") else s for i, (s, p) in enumerate(zip(specs, params))]
+    return [
+        argv.spec_for_type(s["raw"], p, cwd, where=f"argument {i}") if s.get("positional") else s
+        for i, (s, p) in enumerate(zip(specs, params))
+    ]
 
 
-def build_args(lib: Library, request: Message, resolved: str,
-               notes: Optional[List[str]] = None) -> Tuple[List[Any], Tensors]:
+def build_args(
+    lib: Library, request: Message, resolved: str, notes: Optional[List[str]] = None
+) -> Tuple[List[Any], Tensors]:
     """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call.
     `notes` collects what was assumed while reading files (e.g. the ml_dtypes
     type of raw .npy elements)."""
@@ -314,7 +324,10 @@ def materialize(spec: Spec, lib: Optional[Library] = None) -> Any:
 # ---------------------------------------------------------------------------
 # --out
 
-def planned_outputs(out_dir: str, tensor_indices: Iterable[int], with_result: bool = True) -> List[str]:
+
+def planned_outputs(
+    out_dir: str, tensor_indices: Iterable[int], with_result: bool = True
+) -> List[str]:
     names = [f"arg{i}.npy" for i in tensor_indices]
     if with_result:
         names.append("result.npy")

@@ -43,11 +43,16 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="tvmffi")
-@click.option("--debug", is_flag=True,
-              help="Show Python tracebacks on errors (also after the subcommand).")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print nothing on stdout; errors still go to stderr and the exit code "
-                   "tells the result (also after the subcommand).")
+@click.option(
+    "--debug", is_flag=True, help="Show Python tracebacks on errors (also after the subcommand)."
+)
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print nothing on stdout; errors still go to stderr and the exit code "
+    "tells the result (also after the subcommand).",
+)
 @click.pass_context
 def cli(ctx: Any, debug: bool, quiet: bool) -> None:
     """tvmffi: a toolkit for libraries that speak the TVM-FFI stable C ABI.

@@ -29,9 +29,13 @@ OPTION_HELP = [
     ("--json", 'Print {"ns_per_call": {"min", "median", "max"}, "calls": N, ...}.'),
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime auto|builtin|official|PATH",
-     ("Runtime that hosts the library (default auto). Only tvmffi's runtime times calls "
-      "in C; under another one the loop runs through ctypes (slower, marked in the output).")),
+    (
+        "--runtime auto|builtin|official|PATH",
+        (
+            "Runtime that hosts the library (default auto). Only tvmffi's runtime times calls "
+            "in C; under another one the loop runs through ctypes (slower, marked in the output)."
+        ),
+    ),
     ("-v, --verbose", "Show the backtrace of a raised error."),
     ("-h, --help", "Show this message and exit."),
 ]
@@ -39,8 +43,13 @@ OPTION_HELP = [
 MAX_ROUNDS = 100_000
 
 
-@click.command("bench", cls=RawCommand, option_help=OPTION_HELP, add_help_option=False,
-               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    "bench",
+    cls=RawCommand,
+    option_help=OPTION_HELP,
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
 @click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def command(ctx: Any, tokens: tuple[str, ...]) -> int:
@@ -75,8 +84,11 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     if reply.get("status") == "raised":
         err = reply["error"]
         if as_json:
-            emit_json(with_runtime(
-                render.error_json(err["kind"], err["message"], err.get("backtrace")), request))
+            emit_json(
+                with_runtime(
+                    render.error_json(err["kind"], err["message"], err.get("backtrace")), request
+                )
+            )
         else:
             click.echo(render.raised_text(err, verbose), err=True)
         return EXIT_FAILED

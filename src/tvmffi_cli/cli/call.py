@@ -30,14 +30,23 @@ CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
-    ("--out DIR", ("Write tensor arguments after the call as DIR/arg<i>.npy and a tensor "
-                   "result as DIR/result.npy.")),
+    (
+        "--out DIR",
+        (
+            "Write tensor arguments after the call as DIR/arg<i>.npy and a tensor "
+            "result as DIR/result.npy."
+        ),
+    ),
     ("--force", "Overwrite existing files under --out."),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
-    ("--runtime auto|builtin|official|PATH",
-     ("Runtime that hosts the library (default auto: builtin when it provides every runtime "
-      "symbol the library imports, else the official tvm_ffi package's).")),
+    (
+        "--runtime auto|builtin|official|PATH",
+        (
+            "Runtime that hosts the library (default auto: builtin when it provides every runtime "
+            "symbol the library imports, else the official tvm_ffi package's)."
+        ),
+    ),
     ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
     ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
@@ -59,15 +68,19 @@ class RawCommand(click.Command):
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
-            rows = [(f"{k} VALUE" if k != "--none" else k, v)
-                    for k, v in argv.ARG_FLAGS.items()]
+            rows = [(f"{k} VALUE" if k != "--none" else k, v) for k, v in argv.ARG_FLAGS.items()]
             formatter.write_dl(rows)
         with formatter.section("Options"):
             formatter.write_dl(self.option_help)
 
 
-@click.command("call", cls=RawCommand, option_help=OPTION_HELP, add_help_option=False,
-               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    "call",
+    cls=RawCommand,
+    option_help=OPTION_HELP,
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
 @click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def command(ctx: Any, tokens: tuple[str, ...]) -> int:
@@ -143,10 +156,14 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
 
 def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
     """The request shared by call and bench (library, function, argument specs)."""
-    request = engine.make_request(parsed.lib, parsed.func, parsed.args,
-                                  timeout=parse_timeout(opts.get("--timeout")),
-                                  runtime=opts.get("--runtime"),
-                                  tensor_mode="object" if opts.get("--owned-tensors") else "dltensor")
+    request = engine.make_request(
+        parsed.lib,
+        parsed.func,
+        parsed.args,
+        timeout=parse_timeout(opts.get("--timeout")),
+        runtime=opts.get("--runtime"),
+        tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
+    )
     from . import sandbox_opts
 
     sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
@@ -184,8 +201,9 @@ def emit_json(doc: dict[str, Any]) -> None:
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
-def run_in_child(task: str, request: dict[str, Any], parsed: Any, as_json: bool,
-                 verbose: bool = False) -> Any:
+def run_in_child(
+    task: str, request: dict[str, Any], parsed: Any, as_json: bool, verbose: bool = False
+) -> Any:
     """Run a task in the sandbox (call/engine.py). Returns the reply, or an
     exit code after printing a one-line report of a crash or timeout (-v adds
     what the worker wrote on stderr, e.g. the fault handler's stack)."""

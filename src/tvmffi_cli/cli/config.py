@@ -57,8 +57,14 @@ def _remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 
 def _flag(name: str, help_: str) -> Callable[[click.Command], click.Command]:
-    return click.option(f"--{name}", name.replace("-", "_"), is_flag=True, help=help_,
-                        expose_value=False, callback=_remember)
+    return click.option(
+        f"--{name}",
+        name.replace("-", "_"),
+        is_flag=True,
+        help=help_,
+        expose_value=False,
+        callback=_remember,
+    )
 
 
 @click.command("config")

@@ -16,39 +16,100 @@ MAX_JOBS = 256
 @click.command("conform")
 @click.argument("library", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-@click.option("--junit-xml", "junit_xml", metavar="PATH",
-              help="Also write a JUnit XML report (one testcase per check and function).")
-@click.option("--select", "select", multiple=True, metavar="IDS",
-              help="Run only these check ids (comma-separated, repeatable).")
-@click.option("--ignore", "ignore", multiple=True, metavar="IDS",
-              help="Do not run these check ids (comma-separated, repeatable).")
-@click.option("--function", "functions", multiple=True, metavar="NAME",
-              help="Check only these functions (exports or globals; repeatable).")
-@click.option("--config", "config_path", metavar="PATH",
-              help="Settings and suppressions (default: [tool.tvmffi.conform] of the "
-                   "nearest pyproject.toml).")
-@click.option("--timeout", type=str, default=None, metavar="S",
-              help="Seconds each probe call may take before it counts as a hang [10].")
-@click.option("-j", "--jobs", type=str, default=None, metavar="N",
-              help="Worker processes probing in parallel (default: number of CPUs).")
-@click.option("--threads", type=str, default=None, metavar="N",
-              help="Call each function from N threads at once; thread-safety then fails "
-                   "the run (without it, a 4-thread check only warns).")
-@click.option("--min-runtime", "min_runtime", metavar="VERSION",
-              help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.")
-@click.option("--runtime", "runtime", metavar="auto|builtin|official|PATH",
-              help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
-                   "tvmffi's instrumented runtime are skipped with the reason).")
+@click.option(
+    "--junit-xml",
+    "junit_xml",
+    metavar="PATH",
+    help="Also write a JUnit XML report (one testcase per check and function).",
+)
+@click.option(
+    "--select",
+    "select",
+    multiple=True,
+    metavar="IDS",
+    help="Run only these check ids (comma-separated, repeatable).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="IDS",
+    help="Do not run these check ids (comma-separated, repeatable).",
+)
+@click.option(
+    "--function",
+    "functions",
+    multiple=True,
+    metavar="NAME",
+    help="Check only these functions (exports or globals; repeatable).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Settings and suppressions (default: [tool.tvmffi.conform] of the "
+    "nearest pyproject.toml).",
+)
+@click.option(
+    "--timeout",
+    type=str,
+    default=None,
+    metavar="S",
+    help="Seconds each probe call may take before it counts as a hang [10].",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=str,
+    default=None,
+    metavar="N",
+    help="Worker processes probing in parallel (default: number of CPUs).",
+)
+@click.option(
+    "--threads",
+    type=str,
+    default=None,
+    metavar="N",
+    help="Call each function from N threads at once; thread-safety then fails "
+    "the run (without it, a 4-thread check only warns).",
+)
+@click.option(
+    "--min-runtime",
+    "min_runtime",
+    metavar="VERSION",
+    help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.",
+)
+@click.option(
+    "--runtime",
+    "runtime",
+    metavar="auto|builtin|official|PATH",
+    help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
+    "tvmffi's instrumented runtime are skipped with the reason).",
+)
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
 @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
-@click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
-              help=sandbox_opts.MEMORY_HELP)
-def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[str, ...],
-            ignore: tuple[str, ...], functions: tuple[str, ...], config_path: str | None,
-            timeout: str | None, jobs: str | None, threads: str | None,
-            min_runtime: str | None, runtime: str | None, strict: bool, verbose: bool,
-            no_sandbox: bool, memory_limit: str | None) -> int:
+@click.option(
+    "--memory-limit", "memory_limit", metavar="SIZE", default=None, help=sandbox_opts.MEMORY_HELP
+)
+def command(
+    library: str,
+    as_json: bool,
+    junit_xml: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    functions: tuple[str, ...],
+    config_path: str | None,
+    timeout: str | None,
+    jobs: str | None,
+    threads: str | None,
+    min_runtime: str | None,
+    runtime: str | None,
+    strict: bool,
+    verbose: bool,
+    no_sandbox: bool,
+    memory_limit: str | None,
+) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
     Exit 0 when no error-severity check fails, 1 when one does, 2 when what
@@ -64,8 +125,11 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     cfg = conf.load(config_path)
     sel = frozenset(registry.parse_ids(select)) or cfg.select
     ign = frozenset(registry.parse_ids(ignore)) | cfg.ignore
-    secs = (seconds(timeout, "--timeout") if timeout is not None
-            else (cfg.timeout or runner.DEFAULT_TIMEOUT))
+    secs = (
+        seconds(timeout, "--timeout")
+        if timeout is not None
+        else (cfg.timeout or runner.DEFAULT_TIMEOUT)
+    )
     n_jobs = None if jobs is None else count(jobs, "--jobs", MAX_JOBS)
     n_threads = count(threads, "--threads", 256) if threads is not None else cfg.threads
     if n_threads is not None and not 2 <= n_threads <= 256:
@@ -76,8 +140,19 @@ def command(library: str, as_json: bool, junit_xml: str | None, select: tuple[st
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
     rt = resolve_runtime(runtime, library)
-    opts = runner.Options(sel, ign, secs, n_jobs, n_threads, min_runtime, rt,
-                          frozenset(functions), strict, cfg, runtime)
+    opts = runner.Options(
+        sel,
+        ign,
+        secs,
+        n_jobs,
+        n_threads,
+        min_runtime,
+        rt,
+        frozenset(functions),
+        strict,
+        cfg,
+        runtime,
+    )
     sandbox_opts.apply(no_sandbox, memory_limit)
 
     progress = None
@@ -152,9 +227,14 @@ class _ProgressBar:
 
             from ..render.common import make_console
 
-            self._p = Progress(TextColumn("probing"), BarColumn(), MofNCompleteColumn(),
-                               TextColumn("{task.description}"),
-                               console=make_console(stderr=True), transient=True)
+            self._p = Progress(
+                TextColumn("probing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                console=make_console(stderr=True),
+                transient=True,
+            )
             self._p.start()
             self._task = self._p.add_task("", total=total)
         self._p.update(self._task, completed=done, description=name)

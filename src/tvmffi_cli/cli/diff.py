@@ -9,19 +9,42 @@ import click
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schemas/diff).")
-@click.option("--static", is_flag=True,
-              help="Compare the files only (exports, modules, kernels, imports).")
-@click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
-              help="Seconds allowed for loading each library in a child process.")
-@click.option("--runtime", default="auto", show_default=True,
-              metavar="auto|builtin|official|PATH",
-              help="Runtime that hosts the libraries: auto picks builtin when it provides "
-                   "every runtime symbol imported, else the official one.")
-@click.option("--suppress", "suppress_file", type=click.Path(dir_okay=False), default=None,
-              help="File of accepted changes, one `KIND [SUBJECT]` glob per line; they are "
-                   "listed but do not make the exit code 1.")
-def command(old: str, new: str, as_json: bool, static: bool, timeout_text: str,
-            runtime: str | None, suppress_file: str | None) -> int:
+@click.option(
+    "--static", is_flag=True, help="Compare the files only (exports, modules, kernels, imports)."
+)
+@click.option(
+    "--timeout",
+    "timeout_text",
+    type=str,
+    default="30",
+    show_default=True,
+    help="Seconds allowed for loading each library in a child process.",
+)
+@click.option(
+    "--runtime",
+    default="auto",
+    show_default=True,
+    metavar="auto|builtin|official|PATH",
+    help="Runtime that hosts the libraries: auto picks builtin when it provides "
+    "every runtime symbol imported, else the official one.",
+)
+@click.option(
+    "--suppress",
+    "suppress_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File of accepted changes, one `KIND [SUBJECT]` glob per line; they are "
+    "listed but do not make the exit code 1.",
+)
+def command(
+    old: str,
+    new: str,
+    as_json: bool,
+    static: bool,
+    timeout_text: str,
+    runtime: str | None,
+    suppress_file: str | None,
+) -> int:
     """Compare two builds of a library: is NEW a drop-in replacement for OLD?
 
     Exit 0 when NEW is compatible (no changes, or additions only), 1 when

@@ -8,8 +8,14 @@ import click
 
 @click.command("extract")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "directory", type=click.Path(file_okay=False), required=True,
-              help="Directory to write into (created when missing).")
+@click.option(
+    "-o",
+    "--output",
+    "directory",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Directory to write into (created when missing).",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that exist in the directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def command(path: str, directory: str, force: bool, as_json: bool) -> int:

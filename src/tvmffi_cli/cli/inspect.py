@@ -45,9 +45,11 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
         sys.stdout.flush()
         from .. import text
 
-        sys.stderr.write(f"tvmffi: error: {path}: {text.one_line(str(first['message']))}"
-                         + (f" (and {more} more problem{'s' if more > 1 else ''})" if more
-                            else "") + "\n")
+        sys.stderr.write(
+            f"tvmffi: error: {path}: {text.one_line(str(first['message']))}"
+            + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+            + "\n"
+        )
         return 1
     return 0
 
@@ -61,8 +63,14 @@ def fast_main(argv: list[str]) -> int | None:
 
     from ..errors import TvmffiError
 
-    opts: dict[str, Any] = {"static": False, "json": False, "timeout": 30.0, "runtime": None,
-                            "no_sandbox": False, "memory-limit": None}
+    opts: dict[str, Any] = {
+        "static": False,
+        "json": False,
+        "timeout": 30.0,
+        "runtime": None,
+        "no_sandbox": False,
+        "memory-limit": None,
+    }
     paths: list[str] = []
     it = iter(argv)
     for a in it:
@@ -91,8 +99,7 @@ def fast_main(argv: list[str]) -> int | None:
             from . import sandbox_opts
 
             sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
-        rep = run(paths[0], static=opts["static"], timeout=opts["timeout"],
-                  runtime=opts["runtime"])
+        rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
     except TvmffiError as e:
         sys.stderr.write(f"tvmffi: error: {e}\n")
@@ -115,20 +122,45 @@ def _make_command() -> Any:
 
     @click.command("inspect")
     @click.argument("path", type=click.Path(dir_okay=True))
-    @click.option("--static", "static", is_flag=True,
-                  help="Read the file only; never load or run any of its code.")
+    @click.option(
+        "--static",
+        "static",
+        is_flag=True,
+        help="Read the file only; never load or run any of its code.",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.option("--timeout", type=str, default="30", show_default=True,
-                  help="Seconds allowed for loading the library in a child process.")
-    @click.option("--runtime", default="auto", show_default=True,
-                  metavar="auto|builtin|official|PATH",
-                  help="Runtime that hosts the library: auto picks builtin when it provides "
-                       "every runtime symbol the library imports, else the official one.")
+    @click.option(
+        "--timeout",
+        type=str,
+        default="30",
+        show_default=True,
+        help="Seconds allowed for loading the library in a child process.",
+    )
+    @click.option(
+        "--runtime",
+        default="auto",
+        show_default=True,
+        metavar="auto|builtin|official|PATH",
+        help="Runtime that hosts the library: auto picks builtin when it provides "
+        "every runtime symbol the library imports, else the official one.",
+    )
     @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
-    @click.option("--memory-limit", "memory_limit", metavar="SIZE", default=None,
-                  help=sandbox_opts.MEMORY_HELP)
-    def command(path: str, static: bool, as_json: bool, timeout: str, runtime: str | None,
-                no_sandbox: bool, memory_limit: str | None) -> int:
+    @click.option(
+        "--memory-limit",
+        "memory_limit",
+        metavar="SIZE",
+        default=None,
+        help=sandbox_opts.MEMORY_HELP,
+    )
+    def command(
+        path: str,
+        static: bool,
+        as_json: bool,
+        timeout: str,
+        runtime: str | None,
+        no_sandbox: bool,
+        memory_limit: str | None,
+    ) -> int:
         """Show what a library exports, embeds and imports.
 
         Exit 0 when the file was fully understood, 1 when it was read but

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.stdout = open(os.devnull, "w")  # lives as long as the process
     if "--debug" in flags:
         os.environ["TVMFFI_DEBUG"] = "1"
-    cmd = argv[len(flags):]
+    cmd = argv[len(flags) :]
     if cmd[:1] == ["inspect"]:
         from .inspect import fast_main
 
@@ -75,8 +75,9 @@ def _run_click(argv: list[str]) -> Any:
         # One line, as for every other input error (click's own form adds the
         # usage and a hint on three more lines).
         where = e.ctx.command_path if e.ctx is not None else "tvmffi"
-        click.echo(f"{where}: error: {e.format_message().rstrip('.')} (see {where} --help)",
-                   err=True)
+        click.echo(
+            f"{where}: error: {e.format_message().rstrip('.')} (see {where} --help)", err=True
+        )
         sys.exit(EXIT_USAGE)
     except click.ClickException as e:
         e.show()
@@ -97,7 +98,8 @@ def _run_click(argv: list[str]) -> Any:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"tvmffi: internal error: {type(e).__name__}: {e} (rerun with --debug)",
-                   err=True)
+        click.echo(
+            f"tvmffi: internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True
+        )
         sys.exit(EXIT_INTERNAL)
     sys.exit(rv if isinstance(rv, int) else 0)

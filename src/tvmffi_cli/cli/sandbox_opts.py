@@ -8,10 +8,14 @@ from typing import Any
 
 from ..sandbox import process
 
-NO_SANDBOX_HELP = ("Run the library without kernel confinement (Landlock, seccomp, network "
-                   "namespace); process lifetime and limits still apply. See docs/security.md.")
-MEMORY_HELP = ("Address-space limit of the worker, e.g. 512M, 2G (default "
-               f"{process.format_size(process.DEFAULT_MEMORY_LIMIT)}); going over is a failure.")
+NO_SANDBOX_HELP = (
+    "Run the library without kernel confinement (Landlock, seccomp, network "
+    "namespace); process lifetime and limits still apply. See docs/security.md."
+)
+MEMORY_HELP = (
+    "Address-space limit of the worker, e.g. 512M, 2G (default "
+    f"{process.format_size(process.DEFAULT_MEMORY_LIMIT)}); going over is a failure."
+)
 
 
 def apply(no_sandbox: bool, memory_limit: str | None) -> None:
@@ -33,7 +37,7 @@ def line() -> str | None:
     if info is None:
         return None
     if not info.enabled:
-        return ("sandbox: OFF (--no-sandbox); applied only: " + ", ".join(info.applied))
+        return "sandbox: OFF (--no-sandbox); applied only: " + ", ".join(info.applied)
     text = "sandbox: " + ", ".join(info.applied)
     if info.missing:
         text += "; not applied: " + ", ".join(info.missing)

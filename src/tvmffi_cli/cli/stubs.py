@@ -9,20 +9,47 @@ import click
 
 @click.command("stubs")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the stub to this file (default: standard output).")
-@click.option("--static", is_flag=True,
-              help="Read the file only (exports, untyped); never load the library.")
-@click.option("--check", "check_file", type=click.Path(), default=None,
-              help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.")
-@click.option("--timeout", "timeout_text", type=str, default="30", show_default=True,
-              help="Seconds allowed for loading the library in a child process.")
-@click.option("--runtime", default="auto", show_default=True,
-              metavar="auto|builtin|official|PATH",
-              help="Runtime that hosts the library: auto picks builtin when it provides "
-                   "every runtime symbol imported, else the official one.")
-def command(path: str, output: str | None, static: bool, check_file: str | None,
-            timeout_text: str, runtime: str | None) -> int:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the stub to this file (default: standard output).",
+)
+@click.option(
+    "--static", is_flag=True, help="Read the file only (exports, untyped); never load the library."
+)
+@click.option(
+    "--check",
+    "check_file",
+    type=click.Path(),
+    default=None,
+    help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.",
+)
+@click.option(
+    "--timeout",
+    "timeout_text",
+    type=str,
+    default="30",
+    show_default=True,
+    help="Seconds allowed for loading the library in a child process.",
+)
+@click.option(
+    "--runtime",
+    default="auto",
+    show_default=True,
+    metavar="auto|builtin|official|PATH",
+    help="Runtime that hosts the library: auto picks builtin when it provides "
+    "every runtime symbol imported, else the official one.",
+)
+def command(
+    path: str,
+    output: str | None,
+    static: bool,
+    check_file: str | None,
+    timeout_text: str,
+    runtime: str | None,
+) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.
 
     Types come from the type schemas in the library's metadata (loaded in a
@@ -42,8 +69,11 @@ def command(path: str, output: str | None, static: bool, check_file: str | None,
             return 0
         if c.diff:
             sys.stdout.write(c.diff)
-        click.echo(f"tvmffi: {check_file} is out of date ({c.reason}); regenerate it with "
-                   f"tvmffi stubs {path} -o {check_file}", err=True)
+        click.echo(
+            f"tvmffi: {check_file} is out of date ({c.reason}); regenerate it with "
+            f"tvmffi stubs {path} -o {check_file}",
+            err=True,
+        )
         return 1
     if output is None:
         sys.stdout.write(r.text)

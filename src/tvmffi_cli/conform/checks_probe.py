@@ -20,11 +20,30 @@ Obs = Dict[str, Any]
 
 CALL_BASES = ("zero-args", "too-few", "valid")
 _KIND_NAMES: dict[int | None, str]  # kind_name(None): "type index None"
-_KIND_NAMES = {0: "None", 1: "int", 2: "bool", 3: "float", 4: "void*", 5: "DataType",
-               6: "Device", 7: "DLTensor*", 8: "raw str", 9: "byte array", 11: "small str",
-               12: "small bytes", 64: "Object", 65: "String", 66: "Bytes", 67: "Error",
-               68: "Function", 69: "Shape", 70: "Tensor", 71: "Array", 72: "Map",
-               73: "Module"}
+_KIND_NAMES = {
+    0: "None",
+    1: "int",
+    2: "bool",
+    3: "float",
+    4: "void*",
+    5: "DataType",
+    6: "Device",
+    7: "DLTensor*",
+    8: "raw str",
+    9: "byte array",
+    11: "small str",
+    12: "small bytes",
+    64: "Object",
+    65: "String",
+    66: "Bytes",
+    67: "Error",
+    68: "Function",
+    69: "Shape",
+    70: "Tensor",
+    71: "Array",
+    72: "Map",
+    73: "Module",
+}
 
 
 def kind_name(ti: int | None) -> str:
@@ -64,7 +83,9 @@ def _getter_check(cid: str, what: str, f: FunctionFacts) -> Result | bytes:
     if what not in f.getters:
         return Result(cid, f.name, SKIP, f"no {what} getter")
     if what in f.crashes:
-        return Result(cid, f.name, FAIL, f"the {what} getter {_crash_text(f.crashes[what], f.timeout)}")
+        return Result(
+            cid, f.name, FAIL, f"the {what} getter {_crash_text(f.crashes[what], f.timeout)}"
+        )
     o = f.obs.get(what)
     if o is None:
         return Result(cid, f.name, ERROR, f"the {what} getter was not run")
@@ -72,11 +93,20 @@ def _getter_check(cid: str, what: str, f: FunctionFacts) -> Result | bytes:
         return Result(cid, f.name, FAIL, o["skipped"])
     if o.get("rc") != 0:
         err = o.get("error") or {}
-        return Result(cid, f.name, FAIL, f"the {what} getter returned {o.get('rc')}"
-                      + (f" ({err.get('kind')}: {err.get('message')})" if err else ""))
+        return Result(
+            cid,
+            f.name,
+            FAIL,
+            f"the {what} getter returned {o.get('rc')}"
+            + (f" ({err.get('kind')}: {err.get('message')})" if err else ""),
+        )
     if o.get("value_hex") is None:
-        return Result(cid, f.name, FAIL, f"the {what} getter returned "
-                      f"{kind_name(o.get('result_type_index'))}, not a string")
+        return Result(
+            cid,
+            f.name,
+            FAIL,
+            f"the {what} getter returned {kind_name(o.get('result_type_index'))}, not a string",
+        )
     return bytes.fromhex(o["value_hex"])
 
 
@@ -91,13 +121,18 @@ def check_metadata_json(f: FunctionFacts) -> Result:
     try:
         text = got.decode("utf-8")
     except UnicodeDecodeError as e:
-        return Result("metadata-json", f.name, FAIL, f"metadata is not UTF-8 ({e.reason} at byte "
-                                                     f"{e.start})")
+        return Result(
+            "metadata-json", f.name, FAIL, f"metadata is not UTF-8 ({e.reason} at byte {e.start})"
+        )
     try:
         _md, spec = schema.parse_metadata(text)
         if spec is not None and not spec.is_function:
-            return Result("metadata-json", f.name, FAIL,
-                          f"type_schema is {spec.render()}, not a function type")
+            return Result(
+                "metadata-json",
+                f.name,
+                FAIL,
+                f"type_schema is {spec.render()}, not a function type",
+            )
         sigs.parse_metadata(text)
     except (FormatError, sigs.SchemaError) as e:
         return Result("metadata-json", f.name, FAIL, f"{e}")
@@ -113,9 +148,12 @@ def check_doc_utf8(f: FunctionFacts) -> Result:
     try:
         got.decode("utf-8")
     except UnicodeDecodeError as e:
-        return Result("doc-utf8", f.name, FAIL,
-                      f"doc is not valid UTF-8: byte {got[e.start]:#04x} at offset {e.start} "
-                      f"({e.reason})")
+        return Result(
+            "doc-utf8",
+            f.name,
+            FAIL,
+            f"doc is not valid UTF-8: byte {got[e.start]:#04x} at offset {e.start} ({e.reason})",
+        )
     return Result("doc-utf8", f.name, PASS, f"{len(got)} bytes of UTF-8")
 
 
@@ -126,11 +164,13 @@ def check_arg_bounds(f: FunctionFacts) -> Result:
         c = f.crashes.get(step)
         if c is not None and c.get("oob"):
             n = 0 if step == "zero-args" else len(f.params or ()) - 1
-            msgs.append(f"out-of-bounds argument read: called with {n} argument(s), it read "
-                        f"past args[{n - 1}] into the guard page ({c.get('signal')})"
-                        if n else
-                        f"out-of-bounds argument read: called with 0 arguments, it read args[0] "
-                        f"from the guard page ({c.get('signal')})")
+            msgs.append(
+                f"out-of-bounds argument read: called with {n} argument(s), it read "
+                f"past args[{n - 1}] into the guard page ({c.get('signal')})"
+                if n
+                else f"out-of-bounds argument read: called with 0 arguments, it read args[0] "
+                f"from the guard page ({c.get('signal')})"
+            )
         if step in f.obs or step in f.crashes:
             ran.append(step)
     if msgs:
@@ -152,8 +192,9 @@ def check_wrong_type(f: FunctionFacts) -> Result:
         c = f.crashes.get(s)
         if c is not None:
             if not c.get("hang"):
-                bad.append(f"parameter {s.split(':')[1]}: {_crash_text(c, f.timeout)} "
-                           "instead of raising")
+                bad.append(
+                    f"parameter {s.split(':')[1]}: {_crash_text(c, f.timeout)} instead of raising"
+                )
             continue
         o = f.obs.get(s)
         if o is None or "skipped" in o:
@@ -161,8 +202,10 @@ def check_wrong_type(f: FunctionFacts) -> Result:
         done += 1
         if o.get("rc") == 0:
             wk = "a String" if o.get("wrong_kind") == 65 else "an int"
-            bad.append(f"parameter {o.get('param')} ({o.get('param_type')}) accepted {wk} and "
-                       "the call succeeded")
+            bad.append(
+                f"parameter {o.get('param')} ({o.get('param_type')}) accepted {wk} and "
+                "the call succeeded"
+            )
     if bad:
         return Result("wrong-type", f.name, FAIL, "; ".join(bad))
     if not done:
@@ -182,28 +225,46 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
             seen += 1
             if before != after:
                 verb = "kept" if after > before else "released"
-                bad.append(f"{step}: object argument {i} has {after - before:+d} strong "
-                           f"reference(s) after the call ({before} -> {after}); the callee "
-                           f"{verb} a reference it does not own")
+                bad.append(
+                    f"{step}: object argument {i} has {after - before:+d} strong "
+                    f"reference(s) after the call ({before} -> {after}); the callee "
+                    f"{verb} a reference it does not own"
+                )
     if bad:
-        return Result("arg-refcount", f.name, FAIL, bad[0] + (f" (+{len(bad) - 1} more)"
-                                                               if len(bad) > 1 else ""))
+        return Result(
+            "arg-refcount",
+            f.name,
+            FAIL,
+            bad[0] + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""),
+        )
     if not seen:
         crashed = [s for s in f.crashes if s.startswith("objects:")]
         if crashed:
-            return Result("arg-refcount", f.name, SKIP,
-                          f"the calls with object arguments crashed ({', '.join(crashed)}); "
-                          "without metadata nothing says which types the function takes")
-        return Result("arg-refcount", f.name, SKIP, "no object argument was passed"
-                      + (f" ({f.note})" if f.note else ""))
+            return Result(
+                "arg-refcount",
+                f.name,
+                SKIP,
+                f"the calls with object arguments crashed ({', '.join(crashed)}); "
+                "without metadata nothing says which types the function takes",
+            )
+        return Result(
+            "arg-refcount",
+            f.name,
+            SKIP,
+            "no object argument was passed" + (f" ({f.note})" if f.note else ""),
+        )
     return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
 
 
 def check_args_unchanged(f: FunctionFacts) -> Result:
     bad = [s for s, o in f.call_obs() if o.get("args_changed")]
     if bad:
-        return Result("args-unchanged", f.name, FAIL,
-                      f"the argument array was modified by the call ({', '.join(bad)})")
+        return Result(
+            "args-unchanged",
+            f.name,
+            FAIL,
+            f"the argument array was modified by the call ({', '.join(bad)})",
+        )
     n = sum(1 for _ in f.call_obs())
     if not n:
         return Result("args-unchanged", f.name, SKIP, "no call completed")
@@ -277,13 +338,19 @@ def check_no_leak(f: FunctionFacts) -> Result:
         again = o.get("live_delta_repeat")
         if again == 0:
             continue  # the first call filled a cache
-        bad.append(f"{step}: {d:+d} live object(s) after the call"
-                   + (f", {again:+d} again on a repeat" if again is not None else ""))
+        bad.append(
+            f"{step}: {d:+d} live object(s) after the call"
+            + (f", {again:+d} again on a repeat" if again is not None else "")
+        )
     if bad:
         return Result("no-leak", f.name, FAIL, "; ".join(bad))
     if not measured:
-        return Result("no-leak", f.name, SKIP, "no call was measured (the runtime has no "
-                                               "live-object count, or no call completed)")
+        return Result(
+            "no-leak",
+            f.name,
+            SKIP,
+            "no call was measured (the runtime has no live-object count, or no call completed)",
+        )
     return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks")
 
 
@@ -303,21 +370,32 @@ def _explained(step: str, c: Obs) -> bool:
 
 
 def check_no_crash(f: FunctionFacts) -> Result:
-    steps = [s for s, c in f.crashes.items()
-             if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s]
+    steps = [
+        s
+        for s, c in f.crashes.items()
+        if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s
+    ]
     if steps:
-        return Result("no-crash", f.name, FAIL,
-                      "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-                      {"steps": steps})
+        return Result(
+            "no-crash",
+            f.name,
+            FAIL,
+            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
+            {"steps": steps},
+        )
     return Result("no-crash", f.name, PASS, "no probe call crashed")
 
 
 def check_no_hang(f: FunctionFacts) -> Result:
     steps = [s for s, c in f.crashes.items() if c.get("hang")]
     if steps:
-        return Result("no-hang", f.name, FAIL,
-                      "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-                      {"steps": steps})
+        return Result(
+            "no-hang",
+            f.name,
+            FAIL,
+            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
+            {"steps": steps},
+        )
     return Result("no-hang", f.name, PASS, "every probe call returned in time")
 
 
@@ -325,8 +403,9 @@ def check_valid_call(f: FunctionFacts) -> Result:
     if "valid" not in (f.plan or ()):
         return Result("valid-call", f.name, SKIP, f.note or "no metadata")
     if "valid" in f.crashes:
-        return Result("valid-call", f.name, SKIP, "the call did not return (see no-crash / "
-                                                  "no-hang)")
+        return Result(
+            "valid-call", f.name, SKIP, "the call did not return (see no-crash / no-hang)"
+        )
     o = f.obs.get("valid")
     if o is None:
         return Result("valid-call", f.name, ERROR, "the valid call was not run")
@@ -341,11 +420,14 @@ def check_valid_call(f: FunctionFacts) -> Result:
     if o.get("result_problems"):
         return Result("valid-call", f.name, SKIP, "malformed result (see result-invariants)")
     if o.get("return_ok") is False:
-        return Result("valid-call", f.name, FAIL,
-                      f"returned {kind_name(o.get('result_type_index'))} but the metadata "
-                      f"declares {o.get('return_type')}")
-    return Result("valid-call", f.name, PASS,
-                  f"returned {kind_name(o.get('result_type_index'))}")
+        return Result(
+            "valid-call",
+            f.name,
+            FAIL,
+            f"returned {kind_name(o.get('result_type_index'))} but the metadata "
+            f"declares {o.get('return_type')}",
+        )
+    return Result("valid-call", f.name, PASS, f"returned {kind_name(o.get('result_type_index'))}")
 
 
 def check_thread_safety(f: FunctionFacts) -> Result:
@@ -354,15 +436,23 @@ def check_thread_safety(f: FunctionFacts) -> Result:
     if "threads" in f.crashes:
         c = f.crashes["threads"]
         if c.get("hang"):
-            return Result("thread-safety", f.name, SKIP, "the concurrent calls did not return "
-                                                         "(see no-hang)")
-        return Result("thread-safety", f.name, FAIL,
-                      f"concurrent calls {_crash_text(c, f.timeout)}; the single call succeeded")
+            return Result(
+                "thread-safety", f.name, SKIP, "the concurrent calls did not return (see no-hang)"
+            )
+        return Result(
+            "thread-safety",
+            f.name,
+            FAIL,
+            f"concurrent calls {_crash_text(c, f.timeout)}; the single call succeeded",
+        )
     o = f.obs.get("threads")
     if o is None:
         v = f.obs.get("valid") or {}
-        why = "the valid call did not succeed" if v.get("rc") != 0 or "valid" in f.crashes \
+        why = (
+            "the valid call did not succeed"
+            if v.get("rc") != 0 or "valid" in f.crashes
             else "not run"
+        )
         return Result("thread-safety", f.name, SKIP, why)
     if "skipped" in o:
         return Result("thread-safety", f.name, SKIP, o["skipped"])
@@ -371,14 +461,21 @@ def check_thread_safety(f: FunctionFacts) -> Result:
     rcs = [c.get("rc") for c in calls]
     fps = [c.get("fingerprint") for c in calls]
     if any(rc != 0 for rc in rcs):
-        return Result("thread-safety", f.name, FAIL,
-                      f"concurrent calls returned {rcs}; the single call succeeded")
+        return Result(
+            "thread-safety",
+            f.name,
+            FAIL,
+            f"concurrent calls returned {rcs}; the single call succeeded",
+        )
     # Reference counts changed by the concurrent calls are arg-refcount's finding.
     if len(set(fps)) != 1 or (ref is not None and fps[0] != ref):
         distinct = len(set(fps + ([ref] if ref else [])))
-        return Result("thread-safety", f.name, FAIL,
-                      f"{len(calls)} concurrent calls and the single call gave {distinct} "
-                      "different results")
+        return Result(
+            "thread-safety",
+            f.name,
+            FAIL,
+            f"{len(calls)} concurrent calls and the single call gave {distinct} different results",
+        )
     return Result("thread-safety", f.name, PASS, f"{len(calls)} concurrent calls agree")
 
 

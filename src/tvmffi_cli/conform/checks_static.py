@@ -31,7 +31,9 @@ class Inventory:
         self.functions: list[str] = []  # names of __tvm_ffi_<name> symbols, sorted
         self.code: set[str] = set()  # the subset that is code (probed)
         self.getters: dict[str, set[str]] = {}  # name -> set of "metadata" / "doc"
-        self.symbols: dict[str, Symbol] = {}  # symbol name -> Symbol, for every __tvm_ffi* / __TVMFFI* export
+        self.symbols: dict[
+            str, Symbol
+        ] = {}  # symbol name -> Symbol, for every __tvm_ffi* / __TVMFFI* export
         self.bad_names: list[tuple[str, str]] = []  # (symbol name, reason)
 
     def probe_targets(self) -> list[str]:
@@ -59,12 +61,13 @@ def inventory(binary: Binary) -> Inventory:
         if name.startswith(SPECIAL_PREFIX):
             for prefix, what in ((META_PREFIX, "metadata"), (DOC_PREFIX, "doc")):
                 if name.startswith(prefix):
-                    fn = name[len(prefix):]
+                    fn = name[len(prefix) :]
                     if _IDENT.match(fn):
                         inv.getters.setdefault(fn, set()).add(what)
                     else:
-                        inv.bad_names.append((name, f"{what} getter for an invalid function "
-                                                    f"name {fn!r}"))
+                        inv.bad_names.append(
+                            (name, f"{what} getter for an invalid function name {fn!r}")
+                        )
                     break
             else:
                 if name in (LIBBIN, LIBCTX):
@@ -72,11 +75,16 @@ def inventory(binary: Binary) -> Inventory:
                 elif name.startswith(CUBIN_PREFIX) and len(name) > len(CUBIN_PREFIX):
                     pass
                 else:
-                    inv.bad_names.append((name, "unknown special symbol: names starting with "
-                                                "`__tvm_ffi__` are reserved for metadata_, "
-                                                "doc_, library_bin, library_ctx and cubin_"))
+                    inv.bad_names.append(
+                        (
+                            name,
+                            "unknown special symbol: names starting with "
+                            "`__tvm_ffi__` are reserved for metadata_, "
+                            "doc_, library_bin, library_ctx and cubin_",
+                        )
+                    )
         elif name.startswith(FUNC_PREFIX):
-            fn = name[len(FUNC_PREFIX):]
+            fn = name[len(FUNC_PREFIX) :]
             if not fn:
                 inv.bad_names.append((name, "function symbol with an empty name"))
             elif not _IDENT.match(fn):
@@ -86,8 +94,9 @@ def inventory(binary: Binary) -> Inventory:
                 if _is_code(binary, sym):
                     inv.code.add(fn)
         else:
-            inv.bad_names.append((name, "looks like a TVM-FFI symbol but lacks the "
-                                        "`__tvm_ffi_` prefix"))
+            inv.bad_names.append(
+                (name, "looks like a TVM-FFI symbol but lacks the `__tvm_ffi_` prefix")
+            )
     inv.functions.sort()
     return inv
 
@@ -105,12 +114,23 @@ def check_orphan_getters(binary: Binary, inv: Inventory) -> list[Result]:
     for fn in sorted(inv.getters):
         if fn not in have:
             kinds = " and ".join(sorted(inv.getters[fn]))
-            out.append(Result("orphan-getter", fn, FAIL,
-                              f"{kinds} getter for `{fn}` but no `__tvm_ffi_{fn}` is exported"))
+            out.append(
+                Result(
+                    "orphan-getter",
+                    fn,
+                    FAIL,
+                    f"{kinds} getter for `{fn}` but no `__tvm_ffi_{fn}` is exported",
+                )
+            )
     if not out:
-        out.append(Result("orphan-getter", None, PASS,
-                          f"{sum(len(g) for g in inv.getters.values())} getters, all with "
-                          "their function"))
+        out.append(
+            Result(
+                "orphan-getter",
+                None,
+                PASS,
+                f"{sum(len(g) for g in inv.getters.values())} getters, all with their function",
+            )
+        )
     return out
 
 
@@ -131,8 +151,9 @@ def check_symbol_kind(binary: Binary, inv: Inventory) -> list[Result]:
         for sym_name in (META_PREFIX + fn, DOC_PREFIX + fn):
             sym = inv.symbols.get(sym_name)
             if sym is not None and not _is_code(binary, sym):
-                out.append(Result("symbol-kind", fn, FAIL,
-                                  f"{sym_name} is a {sym.kind} symbol, not code"))
+                out.append(
+                    Result("symbol-kind", fn, FAIL, f"{sym_name} is a {sym.kind} symbol, not code")
+                )
     return out
 
 
@@ -151,14 +172,19 @@ def check_library_bin(binary: Binary, inv: Inventory) -> list[Result]:
     errors: list[dict[str, Any]] = [dict(e) for e in lb.errors]
     libs = [m.index for m in lb.modules if m.kind == libbin.LIB_KIND]
     if len(libs) > 1:
-        errors.append({"offset": None, "message": f"{len(libs)} `_lib` modules (indices "
-                                                  f"{libs}); at most one is allowed"})
+        errors.append(
+            {
+                "offset": None,
+                "message": f"{len(libs)} `_lib` modules (indices {libs}); at most one is allowed",
+            }
+        )
     if errors:
         first = errors[0]
         at = f" at byte {first['offset']}" if first.get("offset") is not None else ""
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return [Result("library-bin", None, FAIL, f"{first['message']}{at}{more}",
-                       {"errors": errors})]
+        return [
+            Result("library-bin", None, FAIL, f"{first['message']}{at}{more}", {"errors": errors})
+        ]
     kinds = ", ".join(m.kind for m in lb.modules)
     return [Result("library-bin", None, PASS, f"{len(lb.modules)} modules ({kinds})")]
 
@@ -180,8 +206,9 @@ def check_context_symbols(binary: Binary, inv: Inventory) -> list[Result]:
             bad.append(f"{n}: is code, must be a pointer variable")
             continue
         if not sym.writable:
-            bad.append(f"{n}: is read-only (in {sym.section or 'no section'}); the loader "
-                       "writes to it")
+            bad.append(
+                f"{n}: is read-only (in {sym.section or 'no section'}); the loader writes to it"
+            )
         if sym.size is not None and sym.size != ptr:
             bad.append(f"{n}: is {sym.size} bytes, must be {ptr} (one pointer)")
     if bad:
@@ -195,18 +222,32 @@ def check_c_api_imports(binary: Binary, inv: Inventory) -> list[Result]:
     imported = sorted({n for n in binary.imports if n.startswith("TVMFFI")})
     unknown = [n for n in imported if n not in C_API]
     if unknown:
-        return [Result("c-api-imports", None, FAIL,
-                       f"imports {len(unknown)} function(s) outside the C API: "
-                       + ", ".join(unknown), {"unknown": unknown})]
-    return [Result("c-api-imports", None, PASS,
-                   f"{len(imported)} TVMFFI imports, all in the C API")]
+        return [
+            Result(
+                "c-api-imports",
+                None,
+                FAIL,
+                f"imports {len(unknown)} function(s) outside the C API: " + ", ".join(unknown),
+                {"unknown": unknown},
+            )
+        ]
+    return [
+        Result("c-api-imports", None, PASS, f"{len(imported)} TVMFFI imports, all in the C API")
+    ]
 
 
 def check_has_functions(binary: Binary, inv: Inventory) -> list[Result]:
     if inv.functions:
         return [Result("has-functions", None, PASS, f"{len(inv.functions)} functions exported")]
-    return [Result("has-functions", None, FAIL, "no exported __tvm_ffi_ function: nothing to "
-                   "check, and nothing a TVM-FFI host could call")]
+    return [
+        Result(
+            "has-functions",
+            None,
+            FAIL,
+            "no exported __tvm_ffi_ function: nothing to "
+            "check, and nothing a TVM-FFI host could call",
+        )
+    ]
 
 
 STATIC_CHECKS: dict[str, Callable[[Binary, Inventory], list[Result]]] = {

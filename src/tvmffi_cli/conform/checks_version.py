@@ -20,13 +20,27 @@ def check_min_runtime(req: Any, oldest: str | None) -> Result:
     why = "; ".join(req.reasons)
     details = {"min_runtime_version": req.version, "reasons": list(req.reasons)}
     if oldest is None:
-        return Result("min-runtime", None, PASS,
-                      f"needs apache-tvm-ffi >= {req.version}" + (f" ({why})" if why else "")
-                      + "; give --min-runtime VERSION to enforce a floor", details)
+        return Result(
+            "min-runtime",
+            None,
+            PASS,
+            f"needs apache-tvm-ffi >= {req.version}"
+            + (f" ({why})" if why else "")
+            + "; give --min-runtime VERSION to enforce a floor",
+            details,
+        )
     if newer(req.version, oldest):
-        return Result("min-runtime", None, FAIL,
-                      f"needs apache-tvm-ffi >= {req.version} but must run on {oldest}: {why}",
-                      details)
-    return Result("min-runtime", None, PASS,
-                  f"needs apache-tvm-ffi >= {req.version}, within --min-runtime {oldest}",
-                  details)
+        return Result(
+            "min-runtime",
+            None,
+            FAIL,
+            f"needs apache-tvm-ffi >= {req.version} but must run on {oldest}: {why}",
+            details,
+        )
+    return Result(
+        "min-runtime",
+        None,
+        PASS,
+        f"needs apache-tvm-ffi >= {req.version}, within --min-runtime {oldest}",
+        details,
+    )

@@ -118,8 +118,10 @@ def _toml() -> Any:
 
             return tomli
         except ImportError:
-            raise InputError("reading the conform configuration needs Python 3.11 or the "
-                             "tomli package (pip install tomli)") from None
+            raise InputError(
+                "reading the conform configuration needs Python 3.11 or the "
+                "tomli package (pip install tomli)"
+            ) from None
 
 
 def _ids(value: Any, where: str) -> frozenset[str]:
@@ -135,8 +137,10 @@ def parse(table: dict[str, Any], source: str) -> Config:
     known = {"select", "ignore", "threads", "min-runtime", "timeout", "suppress"}
     extra = set(table) - known
     if extra:
-        raise InputError(f"{where}: unknown key(s) {', '.join(sorted(extra))} "
-                         f"(known: {', '.join(sorted(known))})")
+        raise InputError(
+            f"{where}: unknown key(s) {', '.join(sorted(extra))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
     threads = table.get("threads")
     if threads is not None and (not isinstance(threads, int) or threads < 2):
         raise InputError(f"{where}: threads must be an integer >= 2")
@@ -167,9 +171,15 @@ def parse(table: dict[str, Any], source: str) -> Config:
         if fn is not None and (not isinstance(fn, str) or not fn):
             raise InputError(f"{at}: function must be a non-empty string")
         sups.append(Suppression(check, fn, reason.strip()))
-    return Config(source, _ids(table.get("select", []), f"{where} select"),
-                  _ids(table.get("ignore", []), f"{where} ignore"), threads, minrt,
-                  None if timeout is None else float(timeout), tuple(sups))
+    return Config(
+        source,
+        _ids(table.get("select", []), f"{where} select"),
+        _ids(table.get("ignore", []), f"{where} ignore"),
+        threads,
+        minrt,
+        None if timeout is None else float(timeout),
+        tuple(sups),
+    )
 
 
 def check_version(text: str, where: str) -> str:

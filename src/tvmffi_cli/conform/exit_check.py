@@ -27,23 +27,35 @@ def from_workers(exits: list[int | str], timeout: float) -> Result | None:
     if not exits:
         return None
     if "hang" in exits:
-        return Result("exit-clean", None, FAIL,
-                      f"the process hangs at exit: no exit within {timeout:g} s of the end "
-                      "of its work (destructors or atexit handlers)")
+        return Result(
+            "exit-clean",
+            None,
+            FAIL,
+            f"the process hangs at exit: no exit within {timeout:g} s of the end "
+            "of its work (destructors or atexit handlers)",
+        )
     bad = [rc for rc in exits if rc != 0]
     if bad:
         return _died(int(bad[0]))
-    return Result("exit-clean", None, PASS,
-                  "the worker processes that loaded the library and called its functions "
-                  "exited with status 0")
+    return Result(
+        "exit-clean",
+        None,
+        PASS,
+        "the worker processes that loaded the library and called its functions "
+        "exited with status 0",
+    )
 
 
 def _died(rc: int) -> Result:
     sig = sandbox.signal_name(rc)
     what = f"is killed by {sig}" if sig else f"exits with status {rc}"
-    return Result("exit-clean", None, FAIL,
-                  f"the process {what} at exit, after the library loaded and every call "
-                  "returned (a crash in a destructor or atexit handler)")
+    return Result(
+        "exit-clean",
+        None,
+        FAIL,
+        f"the process {what} at exit, after the library loaded and every call "
+        "returned (a crash in a destructor or atexit handler)",
+    )
 
 
 def blame_runtime(verdict: Result, timeout: float, runtime: str | None) -> Result:
@@ -54,9 +66,13 @@ def blame_runtime(verdict: Result, timeout: float, runtime: str | None) -> Resul
         return verdict
     control = run(None, timeout, runtime)
     if control.status == FAIL:
-        return Result("exit-clean", None, SKIP,
-                      f"the runtime {runtime} alone does not exit cleanly either "
-                      f"({control.message}); the library cannot be judged with it")
+        return Result(
+            "exit-clean",
+            None,
+            SKIP,
+            f"the runtime {runtime} alone does not exit cleanly either "
+            f"({control.message}); the library cannot be judged with it",
+        )
     return verdict
 
 
@@ -67,9 +83,13 @@ def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
         try:
             w.call("conform.exit_task", {"path": path}, timeout=timeout + 30)
         except sandbox.ChildCrashed as e:
-            return Result("exit-clean", None, SKIP,
-                          f"loading the library killed the process ({e.signal or e.returncode}); "
-                          "see library-load")
+            return Result(
+                "exit-clean",
+                None,
+                SKIP,
+                f"loading the library killed the process ({e.signal or e.returncode}); "
+                "see library-load",
+            )
         except sandbox.ChildTimeout:
             return Result("exit-clean", None, SKIP, "loading the library hangs; see library-load")
         except Exception as e:
@@ -85,9 +105,13 @@ def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             w.kill()
-            return Result("exit-clean", None, FAIL,
-                          f"the process hangs at exit: no exit within {timeout:g} s of "
-                          "the end of its work (destructors or atexit handlers)")
+            return Result(
+                "exit-clean",
+                None,
+                FAIL,
+                f"the process hangs at exit: no exit within {timeout:g} s of "
+                "the end of its work (destructors or atexit handlers)",
+            )
     finally:
         w.kill()
     if rc == 0:

@@ -48,8 +48,10 @@ def to_xml(report: Report) -> str:
     suite.set("tests", str(len(report.results)))
     suite.set("failures", str(sum(r.blocking and r.status == FAIL for r in report.results)))
     suite.set("errors", str(sum(r.blocking and r.status == ERROR for r in report.results)))
-    suite.set("skipped", str(sum(r.status == SKIP or (r.bad and r.suppressed is not None)
-                                 for r in report.results)))
+    suite.set(
+        "skipped",
+        str(sum(r.status == SKIP or (r.bad and r.suppressed is not None) for r in report.results)),
+    )
     if report.elapsed is not None:
         suite.set("time", f"{report.elapsed:.3f}")
     for r in report.results:

@@ -25,8 +25,9 @@ from ..abi.symbols import FUNC_PREFIX
 from . import sigs
 
 ANY = 16
-_SAFE_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                              ctypes.c_void_p)
+_SAFE_CALL = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p
+)
 
 #: Probe steps with object arguments for functions without metadata:
 #: step -> the kinds of the arguments passed.
@@ -51,7 +52,7 @@ def global_names(p: Any) -> list[str] | None:
     except Exception:
         return None
     try:
-        ti, = struct.unpack_from("<i", functor)
+        (ti,) = struct.unpack_from("<i", functor)
         if ti != sigs.K_FUNCTION:
             return None
         (h,) = struct.unpack_from("<Q", functor, 8)
@@ -75,10 +76,12 @@ def global_names(p: Any) -> list[str] | None:
 
 def _call_handle(p: Any, h: int, arg_raws: list[bytes]) -> bytes | None:
     args = (ctypes.c_char * max(ANY, ANY * len(arg_raws))).from_buffer_copy(
-        b"".join(arg_raws).ljust(ANY, b"\0"))
+        b"".join(arg_raws).ljust(ANY, b"\0")
+    )
     out = (ctypes.c_char * ANY)()
-    rc = p.c.TVMFFIFunctionCall(h, ctypes.cast(args, ctypes.c_void_p), len(arg_raws),
-                                ctypes.cast(out, ctypes.c_void_p))
+    rc = p.c.TVMFFIFunctionCall(
+        h, ctypes.cast(args, ctypes.c_void_p), len(arg_raws), ctypes.cast(out, ctypes.c_void_p)
+    )
     if rc != 0:
         p.take_error()
         return None

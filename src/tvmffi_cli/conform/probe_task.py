@@ -90,9 +90,13 @@ class Prober(ProbeValues):
             return {"ok": False, "error": str(e)}
         after = probe_extra.global_names(self)
         new = sorted(set(after) - set(before)) if before is not None and after else []
-        return {"ok": True, "describe": describe, "runtime": str(self.rt.path),
-                "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
-                "globals": new}
+        return {
+            "ok": True,
+            "describe": describe,
+            "runtime": str(self.rt.path),
+            "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
+            "globals": new,
+        }
 
     def symbol(self, name: str) -> int | None:
         try:
@@ -101,8 +105,13 @@ class Prober(ProbeValues):
             return None
 
     # -- one call -------------------------------------------------------------------
-    def call(self, fn: probe_extra.Caller, raws: list[bytes], guarded: bool = True,
-             owned_objs: Iterable[int] = ()) -> Msg:
+    def call(
+        self,
+        fn: probe_extra.Caller,
+        raws: list[bytes],
+        guarded: bool = True,
+        owned_objs: Iterable[int] = (),
+    ) -> Msg:
         """Call a function once (fn: probe_extra.caller) and record what happened."""
         raw = b"".join(raws)
         args = self.arena.place(raw, guarded)
@@ -135,8 +144,10 @@ class Prober(ProbeValues):
         """The same call from n threads released together; results compared by
         the parent through their fingerprints."""
         raw = b"".join(raws)
-        bufs = [(ctypes.c_char * max(len(raw), ANY)).from_buffer_copy(raw.ljust(ANY, b"\0"))
-                for _ in range(n)]
+        bufs = [
+            (ctypes.c_char * max(len(raw), ANY)).from_buffer_copy(raw.ljust(ANY, b"\0"))
+            for _ in range(n)
+        ]
         results = [(ctypes.c_char * ANY)() for _ in range(n)]
         out: list[Any] = [None] * n  # one Msg per thread
         barrier = threading.Barrier(n)
@@ -185,8 +196,7 @@ class Prober(ProbeValues):
         result = (ctypes.c_char * ANY)()
         rc = fn(None, None, 0, ctypes.addressof(result))
         res = bytes(result)
-        obs: Msg = {"rc": rc, "error": self.take_error(), "result_type_index":
-               type_index_of(res)}
+        obs: Msg = {"rc": rc, "error": self.take_error(), "result_type_index": type_index_of(res)}
         if rc == 0:
             s = self.string_of(res)
             obs["value_hex"] = None if s is None else s.hex()
@@ -195,8 +205,13 @@ class Prober(ProbeValues):
         return obs
 
     # -- one function --------------------------------------------------------------------
-    def plan(self, name: str, getters: Collection[str], is_global: bool = False,
-             use_metadata: bool = True) -> tuple[list[str], sigs.Sig | None, str | None]:
+    def plan(
+        self,
+        name: str,
+        getters: Collection[str],
+        is_global: bool = False,
+        use_metadata: bool = True,
+    ) -> tuple[list[str], sigs.Sig | None, str | None]:
         """(steps, sig, note) for a function; deterministic so a resumed run
         after a crash computes the same steps. use_metadata=False after the
         metadata getter crashed or hung a worker: it is not called again."""
@@ -241,8 +256,16 @@ class Prober(ProbeValues):
         steps.append("threads")
         return steps, sig, note
 
-    def run_step(self, name: str, step: str, sig: sigs.Sig | None, getters: Collection[str],
-                 valid_ok: bool, is_global: bool = False, threads: int = 4) -> Msg:
+    def run_step(
+        self,
+        name: str,
+        step: str,
+        sig: sigs.Sig | None,
+        getters: Collection[str],
+        valid_ok: bool,
+        is_global: bool = False,
+        threads: int = 4,
+    ) -> Msg:
         addr: int | probe_extra.Caller | None  # a getter's address, then the function's caller
         if step in ("metadata", "doc"):
             prefix = METADATA_PREFIX if step == "metadata" else DOC_PREFIX
@@ -259,8 +282,11 @@ class Prober(ProbeValues):
         try:
             if base == "threads":
                 if not valid_ok:
-                    return {"skipped": "the valid call did not succeed" if sig is not None
-                            else "the zero-argument call did not succeed"}
+                    return {
+                        "skipped": "the valid call did not succeed"
+                        if sig is not None
+                        else "the zero-argument call did not succeed"
+                    }
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
                 return self.call_threads(addr, raws, threads)
             extra: Msg = {}
@@ -273,10 +299,11 @@ class Prober(ProbeValues):
                 assert sig is not None  # planned only for a function with a signature
                 i = int(base.split(":")[1])
                 kind = sigs.wrong_kind(sig.params[i])
-                raws = [self.make_wrong(kind, owned) if j == i else self.make(p, owned)
-                        for j, p in enumerate(sig.params)]
-                extra = {"param": i, "param_type": sigs.type_str(sig.params[i]),
-                         "wrong_kind": kind}
+                raws = [
+                    self.make_wrong(kind, owned) if j == i else self.make(p, owned)
+                    for j, p in enumerate(sig.params)
+                ]
+                extra = {"param": i, "param_type": sigs.type_str(sig.params[i]), "wrong_kind": kind}
             elif base == "valid":
                 assert sig is not None  # planned only for a function with a signature
                 raws = [self.make(p, owned) for p in sig.params]
@@ -311,8 +338,14 @@ class Prober(ProbeValues):
         only = req.get("only")
         if only:
             steps = list(only)
-        self.emit({"event": "plan", "steps": steps, "note": note,
-                   "params": None if sig is None else [sigs.type_str(p) for p in sig.params]})
+        self.emit(
+            {
+                "event": "plan",
+                "steps": steps,
+                "note": note,
+                "params": None if sig is None else [sigs.type_str(p) for p in sig.params],
+            }
+        )
         skip = set(req.get("skip", ()))
         valid_ok = bool(req.get("valid_ok", False))
         for step in steps:
@@ -334,8 +367,11 @@ class Prober(ProbeValues):
         while True:
             time.sleep(0.05)
             step, started = self.step, self.step_started
-            if step is not None and started is not None and \
-                    time.monotonic() - started > self.timeout:
+            if (
+                step is not None
+                and started is not None
+                and time.monotonic() - started > self.timeout
+            ):
                 self.emit({"event": "hang", "step": step, "timeout": self.timeout})
                 os.kill(os.getpid(), signal.SIGKILL)
 

@@ -36,12 +36,24 @@ WRONG_STR = b"tvmffi-conform-wrong-type"
 VALID_INT, WRONG_INT, VALID_FLOAT = 2, 7, 1.5
 TENSOR_LEN = 4
 #: Type indices of values held in the Any itself.
-POD_KINDS = {K.kTVMFFINone, K.kTVMFFIInt, K.kTVMFFIBool, K.kTVMFFIFloat, K.kTVMFFIOpaquePtr,
-             K.kTVMFFIDataType, K.kTVMFFIDevice, K.kTVMFFIDLTensorPtr, K.kTVMFFISmallStr,
-             K.kTVMFFISmallBytes}
+POD_KINDS = {
+    K.kTVMFFINone,
+    K.kTVMFFIInt,
+    K.kTVMFFIBool,
+    K.kTVMFFIFloat,
+    K.kTVMFFIOpaquePtr,
+    K.kTVMFFIDataType,
+    K.kTVMFFIDevice,
+    K.kTVMFFIDLTensorPtr,
+    K.kTVMFFISmallStr,
+    K.kTVMFFISmallBytes,
+}
 #: Kinds that borrow memory; an owning result must never hold one.
-BORROWED_KINDS = {K.kTVMFFIRawStr: "kTVMFFIRawStr", K.kTVMFFIByteArrayPtr: "kTVMFFIByteArrayPtr",
-                  K.kTVMFFIObjectRValueRef: "kTVMFFIObjectRValueRef"}
+BORROWED_KINDS = {
+    K.kTVMFFIRawStr: "kTVMFFIRawStr",
+    K.kTVMFFIByteArrayPtr: "kTVMFFIByteArrayPtr",
+    K.kTVMFFIObjectRValueRef: "kTVMFFIObjectRValueRef",
+}
 _OBJ = K.kTVMFFIStaticObjectBegin
 _HEADER = abi.OBJECT_HEADER_SIZE
 _HEADER_TYPE_INDEX = abi.TVMFFIObject.type_index.offset
@@ -150,10 +162,15 @@ class ProbeValues:
     def call_global(self, name: str, arg_raws: list[bytes]) -> bytes:
         """Call a runtime global; returns the owned result as 16 raw bytes."""
         args = (ctypes.c_char * max(ANY, ANY * len(arg_raws))).from_buffer_copy(
-            b"".join(arg_raws).ljust(ANY, b"\0"))
+            b"".join(arg_raws).ljust(ANY, b"\0")
+        )
         out = (ctypes.c_char * ANY)()
-        rc = self.c.TVMFFIFunctionCall(self.global_handle(name), ctypes.cast(args, c_void_p),
-                                        len(arg_raws), ctypes.cast(out, c_void_p))
+        rc = self.c.TVMFFIFunctionCall(
+            self.global_handle(name),
+            ctypes.cast(args, c_void_p),
+            len(arg_raws),
+            ctypes.cast(out, c_void_p),
+        )
         if rc != 0:
             err = self.take_error()
             raise CannotSynthesize(f"{name} failed: {err}")
@@ -164,8 +181,11 @@ class ProbeValues:
         buf = (ctypes.c_char * (len(data) + 1)).from_buffer_copy(data + b"\0")
         arrbuf = TVMFFIByteArray(ctypes.addressof(buf), len(data))
         out = (ctypes.c_char * ANY)()
-        fn = self.c.TVMFFIStringFromByteArray if kind == sigs.K_STR else \
-            self.c.TVMFFIBytesFromByteArray
+        fn = (
+            self.c.TVMFFIStringFromByteArray
+            if kind == sigs.K_STR
+            else self.c.TVMFFIBytesFromByteArray
+        )
         if fn(ctypes.addressof(arrbuf), ctypes.addressof(out)):
             raise CannotSynthesize(f"creating a string failed: {self.take_error()}")
         return bytes(out)
@@ -174,7 +194,7 @@ class ProbeValues:
         """Bytes of a string-like Any (None when it is not one)."""
         ti, ln = struct.unpack_from("<iI", raw)
         if ti in (sigs.K_SMALLSTR, sigs.K_SMALLBYTES):
-            return raw[8:8 + min(ln, 8)]
+            return raw[8 : 8 + min(ln, 8)]
         if ti in (sigs.K_STR, sigs.K_BYTES):
             h = payload_u64(raw)
             if not self.readable(h, _HEADER + _BYTE_ARRAY):
@@ -223,8 +243,10 @@ class ProbeValues:
             owned.append(raw)
             return raw
         if key == "ffi.Shape":
-            raw = self.call_global("ffi.Shape", [pod(sigs.K_INT, struct.pack("<q", 2)),
-                                                 pod(sigs.K_INT, struct.pack("<q", 3))])
+            raw = self.call_global(
+                "ffi.Shape",
+                [pod(sigs.K_INT, struct.pack("<q", 2)), pod(sigs.K_INT, struct.pack("<q", 3))],
+            )
             owned.append(raw)
             return raw
         if key in ("ffi.Array", "ffi.List"):
@@ -239,7 +261,9 @@ class ProbeValues:
             owned.append(raw)
             return raw
         if key in ("ffi.Map", "ffi.Dict"):
-            kt: sigs.TypeDict = t["args"][0] if len(t["args"]) == 2 else {"type": "ffi.String", "args": []}
+            kt: sigs.TypeDict = (
+                t["args"][0] if len(t["args"]) == 2 else {"type": "ffi.String", "args": []}
+            )
             vt: sigs.TypeDict = t["args"][1] if len(t["args"]) == 2 else {"type": "int", "args": []}
             tmp = []
             try:
@@ -326,12 +350,16 @@ class ProbeValues:
         payload = raw[8:]
         if not ok:
             if raw != bytes(ANY):
-                return [f"the call failed but the result was written (type index {ti}, "
-                        f"bytes {raw.hex()}); it must stay None"]
+                return [
+                    f"the call failed but the result was written (type index {ti}, "
+                    f"bytes {raw.hex()}); it must stay None"
+                ]
             return []
         if ti in BORROWED_KINDS:
-            return [f"the result holds the borrowed kind {BORROWED_KINDS[ti]} ({ti}); an owning "
-                    "result must not point into memory the callee keeps"]
+            return [
+                f"the result holds the borrowed kind {BORROWED_KINDS[ti]} ({ti}); an owning "
+                "result must not point into memory the callee keeps"
+            ]
         if ti < _OBJ:
             if ti not in POD_KINDS:
                 return [f"type index {ti} is not a valid value kind"]
@@ -387,7 +415,8 @@ class ProbeValues:
             h.update(self.string_of(raw) or b"")
         elif ti == sigs.K_SHAPE:
             cell: abi.TVMFFIShapeCell | DLTensor = abi.TVMFFIShapeCell.from_buffer_copy(
-                ctypes.string_at(abi.cell_address(p), ctypes.sizeof(abi.TVMFFIShapeCell)))
+                ctypes.string_at(abi.cell_address(p), ctypes.sizeof(abi.TVMFFIShapeCell))
+            )
             data = ctypes.cast(cell.data, c_void_p).value
             size = min(cell.size, 4096)
             if data and size and self.readable(data, 8 * size):
@@ -396,7 +425,7 @@ class ProbeValues:
             raw_cell = ctypes.string_at(abi.cell_address(p), ctypes.sizeof(DLTensor))
             cell = DLTensor.from_buffer_copy(raw_cell)
             data, dev_t = cell.data, cell.device.device_type
-            h.update(raw_cell[DLTensor.device.offset:DLTensor.shape.offset])
+            h.update(raw_cell[DLTensor.device.offset : DLTensor.shape.offset])
             shape_p = ctypes.cast(cell.shape, c_void_p).value
             ndim = min(cell.ndim, 16)
             n = 1
@@ -416,7 +445,8 @@ class ProbeValues:
                 h.update(struct.pack("<q", size))
                 for i in range(size):
                     item = self.call_global(
-                        "ffi.ArrayGetItem", [raw, pod(sigs.K_INT, struct.pack("<q", i))])
+                        "ffi.ArrayGetItem", [raw, pod(sigs.K_INT, struct.pack("<q", i))]
+                    )
                     self._fp(item, h, depth + 1)
                     self.release(item)
             except CannotSynthesize:
@@ -427,4 +457,3 @@ class ProbeValues:
                 h.update(size_raw[8:])
             except CannotSynthesize:
                 pass
-

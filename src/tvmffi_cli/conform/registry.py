@@ -36,210 +36,320 @@ class Check:
 
 CHECKS: list[Check] = [
     Check(
-        "export-names", "Exported names follow the TVM-FFI families", WARNING, FUNCTION, STATIC,
+        "export-names",
+        "Exported names follow the TVM-FFI families",
+        WARNING,
+        FUNCTION,
+        STATIC,
         what="Every exported symbol starting with `__tvm_ffi` is either a function "
-             "`__tvm_ffi_<name>` with a non-empty C identifier as name, or one of the special "
-             "symbols `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`, "
-             "`__tvm_ffi__library_bin`, `__tvm_ffi__library_ctx`, "
-             "`__tvm_ffi__cubin_<name>[_end]`.",
+        "`__tvm_ffi_<name>` with a non-empty C identifier as name, or one of the special "
+        "symbols `__tvm_ffi__metadata_<name>`, `__tvm_ffi__doc_<name>`, "
+        "`__tvm_ffi__library_bin`, `__tvm_ffi__library_ctx`, "
+        "`__tvm_ffi__cubin_<name>[_end]`.",
         why="Loaders treat `__tvm_ffi_` as the function prefix and `__tvm_ffi__` as reserved. "
-            "A misspelt special symbol is silently ignored; an unknown `__tvm_ffi__` name may "
-            "collide with a future special.",
+        "A misspelt special symbol is silently ignored; an unknown `__tvm_ffi__` name may "
+        "collide with a future special.",
         fix="Rename the symbol, or make it hidden (`static` or "
-            "`__attribute__((visibility(\"hidden\")))`) if it is not part of the interface."),
+        '`__attribute__((visibility("hidden")))`) if it is not part of the interface.',
+    ),
     Check(
-        "has-functions", "The library exports TVM-FFI functions", ERROR, LIBRARY, STATIC,
+        "has-functions",
+        "The library exports TVM-FFI functions",
+        ERROR,
+        LIBRARY,
+        STATIC,
         what="At least one `__tvm_ffi_<name>` function is exported (visible in the dynamic "
-             "symbol table).",
+        "symbol table).",
         why="A file with no TVM-FFI functions (a plain system library, or one whose functions "
-            "are all hidden) offers a host nothing to call; passing it would certify nothing.",
+        "are all hidden) offers a host nothing to call; passing it would certify nothing.",
         fix="Export the functions (`TVM_FFI_DLL_EXPORT`, default visibility), or check the "
-            "library you meant to."),
+        "library you meant to.",
+    ),
     Check(
-        "orphan-getter", "Metadata and doc getters belong to a function", WARNING, FUNCTION,
+        "orphan-getter",
+        "Metadata and doc getters belong to a function",
+        WARNING,
+        FUNCTION,
         STATIC,
         what="For every `__tvm_ffi__metadata_<name>` and `__tvm_ffi__doc_<name>` the library "
-             "also exports the function `__tvm_ffi_<name>`.",
+        "also exports the function `__tvm_ffi_<name>`.",
         why="Tools list functions from their symbols; a getter without its function documents "
-            "something nobody can call, usually a renamed or removed export.",
-        fix="Export the function under the same name, or drop the getter."),
+        "something nobody can call, usually a renamed or removed export.",
+        fix="Export the function under the same name, or drop the getter.",
+    ),
     Check(
-        "symbol-kind", "Function symbols are code", ERROR, FUNCTION, STATIC,
+        "symbol-kind",
+        "Function symbols are code",
+        ERROR,
+        FUNCTION,
+        STATIC,
         what="`__tvm_ffi_<name>` functions and the metadata/doc getters are function symbols "
-             "in an executable section, not data objects.",
+        "in an executable section, not data objects.",
         why="Callers jump to these addresses. A data symbol with a function's name crashes "
-            "the caller (no-execute page) or runs garbage.",
+        "the caller (no-execute page) or runs garbage.",
         fix="Define the symbol as a function with the safe-call signature "
-            "`int (void*, const TVMFFIAny*, int32_t, TVMFFIAny*)`."),
+        "`int (void*, const TVMFFIAny*, int32_t, TVMFFIAny*)`.",
+    ),
     Check(
-        "library-bin", "`__tvm_ffi__library_bin` is consistent", ERROR, LIBRARY, STATIC,
+        "library-bin",
+        "`__tvm_ffi__library_bin` is consistent",
+        ERROR,
+        LIBRARY,
+        STATIC,
         what="The embedded module blob stays within the symbol's size and its `nbytes`; the "
-             "import tree's `indptr` starts at 0 and never decreases; child indices are in "
-             "range; there is at most one `_lib` entry; every module entry can be read.",
+        "import tree's `indptr` starts at 0 and never decreases; child indices are in "
+        "range; there is at most one `_lib` entry; every module entry can be read.",
         why="The loader decodes this blob when the library is loaded; an inconsistent blob "
-            "makes loading fail, or reads past the symbol into unrelated memory.",
+        "makes loading fail, or reads past the symbol into unrelated memory.",
         fix="Regenerate the blob with the serializer of your compiler; check that `nbytes` "
-            "counts the bytes after the header and that every string and bytes field carries "
-            "its real length."),
+        "counts the bytes after the header and that every string and bytes field carries "
+        "its real length.",
+    ),
     Check(
-        "context-symbols", "Context symbols are writable pointer-sized data", ERROR, LIBRARY,
+        "context-symbols",
+        "Context symbols are writable pointer-sized data",
+        ERROR,
+        LIBRARY,
         STATIC,
         what="Every `__TVMFFI<name>` context symbol and `__tvm_ffi__library_ctx` is a writable "
-             "data object exactly one pointer wide, and `<name>` names a C API function the "
-             "loader can provide.",
+        "data object exactly one pointer wide, and `<name>` names a C API function the "
+        "loader can provide.",
         why="The loader stores entry points (and the library's module) into these variables "
-            "at load time. A read-only or narrower variable crashes the load or overwrites its "
-            "neighbours; an unknown name is never filled and stays NULL.",
+        "at load time. A read-only or narrower variable crashes the load or overwrites its "
+        "neighbours; an unknown name is never filled and stays NULL.",
         fix="Declare them as `void* __TVMFFI<name> = NULL;` (not `const`), with a name from "
-            "the C API."),
+        "the C API.",
+    ),
     Check(
-        "c-api-imports", "Imported TVMFFI functions exist in the C ABI", ERROR, LIBRARY, STATIC,
+        "c-api-imports",
+        "Imported TVMFFI functions exist in the C ABI",
+        ERROR,
+        LIBRARY,
+        STATIC,
         what="Every imported (undefined) symbol starting with `TVMFFI` is one of the 50 "
-             "functions of the stable C API.",
+        "functions of the stable C API.",
         why="A runtime provides exactly those. Any other `TVMFFI*` import fails at load time "
-            "or, with lazy binding, at the first call.",
+        "or, with lazy binding, at the first call.",
         fix="Use only the stable C API functions, or link the implementation of the extra "
-            "symbol into the library."),
+        "symbol into the library.",
+    ),
     Check(
-        "min-runtime", "The library runs on the oldest runtime it must support", ERROR,
-        LIBRARY, STATIC,
+        "min-runtime",
+        "The library runs on the oldest runtime it must support",
+        ERROR,
+        LIBRARY,
+        STATIC,
         what="With `--min-runtime VERSION` (or `min-runtime` in the configuration), every C "
-             "API function the library imports (or receives through a `__TVMFFI<name>` "
-             "context symbol), and every struct layout those imply, exists in apache-tvm-ffi "
-             "VERSION. Without it the check passes and reports the oldest runtime the "
-             "library needs (the table is `src/tvmffi_cli/abi/versions.py`).",
+        "API function the library imports (or receives through a `__TVMFFI<name>` "
+        "context symbol), and every struct layout those imply, exists in apache-tvm-ffi "
+        "VERSION. Without it the check passes and reports the oldest runtime the "
+        "library needs (the table is `src/tvmffi_cli/abi/versions.py`).",
         why="A library built against a newer runtime than its users have fails to load with "
-            "an unresolved symbol, or reads past a struct that was smaller in the older "
-            "release.",
+        "an unresolved symbol, or reads past a struct that was smaller in the older "
+        "release.",
         fix="Build against the headers of the oldest runtime you support, or raise the "
-            "minimum version you declare (`apache-tvm-ffi>=VERSION`)."),
+        "minimum version you declare (`apache-tvm-ffi>=VERSION`).",
+    ),
     Check(
-        "library-load", "The library loads", ERROR, LIBRARY, LOAD,
+        "library-load",
+        "The library loads",
+        ERROR,
+        LIBRARY,
+        LOAD,
         what="The library loads through the runtime in a worker process without crashing, "
-             "hanging or raising, with every embedded module kind accounted for.",
+        "hanging or raising, with every embedded module kind accounted for.",
         why="Nothing else can be checked, or used, when loading fails.",
         fix="Look at the message: missing dependencies, unresolved symbols and crashing static "
-            "constructors are the usual causes."),
+        "constructors are the usual causes.",
+    ),
     Check(
-        "exit-clean", "The process exits cleanly after loading the library", ERROR, LIBRARY,
+        "exit-clean",
+        "The process exits cleanly after loading the library",
+        ERROR,
+        LIBRARY,
         LOAD,
         what="A fresh process loads the library, releases it and exits normally: no crash "
-             "and no hang (within --timeout) in its destructors, `atexit` handlers or the "
-             "release of the objects and globals it registered.",
+        "and no hang (within --timeout) in its destructors, `atexit` handlers or the "
+        "release of the objects and globals it registered.",
         why="A crash at exit turns every successful program using the library into a "
-            "failing one (a core dump and a non-zero status in CI); a hang never lets it "
-            "end.",
+        "failing one (a core dump and a non-zero status in CI); a hang never lets it "
+        "end.",
         fix="Do not touch other libraries' state (the runtime, CUDA, Python) from static "
-            "destructors; release global objects explicitly or leak them on purpose."),
+        "destructors; release global objects explicitly or leak them on purpose.",
+    ),
     Check(
-        "metadata-json", "Metadata getters return valid JSON with a parsable type_schema",
-        ERROR, FUNCTION, LOAD,
+        "metadata-json",
+        "Metadata getters return valid JSON with a parsable type_schema",
+        ERROR,
+        FUNCTION,
+        LOAD,
         what="Called with no arguments, `__tvm_ffi__metadata_<name>` returns 0 and a string "
-             "holding a JSON object whose `type_schema` is a string with a function type "
-             "schema that parses.",
+        "holding a JSON object whose `type_schema` is a string with a function type "
+        "schema that parses.",
         why="Tools (stub generators, `tvmffi inspect`, this checker) build signatures and "
-            "typed calls from it.",
+        "typed calls from it.",
         fix="Generate the getter with `TVM_FFI_DLL_EXPORT_TYPED_FUNC` and "
-            "`TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1`, or emit "
-            "`{\"type_schema\": \"<escaped JSON>\"}` by hand."),
+        "`TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1`, or emit "
+        '`{"type_schema": "<escaped JSON>"}` by hand.',
+    ),
     Check(
-        "doc-utf8", "Docs are valid UTF-8", ERROR, FUNCTION, LOAD,
+        "doc-utf8",
+        "Docs are valid UTF-8",
+        ERROR,
+        FUNCTION,
+        LOAD,
         what="Called with no arguments, `__tvm_ffi__doc_<name>` returns 0 and a string that "
-             "is valid UTF-8.",
+        "is valid UTF-8.",
         why="Strings in TVM-FFI are UTF-8; frontends decode docs as such and fail otherwise.",
-        fix="Store the docstring in UTF-8 (check the source file encoding)."),
+        fix="Store the docstring in UTF-8 (check the source file encoding).",
+    ),
     Check(
-        "arg-bounds", "No argument read past num_args", ERROR, FUNCTION, PROBE,
+        "arg-bounds",
+        "No argument read past num_args",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="Called with zero arguments, and (with metadata) with one argument too few, the "
-             "function never reads beyond `args[num_args-1]`. Exported functions and the "
-             "global functions the library registers while loading are both probed. The argument array is placed "
-             "right before an unreadable guard page, so such a read faults.",
+        "function never reads beyond `args[num_args-1]`. Exported functions and the "
+        "global functions the library registers while loading are both probed. The argument array is placed "
+        "right before an unreadable guard page, so such a read faults.",
         why="Callers pass exactly `num_args` values; the memory after them belongs to "
-            "someone else. Reading it returns garbage or crashes.",
+        "someone else. Reading it returns garbage or crashes.",
         fix="Check `num_args` before touching `args[i]` and raise a TypeError when it is "
-            "wrong (`TVM_FFI_DLL_EXPORT_TYPED_FUNC` does this for you)."),
+        "wrong (`TVM_FFI_DLL_EXPORT_TYPED_FUNC` does this for you).",
+    ),
     Check(
-        "wrong-type", "Arguments of the wrong type raise an error", ERROR, FUNCTION, PROBE,
+        "wrong-type",
+        "Arguments of the wrong type raise an error",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="Where the metadata declares a parameter type, passing a value of a clearly "
-             "incompatible type makes the call return -1 with a raised error: it neither "
-             "succeeds nor crashes.",
+        "incompatible type makes the call return -1 with a raised error: it neither "
+        "succeeds nor crashes.",
         why="Callers in dynamic languages pass whatever they hold; reading an Any without "
-            "checking its type index reinterprets the bits (a string pointer as an integer, an "
-            "integer as a pointer).",
-        fix="Check `args[i].type_index` before reading the payload, and raise a TypeError."),
+        "checking its type index reinterprets the bits (a string pointer as an integer, an "
+        "integer as a pointer).",
+        fix="Check `args[i].type_index` before reading the payload, and raise a TypeError.",
+    ),
     Check(
-        "arg-refcount", "Object arguments keep their reference counts", ERROR, FUNCTION, PROBE,
+        "arg-refcount",
+        "Object arguments keep their reference counts",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="After the call (and after its result is released) every object argument has the "
-             "same strong reference count as before. Functions without metadata are called "
-             "with a String, an Array, a Tensor and a Function to find out.",
+        "same strong reference count as before. Functions without metadata are called "
+        "with a String, an Array, a Tensor and a Function to find out.",
         why="Arguments are borrowed views. A callee that keeps an extra reference leaks the "
-            "object; one that releases a reference frees the caller's object under it.",
+        "object; one that releases a reference frees the caller's object under it.",
         fix="Only increment a reference when storing the object somewhere that outlives the "
-            "call, and release it there; never release an argument."),
+        "call, and release it there; never release an argument.",
+    ),
     Check(
-        "args-unchanged", "The argument array is not modified", ERROR, FUNCTION, PROBE,
+        "args-unchanged",
+        "The argument array is not modified",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="The bytes of the `args` array are identical before and after the call.",
         why="`args` is `const TVMFFIAny*`: callers reuse the array (for example across "
-            "retries and in loops) and rely on it.",
-        fix="Copy the values you need to change into locals."),
+        "retries and in loops) and rely on it.",
+        fix="Copy the values you need to change into locals.",
+    ),
     Check(
-        "error-protocol", "Return codes follow the error protocol", ERROR, FUNCTION, PROBE,
+        "error-protocol",
+        "Return codes follow the error protocol",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="The return value is 0 or -1 (-2 only when a frontend signal is pending); after "
-             "-1 a raised error with a non-empty kind is waiting for the caller; after 0 "
-             "none is.",
+        "-1 a raised error with a non-empty kind is waiting for the caller; after 0 "
+        "none is.",
         why="Callers fetch the error with `TVMFFIErrorMoveFromRaised` only after -1. Any "
-            "other code, a missing error or a stale one misreports failures or blames the "
-            "next call.",
+        "other code, a missing error or a stale one misreports failures or blames the "
+        "next call.",
         fix="Raise with `TVMFFIErrorSetRaisedFromCStr(kind, message)` and return -1; return 0 "
-            "only on success."),
+        "only on success.",
+    ),
     Check(
-        "result-invariants", "Results are well-formed owned values", ERROR, FUNCTION, PROBE,
+        "result-invariants",
+        "Results are well-formed owned values",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="On success the result has a valid type index (static or registered), is never "
-             "a borrowed kind (`kTVMFFIRawStr`, `kTVMFFIByteArrayPtr`, "
-             "`kTVMFFIObjectRValueRef`), has zero padding and zero unused payload bytes for "
-             "POD values, and an object result is alive with a header type index equal to the "
-             "Any's. On failure the result is still None.",
+        "a borrowed kind (`kTVMFFIRawStr`, `kTVMFFIByteArrayPtr`, "
+        "`kTVMFFIObjectRValueRef`), has zero padding and zero unused payload bytes for "
+        "POD values, and an object result is alive with a header type index equal to the "
+        "Any's. On failure the result is still None.",
         why="The result is an owning Any: the caller releases it, hashes and compares it "
-            "bytewise, and casts object results by their type index.",
+        "bytewise, and casts object results by their type index.",
         fix="Build results with the helpers of your binding, zero the whole Any first, return "
-            "strings as `kTVMFFISmallStr`/`kTVMFFIStr` (`TVMFFIStringFromByteArray`), and do not "
-            "write the result before an error."),
+        "strings as `kTVMFFISmallStr`/`kTVMFFIStr` (`TVMFFIStringFromByteArray`), and do not "
+        "write the result before an error.",
+    ),
     Check(
-        "no-leak", "No objects leak", ERROR, FUNCTION, PROBE,
+        "no-leak",
+        "No objects leak",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="The runtime's count of live objects is back to its value before the call once "
-             "the result (and any raised error) is released; a function that keeps objects "
-             "only on its first call (a cache) passes.",
+        "the result (and any raised error) is released; a function that keeps objects "
+        "only on its first call (a cache) passes.",
         why="A leak per call grows without bound in a serving process.",
-        fix="Release every object you create or retain that is not returned."),
+        fix="Release every object you create or retain that is not returned.",
+    ),
     Check(
-        "no-crash", "No crash", ERROR, FUNCTION, PROBE,
+        "no-crash",
+        "No crash",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="No probe call kills the process with a signal (SIGSEGV, SIGABRT, SIGFPE, ...), "
-             "except the faults already reported by `arg-bounds` and `wrong-type`.",
+        "except the faults already reported by `arg-bounds` and `wrong-type`.",
         why="A crash takes down the host process (a Python interpreter, a server) with it.",
         fix="Validate arguments and raise errors instead of asserting or dereferencing "
-            "unchecked pointers."),
+        "unchecked pointers.",
+    ),
     Check(
-        "no-hang", "No hang", ERROR, FUNCTION, PROBE,
+        "no-hang",
+        "No hang",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="Every probe call returns within the timeout (--timeout, default 10 s).",
         why="A call that never returns blocks its caller forever.",
-        fix="Check loop bounds and waits on arguments you did not validate."),
+        fix="Check loop bounds and waits on arguments you did not validate.",
+    ),
     Check(
-        "valid-call", "A call with valid arguments behaves", ERROR, FUNCTION, PROBE,
+        "valid-call",
+        "A call with valid arguments behaves",
+        ERROR,
+        FUNCTION,
+        PROBE,
         what="With metadata, arguments synthesized from the declared parameter types give a "
-             "call that succeeds or fails with a raised error, and on success returns a value "
-             "of the declared return type.",
+        "call that succeeds or fails with a raised error, and on success returns a value "
+        "of the declared return type.",
         why="This is what every well-typed caller will do first.",
-        fix="Make the declared signature match what the function accepts and returns."),
+        fix="Make the declared signature match what the function accepts and returns.",
+    ),
     Check(
-        "thread-safety", "Concurrent calls agree", WARNING, FUNCTION, PROBE,
+        "thread-safety",
+        "Concurrent calls agree",
+        WARNING,
+        FUNCTION,
+        PROBE,
         what="When the valid call succeeds, the same call made from N threads at once "
-             "(`--threads N`, default 4) gives N results identical to each other and to the "
-             "single-threaded result, with no crash and unchanged reference counts. The ABI "
-             "does not promise thread safety: this is a warning unless `--threads` is given, "
-             "then an error.",
+        "(`--threads N`, default 4) gives N results identical to each other and to the "
+        "single-threaded result, with no crash and unchanged reference counts. The ABI "
+        "does not promise thread safety: this is a warning unless `--threads` is given, "
+        "then an error.",
         why="Kernels are called from many threads (data loaders, servers); hidden shared "
-            "state gives racy results.",
-        fix="Avoid writable static state, or guard it; keep per-call state on the stack."),
+        "state gives racy results.",
+        fix="Avoid writable static state, or guard it; keep per-call state on the stack.",
+    ),
 ]
 
 BY_ID = {c.id: c for c in CHECKS}
@@ -264,8 +374,9 @@ def parse_ids(values: Iterable[str] | None) -> set[str]:
     return ids
 
 
-def selected(select: set[str] | frozenset[str] | None = None,
-             ignore: set[str] | frozenset[str] | None = None) -> list[str]:
+def selected(
+    select: set[str] | frozenset[str] | None = None, ignore: set[str] | frozenset[str] | None = None
+) -> list[str]:
     """The ids to run: all, or `select`, minus `ignore` (sets of ids)."""
     ids = [c.id for c in CHECKS if not select or c.id in select]
     return [i for i in ids if not ignore or i not in ignore]
@@ -276,33 +387,43 @@ def markdown() -> str:
     out: list[str] = []
     w = out.append
     w("# `tvmffi conform` checks\n")
-    w("Generated from `src/tvmffi_cli/conform/registry.py` by "
-      "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
-      "a test keeps the two in sync.\n")
-    w("`tvmffi conform LIB` exits 0 when no check of severity *error* fails, 1 when one does, "
-      "and 2 when what was given is wrong (LIB cannot be read or is not a shared library, "
-      "`TVMFFI_RUNTIME` is not a usable library, an option value is out of range). "
-      "Run a subset with `--select ID,ID` or skip some with "
-      "`--ignore ID,ID`. Static checks read the file; the others load the library in worker "
-      "processes (`-j N` of them) and call each function with a timeout (`--timeout S`), so a "
-      "crash or a hang is reported for that function and the run goes on.\n")
-    w("Every exported `__tvm_ffi_<name>` function and every global function the library "
-      "registers while it loads is probed. Each failed check carries a `reproduce` command "
-      "(printed in the report, a field in `--json`) that shows the failure again and exits "
-      "1. `--min-runtime VERSION` fails a library that needs a newer apache-tvm-ffi runtime; "
-      "`--runtime official|PATH` runs the checks against another runtime (checks that need "
-      "tvmffi's instrumented runtime are then skipped with the reason). `--threads N` makes "
-      "`thread-safety` an error checked with N threads.\n")
-    w("Settings and suppressions live in `[tool.tvmffi.conform]` of `pyproject.toml` (or a "
-      "file given with `--config`); every suppression names a check and gives a reason, and "
-      "suppressed findings stay in the report without failing the run:\n")
+    w(
+        "Generated from `src/tvmffi_cli/conform/registry.py` by "
+        "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
+        "a test keeps the two in sync.\n"
+    )
+    w(
+        "`tvmffi conform LIB` exits 0 when no check of severity *error* fails, 1 when one does, "
+        "and 2 when what was given is wrong (LIB cannot be read or is not a shared library, "
+        "`TVMFFI_RUNTIME` is not a usable library, an option value is out of range). "
+        "Run a subset with `--select ID,ID` or skip some with "
+        "`--ignore ID,ID`. Static checks read the file; the others load the library in worker "
+        "processes (`-j N` of them) and call each function with a timeout (`--timeout S`), so a "
+        "crash or a hang is reported for that function and the run goes on.\n"
+    )
+    w(
+        "Every exported `__tvm_ffi_<name>` function and every global function the library "
+        "registers while it loads is probed. Each failed check carries a `reproduce` command "
+        "(printed in the report, a field in `--json`) that shows the failure again and exits "
+        "1. `--min-runtime VERSION` fails a library that needs a newer apache-tvm-ffi runtime; "
+        "`--runtime official|PATH` runs the checks against another runtime (checks that need "
+        "tvmffi's instrumented runtime are then skipped with the reason). `--threads N` makes "
+        "`thread-safety` an error checked with N threads.\n"
+    )
+    w(
+        "Settings and suppressions live in `[tool.tvmffi.conform]` of `pyproject.toml` (or a "
+        "file given with `--config`); every suppression names a check and gives a reason, and "
+        "suppressed findings stay in the report without failing the run:\n"
+    )
     w("```toml")
     w(CONFIG_SNIPPET.rstrip("\n"))
     w("```\n")
-    w("Only findings of severity *error* fail the run; in JUnit XML they are the only "
-      "`<failure>` elements (warnings are a `warning` property and system-out, suppressed "
-      "findings are skipped with their reason). GitHub annotations carry `file=` (the "
-      "library), one per check, the most severe first.\n")
+    w(
+        "Only findings of severity *error* fail the run; in JUnit XML they are the only "
+        "`<failure>` elements (warnings are a `warning` property and system-out, suppressed "
+        "findings are skipped with their reason). GitHub annotations carry `file=` (the "
+        "library), one per check, the most severe first.\n"
+    )
     w("| id | title | severity | scope | how |")
     w("|---|---|---|---|---|")
     for c in CHECKS:
@@ -310,15 +431,19 @@ def markdown() -> str:
     w("")
     for c in CHECKS:
         w(f"## {c.id}\n")
-        w(f"**{c.title}** — severity *{c.severity}*, one result per {c.scope}, "
-          f"stage *{c.stage}*.\n")
+        w(
+            f"**{c.title}** — severity *{c.severity}*, one result per {c.scope}, "
+            f"stage *{c.stage}*.\n"
+        )
         w(f"- **What:** {c.what}")
         w(f"- **Why:** {c.why}")
         w(f"- **Fix:** {c.fix}")
         w("")
     w("## In CI (GitHub Actions)\n")
-    w("Failures become annotations on the run (`GITHUB_ACTIONS=true` is detected), and the "
-      "JUnit report feeds any test-report action.\n")
+    w(
+        "Failures become annotations on the run (`GITHUB_ACTIONS=true` is detected), and the "
+        "JUnit report feeds any test-report action.\n"
+    )
     w("```yaml")
     w(CI_SNIPPET.rstrip("\n"))
     w("```")

@@ -53,9 +53,14 @@ class Result:
         return self.severity == registry.ERROR and self.bad and self.suppressed is None
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"check": self.check, "function": self.function,
-                             "status": self.status, "message": self.message,
-                             "severity": self.severity, "title": self.title}
+        d: dict[str, Any] = {
+            "check": self.check,
+            "function": self.function,
+            "status": self.status,
+            "message": self.message,
+            "severity": self.severity,
+            "title": self.title,
+        }
         if self.details:
             d["details"] = self.details
         if self.reproduce:
@@ -100,8 +105,10 @@ class Report:
         sup = sum(r.suppressed is not None for r in self.results)
         n_fn = len(self.functions) + len(self.globals)
         verdict = "PASSED" if self.passed else "FAILED"
-        line = (f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
-                f"{warnings} warning(s)")
+        line = (
+            f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
+            f"{warnings} warning(s)"
+        )
         if fns:
             line += f" in {len(fns)} of {n_fn} function(s)"
         else:
@@ -113,11 +120,15 @@ class Report:
         return line
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"library": self.path, "passed": self.passed,
-                             "summary": self.counts(), "functions": list(self.functions),
-                             "globals": list(self.globals),
-                             "results": [r.to_json() for r in self.results],
-                             "summary_line": self.summary_line()}
+        d: dict[str, Any] = {
+            "library": self.path,
+            "passed": self.passed,
+            "summary": self.counts(),
+            "functions": list(self.functions),
+            "globals": list(self.globals),
+            "results": [r.to_json() for r in self.results],
+            "summary_line": self.summary_line(),
+        }
         if self.min_runtime is not None:
             d["min_runtime_version"] = self.min_runtime
         if self.elapsed is not None:
@@ -156,8 +167,9 @@ def github_annotations(report: Report) -> list[str]:
             text += f"\nreproduce: {first.reproduce}"
         if len(rs) > 1:
             text += f"\n{len(rs) - 1} more function(s): " + ", ".join(where[1:20])
-        lines.append(f"::{level} file={_gh_escape_prop(report.path)},title={title}::"
-                     f"{_gh_escape_data(text)}")
+        lines.append(
+            f"::{level} file={_gh_escape_prop(report.path)},title={title}::{_gh_escape_data(text)}"
+        )
     return lines
 
 

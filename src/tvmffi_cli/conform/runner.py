@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         def kill(self) -> None: ...
         def close(self) -> None: ...
 
+
 #: One event of the probe worker (a JSON object; see conform/probe_task.py).
 Event = Dict[str, Any]
 #: progress(done, total, name), called as functions finish.
@@ -54,8 +55,9 @@ _SEGV = ("SIGSEGV", "SIGBUS")
 
 
 class WorkerDied(Exception):
-    def __init__(self, signal_name: str | None, hang: bool = False, step: str | None = None,
-                 detail: str = "") -> None:
+    def __init__(
+        self, signal_name: str | None, hang: bool = False, step: str | None = None, detail: str = ""
+    ) -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
         self.hang = hang
@@ -75,8 +77,11 @@ class Worker:
         from ..binary.deps import load_read_paths
 
         self._w: _Child = sandbox.Worker(  # type: ignore[no-untyped-call, unused-ignore]
-            serve="conform.probe_task", stderr=subprocess.DEVNULL, runtime=runtime,
-            read_paths=load_read_paths(path))
+            serve="conform.probe_task",
+            stderr=subprocess.DEVNULL,
+            runtime=runtime,
+            read_paths=load_read_paths(path),
+        )
 
     def alive(self) -> bool:
         return self._w.alive()
@@ -147,8 +152,9 @@ class Worker:
 class Prober:
     """Probe functions with one worker, restarting it after crashes."""
 
-    def __init__(self, path: str, timeout: float, runtime: str | None = None,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self, path: str, timeout: float, runtime: str | None = None, threads: int | None = None
+    ) -> None:
         self.path = path
         self.timeout = timeout
         self.runtime = runtime
@@ -161,8 +167,9 @@ class Prober:
             self.worker.start()
             ev = self.worker.load()
             if not ev.get("ok"):
-                raise RuntimeError(f"the library no longer loads in a fresh worker: "
-                                   f"{ev.get('error')}")
+                raise RuntimeError(
+                    f"the library no longer loads in a fresh worker: {ev.get('error')}"
+                )
 
     def close(self, exits: list[int | str] | None = None) -> None:
         """Stop the worker; its exit status goes to `exits` (for exit-clean)."""
@@ -207,12 +214,19 @@ class Prober:
             return e
         return None
 
-    def probe(self, name: str, getters: Collection[str],
-              is_global: bool = False) -> checks_probe.FunctionFacts:
+    def probe(
+        self, name: str, getters: Collection[str], is_global: bool = False
+    ) -> checks_probe.FunctionFacts:
         f = checks_probe.FunctionFacts(name, getters)
         f.timeout = self.timeout
-        base = {"op": "probe", "name": name, "getters": sorted(getters), "timeout": self.timeout,
-                "global": is_global, "threads": self.threads or DEFAULT_THREADS}
+        base = {
+            "op": "probe",
+            "name": name,
+            "getters": sorted(getters),
+            "timeout": self.timeout,
+            "global": is_global,
+            "threads": self.threads or DEFAULT_THREADS,
+        }
         skip: set[str] = set()
         no_meta = False
         try:
@@ -232,8 +246,9 @@ class Prober:
                     # Same call, args followed by readable memory: if that one
                     # survives, the fault was the read past num_args.
                     rerun = step + "/readable"
-                    died = self._run(f, dict(base, only=[rerun], valid_ok=False,
-                                             no_metadata=no_meta))
+                    died = self._run(
+                        f, dict(base, only=[rerun], valid_ok=False, no_metadata=no_meta)
+                    )
                     c["oob"] = died is None and rerun in f.obs
         except RuntimeError as e:
             f.tool_error = str(e)
@@ -242,8 +257,11 @@ class Prober:
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if died is not None:
-        what = ("hangs (no return within the timeout)" if died.hang
-                else f"crashes the process ({died.signal_name})")
+        what = (
+            "hangs (no return within the timeout)"
+            if died.hang
+            else f"crashes the process ({died.signal_name})"
+        )
         return Result("library-load", None, FAIL, f"loading the library {what}")
     if not ev.get("ok"):
         return Result("library-load", None, FAIL, f"loading failed: {ev.get('error')}")
@@ -253,8 +271,10 @@ def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     # without a loader on this machine (no CUDA here) is not the library's fault.
     notes: list[str] = []
     if desc.get("missing_loaders"):
-        notes.append("no loader here for embedded module kind(s) "
-                     + ", ".join(map(str, desc["missing_loaders"])))
+        notes.append(
+            "no loader here for embedded module kind(s) "
+            + ", ".join(map(str, desc["missing_loaders"]))
+        )
     notes.extend(str(e) for e in desc.get("errors") or ())
     note = "" if ev.get("instrumented") else " (runtime without instrumentation)"
     msg = f"loaded through {ev.get('runtime')}{note}"
@@ -281,10 +301,15 @@ class Options:
     runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
 
 
-def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
-        ignore: Iterable[str] | None = None, timeout: float = DEFAULT_TIMEOUT,
-        jobs: int | None = None, progress: Progress | None = None,
-        options: Options | None = None) -> Report:
+def run(
+    path: str | os.PathLike[str],
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    options: Options | None = None,
+) -> Report:
     """Run the checks; returns a Report. `progress(done, total, name)` is
     called as functions finish."""
     from ..binary import open_binary, require_library
@@ -299,8 +324,9 @@ def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
         require_library(binary)  # a program or object file -> exit 2
         inv = checks_static.inventory(binary)
         results = checks_static.run(binary, inv, ids)
-        req = checks_version.needed(binary, [n[len(CTX_PREFIX):] for n in inv.symbols
-                                             if n.startswith(CTX_PREFIX)])
+        req = checks_version.needed(
+            binary, [n[len(CTX_PREFIX) :] for n in inv.symbols if n.startswith(CTX_PREFIX)]
+        )
         if "min-runtime" in ids:
             results.append(checks_version.check_min_runtime(req, o.min_runtime))
     finally:
@@ -341,11 +367,13 @@ def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
         if not loaded:
             first.kill()
             for name in exports:
-                per_function[name] = checks_probe.skipped(name, fn_checks,
-                                                          "the library did not load")
+                per_function[name] = checks_probe.skipped(
+                    name, fn_checks, "the library did not load"
+                )
         elif fn_checks and targets:
-            per_function = _probe_all(path, o, jobs, first, targets, set(globals_), inv,
-                                      fn_checks, progress, exits)
+            per_function = _probe_all(
+                path, o, jobs, first, targets, set(globals_), inv, fn_checks, progress, exits
+            )
         else:
             status = first.stop(timeout)
             if status is not None:
@@ -353,11 +381,13 @@ def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
         for name in inv.functions:
             if name not in inv.code and (not o.only or name in o.only):
                 per_function[name] = checks_probe.skipped(
-                    name, fn_checks, "not probed: the symbol is not code (see symbol-kind)")
+                    name, fn_checks, "not probed: the symbol is not code (see symbol-kind)"
+                )
         if "exit-clean" in ids:
             if loaded:
-                verdict = (exit_check.from_workers(exits, timeout)
-                           or exit_check.run(path, timeout, o.runtime))
+                verdict = exit_check.from_workers(exits, timeout) or exit_check.run(
+                    path, timeout, o.runtime
+                )
                 results.append(exit_check.blame_runtime(verdict, timeout, o.runtime))
             else:
                 results.append(Result("exit-clean", None, SKIP, "the library did not load"))
@@ -367,18 +397,34 @@ def run(path: str | os.PathLike[str], select: Iterable[str] | None = None,
         if unknown and (loaded or not dynamic):
             from ..errors import InputError
 
-            raise InputError(f"--function {unknown[0]}: the library has no such exported "
-                             "or registered function")
+            raise InputError(
+                f"--function {unknown[0]}: the library has no such exported or registered function"
+            )
         results = [r for r in results if r.function is None or r.function in o.only]
     if globals_:
         # Functions registered at load count too (has-functions is static otherwise).
-        results = [Result("has-functions", None, PASS,
-                          f"{len(inv.functions)} exported, {len(globals_)} registered at load")
-                   if r.check == "has-functions" else r for r in results]
+        results = [
+            Result(
+                "has-functions",
+                None,
+                PASS,
+                f"{len(inv.functions)} exported, {len(globals_)} registered at load",
+            )
+            if r.check == "has-functions"
+            else r
+            for r in results
+        ]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
-    return Report(path, results, inv.functions, time.monotonic() - t0, jobs or 1,
-                  globals=globals_, min_runtime=req.version)
+    return Report(
+        path,
+        results,
+        inv.functions,
+        time.monotonic() - t0,
+        jobs or 1,
+        globals=globals_,
+        min_runtime=req.version,
+    )
 
 
 def _finish(r: Result, path: str, o: Options) -> Result:
@@ -421,9 +467,18 @@ def reproducer(r: Result, path: str, o: Options) -> str:
     return " ".join(shlex.quote(c) for c in cmd)
 
 
-def _probe_all(path: str, o: Options, jobs: int, first: Worker, targets: list[str],
-               globals_: set[str], inv: checks_static.Inventory, ids: Collection[str],
-               progress: Progress | None, exits: list[int | str]) -> dict[str, list[Result]]:
+def _probe_all(
+    path: str,
+    o: Options,
+    jobs: int,
+    first: Worker,
+    targets: list[str],
+    globals_: set[str],
+    inv: checks_static.Inventory,
+    ids: Collection[str],
+    progress: Progress | None,
+    exits: list[int | str],
+) -> dict[str, list[Result]]:
     todo: queue.Queue[str] = queue.Queue()
     for name in targets:
         todo.put(name)
@@ -458,8 +513,9 @@ def _probe_all(path: str, o: Options, jobs: int, first: Worker, targets: list[st
     return out
 
 
-def _order(results: list[Result], per_function: dict[str, list[Result]],
-           inv: checks_static.Inventory) -> list[Result]:
+def _order(
+    results: list[Result], per_function: dict[str, list[Result]], inv: checks_static.Inventory
+) -> list[Result]:
     """Library-level results first, then per function in name order."""
     lib = [r for r in results if r.function is None]
     by_fn: dict[str, list[Result]] = {}

@@ -22,11 +22,22 @@ K_NONE, K_INT, K_BOOL, K_FLOAT = C.kTVMFFINone, C.kTVMFFIInt, C.kTVMFFIBool, C.k
 K_DTYPE, K_DEVICE, K_DLTENSOR = C.kTVMFFIDataType, C.kTVMFFIDevice, C.kTVMFFIDLTensorPtr
 K_RAWSTR, K_BYTEARRAY = C.kTVMFFIRawStr, C.kTVMFFIByteArrayPtr
 K_SMALLSTR, K_SMALLBYTES = C.kTVMFFISmallStr, C.kTVMFFISmallBytes
-K_OBJECT, K_STR, K_BYTES, K_FUNCTION = C.kTVMFFIObject, C.kTVMFFIStr, C.kTVMFFIBytes, C.kTVMFFIFunction
+K_OBJECT, K_STR, K_BYTES, K_FUNCTION = (
+    C.kTVMFFIObject,
+    C.kTVMFFIStr,
+    C.kTVMFFIBytes,
+    C.kTVMFFIFunction,
+)
 K_SHAPE, K_TENSOR, K_ARRAY, K_MAP = C.kTVMFFIShape, C.kTVMFFITensor, C.kTVMFFIArray, C.kTVMFFIMap
 
-_ALIASES = {"str": "ffi.String", "bytes": "ffi.Bytes", "dtype": "DataType",
-            "Tensor": "ffi.Tensor", "Object": "ffi.Object", "void": "None"}
+_ALIASES = {
+    "str": "ffi.String",
+    "bytes": "ffi.Bytes",
+    "dtype": "DataType",
+    "Tensor": "ffi.Tensor",
+    "Object": "ffi.Object",
+    "void": "None",
+}
 
 
 class TypeDict(TypedDict):
@@ -60,8 +71,9 @@ def _as_dict(spec: schema.TypeSpec) -> TypeDict:
 
 def _sig(spec: schema.TypeSpec) -> Sig | None:
     if spec.key != "ffi.Function":
-        raise SchemaError(f"type_schema of a function has type {spec.key!r}, "
-                          "expected 'ffi.Function'")
+        raise SchemaError(
+            f"type_schema of a function has type {spec.key!r}, expected 'ffi.Function'"
+        )
     if spec.is_function:
         assert spec.params is not None  # is_function says so
         ret: TypeDict = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}

@@ -7,5 +7,13 @@ Suppression = engine.Suppression
 parse_suppressions = engine.parse_suppressions
 suppress = engine.suppress
 
-__all__ = ["KINDS", "Change", "DiffResult", "Suppression", "compare", "parse_suppressions", "run",
-           "suppress"]
+__all__ = [
+    "KINDS",
+    "Change",
+    "DiffResult",
+    "Suppression",
+    "compare",
+    "parse_suppressions",
+    "run",
+    "suppress",
+]

@@ -66,9 +66,15 @@ class Change:
     suppressed: bool = False  # accepted by a --suppress pattern: does not decide the exit code
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "subject": self.subject, "old": self.old, "new": self.new,
-                "compatible": self.compatible, "detail": self.detail,
-                "suppressed": self.suppressed}
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "old": self.old,
+            "new": self.new,
+            "compatible": self.compatible,
+            "detail": self.detail,
+            "suppressed": self.suppressed,
+        }
 
 
 @dataclass(frozen=True)
@@ -89,21 +95,28 @@ class DiffResult:
         return 0 if self.compatible else 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"old": self.old_path, "new": self.new_path, "mode": self.mode,
-                "compatible": self.compatible,
-                "summary": {"changes": len(self.changes),
-                            "incompatible": sum(not c.compatible for c in self.changes),
-                            "suppressed": sum(c.suppressed for c in self.changes)},
-                "changes": [c.to_json() for c in self.changes],
-                "warnings": list(self.warnings)}
+        return {
+            "old": self.old_path,
+            "new": self.new_path,
+            "mode": self.mode,
+            "compatible": self.compatible,
+            "summary": {
+                "changes": len(self.changes),
+                "incompatible": sum(not c.compatible for c in self.changes),
+                "suppressed": sum(c.suppressed for c in self.changes),
+            },
+            "changes": [c.to_json() for c in self.changes],
+            "warnings": list(self.warnings),
+        }
 
 
 class _Acc:
     def __init__(self) -> None:
         self.changes: list[Change] = []
 
-    def add(self, kind: str, subject: str, old: str | None, new: str | None,
-            detail: str = "") -> None:
+    def add(
+        self, kind: str, subject: str, old: str | None, new: str | None, detail: str = ""
+    ) -> None:
         ok, meaning = KINDS[kind]
         self.changes.append(Change(kind, subject, old, new, ok, detail or meaning))
 
@@ -115,8 +128,9 @@ def _sig(name: str, t: TypeRef | None) -> str:
     return f"{name}({', '.join(p.render() for p in t.params)}) -> {r}"
 
 
-def _compare_func_types(acc: _Acc, family: str, name: str, old: TypeRef | None,
-                        new: TypeRef | None) -> None:
+def _compare_func_types(
+    acc: _Acc, family: str, name: str, old: TypeRef | None, new: TypeRef | None
+) -> None:
     subject = f"{family} {name}"
     if old is None or old.params is None:
         if new is not None and new.params is not None and family == "export":
@@ -127,18 +141,33 @@ def _compare_func_types(acc: _Acc, family: str, name: str, old: TypeRef | None,
             acc.add("export.type_removed", subject, _sig(name, old), _sig(name, new))
         return
     if len(old.params) != len(new.params):
-        acc.add(f"{family}.param_count_changed", subject, _sig(name, old), _sig(name, new),
-                f"{len(old.params)} parameter(s) before, {len(new.params)} now")
+        acc.add(
+            f"{family}.param_count_changed",
+            subject,
+            _sig(name, old),
+            _sig(name, new),
+            f"{len(old.params)} parameter(s) before, {len(new.params)} now",
+        )
         return
     for i, (a, b) in enumerate(zip(old.params, new.params)):
         if a != b:
-            acc.add(f"{family}.param_type_changed", f"{subject} parameter {i}", a.render(),
-                    b.render(), f"parameter {i} of {name} was {a.render()}, is {b.render()}")
+            acc.add(
+                f"{family}.param_type_changed",
+                f"{subject} parameter {i}",
+                a.render(),
+                b.render(),
+                f"parameter {i} of {name} was {a.render()}, is {b.render()}",
+            )
     ra = old.ret.render() if old.ret is not None else "Any"
     rb = new.ret.render() if new.ret is not None else "Any"
     if old.ret != new.ret:
-        acc.add(f"{family}.result_type_changed", f"{subject} result", ra, rb,
-                f"{name} returned {ra}, returns {rb}")
+        acc.add(
+            f"{family}.result_type_changed",
+            f"{subject} result",
+            ra,
+            rb,
+            f"{name} returned {ra}, returns {rb}",
+        )
 
 
 def _funcs(acc: _Acc, family: str, old: Iterable[Func], new: Iterable[Func]) -> None:
@@ -177,9 +206,13 @@ def _types(acc: _Acc, old: Iterable[ObjectType], new: Iterable[ObjectType]) -> N
             acc.add("type.field_added", f"type {k} field {n}", None, _render(fb[n].type))
         for n in sorted(fa.keys() & fb.keys()):
             if fa[n].type != fb[n].type:
-                acc.add("type.field_type_changed", f"type {k} field {n}", _render(fa[n].type),
-                        _render(fb[n].type),
-                        f"{k}.{n} was {_render(fa[n].type)}, is {_render(fb[n].type)}")
+                acc.add(
+                    "type.field_type_changed",
+                    f"type {k} field {n}",
+                    _render(fa[n].type),
+                    _render(fb[n].type),
+                    f"{k}.{n} was {_render(fa[n].type)}, is {_render(fb[n].type)}",
+                )
             if fa[n].writable and not fb[n].writable:
                 acc.add("type.field_readonly", f"type {k} field {n}", "writable", "read-only")
         ma = {m.name: m for m in ta.methods}
@@ -202,43 +235,59 @@ def _modules(acc: _Acc, old: Iterable[EmbeddedModule], new: Iterable[EmbeddedMod
     a = {m.ident: m for m in old}
     b = {m.ident: m for m in new}
     for i in sorted(a.keys() - b.keys()):
-        acc.add("module.removed", f"module {i}", a[i].kind, None,
-                f"embedded {a[i].kind} module {i} is gone"
-                + (f" with {len(a[i].kernels)} kernel(s)" if a[i].kernels else ""))
+        acc.add(
+            "module.removed",
+            f"module {i}",
+            a[i].kind,
+            None,
+            f"embedded {a[i].kind} module {i} is gone"
+            + (f" with {len(a[i].kernels)} kernel(s)" if a[i].kernels else ""),
+        )
     for i in sorted(b.keys() - a.keys()):
         acc.add("module.added", f"module {i}", None, b[i].kind)
     for i in sorted(a.keys() & b.keys()):
         ka = {k.name: k for k in a[i].kernels}
         kb = {k.name: k for k in b[i].kernels}
         for n in sorted(ka.keys() - kb.keys()):
-            acc.add("kernel.removed", f"module {i} kernel {n}",
-                    _kernel_sig(n, ka[n].arg_types), None)
+            acc.add(
+                "kernel.removed", f"module {i} kernel {n}", _kernel_sig(n, ka[n].arg_types), None
+            )
         for n in sorted(kb.keys() - ka.keys()):
-            acc.add("kernel.added", f"module {i} kernel {n}", None,
-                    _kernel_sig(n, kb[n].arg_types))
+            acc.add("kernel.added", f"module {i} kernel {n}", None, _kernel_sig(n, kb[n].arg_types))
         for n in sorted(ka.keys() & kb.keys()):
             if ka[n].arg_types != kb[n].arg_types:
-                acc.add("kernel.args_changed", f"module {i} kernel {n}",
-                        _kernel_sig(n, ka[n].arg_types), _kernel_sig(n, kb[n].arg_types))
+                acc.add(
+                    "kernel.args_changed",
+                    f"module {i} kernel {n}",
+                    _kernel_sig(n, ka[n].arg_types),
+                    _kernel_sig(n, kb[n].arg_types),
+                )
 
 
-def _runtime(acc: _Acc, old: Api, new: Api,
-             known: Callable[[str], bool] = C_API_NAMES.__contains__) -> None:
+def _runtime(
+    acc: _Acc, old: Api, new: Api, known: Callable[[str], bool] = C_API_NAMES.__contains__
+) -> None:
     added = sorted(set(new.runtime_imports) - set(old.runtime_imports))
     for n in added:
         if known(n):
             acc.add("runtime.import_added", f"runtime import {n}", None, n)
         else:
-            acc.add("runtime.newer_required", f"runtime import {n}", None, n,
-                    f"{n} is not one of the {len(C_API_NAMES)} C API functions a runtime of "
-                    f"OLD's ABI provides")
+            acc.add(
+                "runtime.newer_required",
+                f"runtime import {n}",
+                None,
+                n,
+                f"{n} is not one of the {len(C_API_NAMES)} C API functions a runtime of "
+                f"OLD's ABI provides",
+            )
     for n in sorted(set(new.unsupported_imports) - set(old.unsupported_imports)):
         acc.add("runtime.cxx_imports_added", f"runtime import {n}", None, n)
 
 
 def _static_view(api: Api) -> Api:
-    return replace(api, mode="static", globals=(), types=(),
-                   exports=tuple(Func(f.name) for f in api.exports))
+    return replace(
+        api, mode="static", globals=(), types=(), exports=tuple(Func(f.name) for f in api.exports)
+    )
 
 
 def compare(old: Api, new: Api) -> DiffResult:
@@ -260,8 +309,10 @@ def compare(old: Api, new: Api) -> DiffResult:
     _runtime(acc, old, new)
     mode = "loaded" if old.mode == new.mode == "loaded" else "static"
     if mode == "static":
-        warnings.append("compared statically: globals, object types and type schemas need "
-                        "the loaded view and were not compared")
+        warnings.append(
+            "compared statically: globals, object types and type schemas need "
+            "the loaded view and were not compared"
+        )
     for side, api in (("OLD", old), ("NEW", new)):
         warnings += [f"{side}: {p}" for p in api.problems]
     return DiffResult(old.path, new.path, mode, tuple(acc.changes), tuple(warnings))
@@ -303,13 +354,20 @@ def parse_suppressions(text: str, where: str = "suppress file") -> tuple[Suppres
 
 def suppress(result: DiffResult, rules: Iterable[Suppression]) -> DiffResult:
     rules = tuple(rules)
-    changes = tuple(replace(c, suppressed=True) if any(r.matches(c) for r in rules) else c
-                    for c in result.changes)
+    changes = tuple(
+        replace(c, suppressed=True) if any(r.matches(c) for r in rules) else c
+        for c in result.changes
+    )
     return replace(result, changes=changes)
 
 
-def run(old_path: str, new_path: str, static: bool = False, timeout: float = 30.0,
-        runtime: str | None = None) -> DiffResult:
+def run(
+    old_path: str,
+    new_path: str,
+    static: bool = False,
+    timeout: float = 30.0,
+    runtime: str | None = None,
+) -> DiffResult:
     """Describe both libraries (the inspect engine) and compare them. Problems
     reading either file raise InputError/FormatError (exit 2); a library that
     fails to load leaves its side static (and says so)."""
@@ -322,8 +380,13 @@ def run(old_path: str, new_path: str, static: bool = False, timeout: float = 30.
     for side, rep in (("OLD", rep_old), ("NEW", rep_new)):
         extra += [f"{side}: {e['message']}" for e in _errors(rep)]
     if extra:
-        result = DiffResult(result.old_path, result.new_path, result.mode, result.changes,
-                            result.warnings + tuple(extra))
+        result = DiffResult(
+            result.old_path,
+            result.new_path,
+            result.mode,
+            result.changes,
+            result.warnings + tuple(extra),
+        )
     return result
 
 

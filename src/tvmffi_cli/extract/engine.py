@@ -35,12 +35,23 @@ from ..errors import FormatError, InputError
 
 MAX_NAME = 96
 MANIFEST = "manifest.json"
-EXT = {"cubin": "cubin", "fatbin": "fatbin", "ptx": "ptx", "elf": "elf", "text": "txt",
-       "binary": "bin"}
+EXT = {
+    "cubin": "cubin",
+    "fatbin": "fatbin",
+    "ptx": "ptx",
+    "elf": "elf",
+    "text": "txt",
+    "binary": "bin",
+}
 SOURCE_EXT = {"opencl": "cl", "metal": "metal"}
 # (module kind, format) -> extension of one kernel's payload
-PART_EXT = {("metal", "text"): "metal", ("webgpu", "text"): "wgsl", ("vulkan", "binary"): "spv",
-            ("webgpu", "binary"): "spv", ("vulkan", "text"): "txt"}
+PART_EXT = {
+    ("metal", "text"): "metal",
+    ("webgpu", "text"): "wgsl",
+    ("vulkan", "binary"): "spv",
+    ("webgpu", "binary"): "spv",
+    ("vulkan", "text"): "txt",
+}
 
 
 @dataclass(frozen=True)
@@ -58,10 +69,19 @@ class Entry:
     kernels: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "kind": self.kind, "module_kind": self.module_kind,
-                "module_index": self.module_index, "format": self.format, "size": self.size,
-                "architecture": self.architecture, "symbol": self.symbol,
-                "offset": self.offset, "sha256": self.sha256, "kernels": list(self.kernels)}
+        return {
+            "file": self.file,
+            "kind": self.kind,
+            "module_kind": self.module_kind,
+            "module_index": self.module_index,
+            "format": self.format,
+            "size": self.size,
+            "architecture": self.architecture,
+            "symbol": self.symbol,
+            "offset": self.offset,
+            "sha256": self.sha256,
+            "kernels": list(self.kernels),
+        }
 
 
 @dataclass(frozen=True)
@@ -72,9 +92,13 @@ class ExtractResult:
     errors: tuple[str, ...]  # malformations found while reading (files still written)
 
     def to_json(self) -> dict[str, Any]:
-        return {"library": self.library, "directory": self.directory,
-                "manifest": MANIFEST, "files": [e.to_json() for e in self.entries],
-                "errors": list(self.errors)}
+        return {
+            "library": self.library,
+            "directory": self.directory,
+            "manifest": MANIFEST,
+            "files": [e.to_json() for e in self.entries],
+            "errors": list(self.errors),
+        }
 
     @property
     def exit_code(self) -> int:
@@ -90,7 +114,7 @@ def safe_name(name: str, taken: set[str]) -> str:
         h = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         stem, dot, ext = s.rpartition(".")
         ext = ext if dot and len(ext) <= 8 else ""
-        s = s[:MAX_NAME - 10 - len(ext)] + "-" + h + ("." + ext if ext else "")
+        s = s[: MAX_NAME - 10 - len(ext)] + "-" + h + ("." + ext if ext else "")
     if s.lower() == MANIFEST:
         s = "_" + s
     base, n = s, 2
@@ -134,8 +158,7 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
     open_binary: Callable[[str], Any] = _open
     static_report: Callable[[Any], dict[str, Any]] = _report
     decode: Callable[..., Any] = libbin.decode
-    decode_gpu: Callable[[str, bytes], tuple[dict[str, Any], bytes | None]] = \
-        modformats.decode_gpu
+    decode_gpu: Callable[[str, bytes], tuple[dict[str, Any], bytes | None]] = modformats.decode_gpu
     items: list[_Item] = []
     errors: list[str] = []
     b = open_binary(path)
@@ -168,20 +191,59 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
                     except libbin.LibBinError as e:
                         errors.append(f"module {m.index} ({m.kind}): cannot decode: {e.message}")
                 stem = f"module{m.index}-{m.kind}"
-                items.append(_Item(f"{stem}.bin", blob, "module", m.kind, m.index, "module",
-                                   None, LIBRARY_BIN, m.blob_offset, kernels))
+                items.append(
+                    _Item(
+                        f"{stem}.bin",
+                        blob,
+                        "module",
+                        m.kind,
+                        m.index,
+                        "module",
+                        None,
+                        LIBRARY_BIN,
+                        m.blob_offset,
+                        kernels,
+                    )
+                )
                 for key, at, n in parts:  # one payload per kernel (metal, vulkan, webgpu)
-                    data = blob[at:at + n]
+                    data = blob[at : at + n]
                     fmt, arch = _payload_info(data)
                     ext = PART_EXT.get((m.kind, fmt), EXT.get(fmt, "bin"))
-                    items.append(_Item(f"{stem}-{key}.{ext}", data, "payload", m.kind, m.index,
-                                       fmt, arch, LIBRARY_BIN, m.blob_offset + at, (key,)))
+                    items.append(
+                        _Item(
+                            f"{stem}-{key}.{ext}",
+                            data,
+                            "payload",
+                            m.kind,
+                            m.index,
+                            fmt,
+                            arch,
+                            LIBRARY_BIN,
+                            m.blob_offset + at,
+                            (key,),
+                        )
+                    )
                 if payload is not None:
                     fmt, arch = _payload_info(payload)
-                    ext = SOURCE_EXT.get(m.kind, EXT.get(fmt, "bin")) if fmt == "text" \
+                    ext = (
+                        SOURCE_EXT.get(m.kind, EXT.get(fmt, "bin"))
+                        if fmt == "text"
                         else EXT.get(fmt, "bin")
-                    items.append(_Item(f"{stem}.{ext}", payload, "payload", m.kind, m.index, fmt,
-                                       arch, LIBRARY_BIN, payload_at, kernels))
+                    )
+                    items.append(
+                        _Item(
+                            f"{stem}.{ext}",
+                            payload,
+                            "payload",
+                            m.kind,
+                            m.index,
+                            fmt,
+                            arch,
+                            LIBRARY_BIN,
+                            payload_at,
+                            kernels,
+                        )
+                    )
         for c in rep["cubins"]:
             s = b.get(c["symbol"])
             off = b.file_offset(s) if s is not None else None
@@ -190,10 +252,22 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
             sec = s._sec or b.section_for(s.value)
             avail = min(sec.offset + sec.filesize, len(b.data)) - off if sec else 0
             n = max(0, min(int(c["size"] or 0), avail))
-            data = bytes(b.data[off:off + n])
+            data = bytes(b.data[off : off + n])
             fmt, arch = _payload_info(data)
-            items.append(_Item(f"cubin-{c['name']}.{EXT.get(fmt, 'bin')}", data, "cubin", None,
-                               None, fmt, arch, str(c["symbol"]), 0, ()))
+            items.append(
+                _Item(
+                    f"cubin-{c['name']}.{EXT.get(fmt, 'bin')}",
+                    data,
+                    "cubin",
+                    None,
+                    None,
+                    fmt,
+                    arch,
+                    str(c["symbol"]),
+                    0,
+                    (),
+                )
+            )
     finally:
         b.close()
     return items, errors
@@ -209,8 +283,9 @@ def _write_atomic(directory: str, name: str, data: bytes, mode: int) -> None:
     try:
         _write_file(directory, name, data, mode)
     except OSError as e:
-        raise InputError(f"{os.path.join(directory, name)}: cannot write "
-                         f"({e.strerror or e})") from None
+        raise InputError(
+            f"{os.path.join(directory, name)}: cannot write ({e.strerror or e})"
+        ) from None
 
 
 def _write_file(directory: str, name: str, data: bytes, mode: int) -> None:
@@ -240,16 +315,18 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
     named = [(safe_name(it.name, taken), it) for it in items]
     dirs = [n for n, _ in named if os.path.isdir(os.path.join(directory, n))]
     if dirs:
-        raise InputError(f"{os.path.join(directory, dirs[0])} is a directory; "
-                         f"not replaced even with --force")
+        raise InputError(
+            f"{os.path.join(directory, dirs[0])} is a directory; not replaced even with --force"
+        )
     if not force:
         clash = [n for n, _ in named if os.path.lexists(os.path.join(directory, n))]
         if os.path.lexists(os.path.join(directory, MANIFEST)):
             clash.insert(0, MANIFEST)
         if clash:
             more = f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""
-            raise InputError(f"{os.path.join(directory, clash[0])} exists{more}; "
-                             f"use --force to overwrite")
+            raise InputError(
+                f"{os.path.join(directory, clash[0])} exists{more}; use --force to overwrite"
+            )
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as e:
@@ -258,9 +335,21 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
     mode = 0o666 & ~_umask()
     for n, it in named:
         _write_atomic(directory, n, it.data, mode)
-        entries.append(Entry(n, it.kind, it.module_kind, it.module_index, it.format,
-                             len(it.data), it.architecture, it.symbol, it.offset,
-                             hashlib.sha256(it.data).hexdigest(), it.kernels))
+        entries.append(
+            Entry(
+                n,
+                it.kind,
+                it.module_kind,
+                it.module_index,
+                it.format,
+                len(it.data),
+                it.architecture,
+                it.symbol,
+                it.offset,
+                hashlib.sha256(it.data).hexdigest(),
+                it.kernels,
+            )
+        )
     result = ExtractResult(os.path.basename(path), directory, tuple(entries), tuple(errors))
     text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
     _write_atomic(directory, MANIFEST, text.encode("utf-8"), mode)

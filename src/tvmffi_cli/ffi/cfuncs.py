@@ -59,7 +59,9 @@ C_API: dict[str, Decl] = {
     "TVMFFITensorFromDLPack": (c_int, [POINTER(DLManagedTensor), c_int32, c_int32, POINTER(_P)]),
     "TVMFFITensorToDLPack": (c_int, [_P, POINTER(POINTER(DLManagedTensor))]),
     "TVMFFITensorFromDLPackVersioned": (
-        c_int, [POINTER(DLManagedTensorVersioned), c_int32, c_int32, POINTER(_P)]),
+        c_int,
+        [POINTER(DLManagedTensorVersioned), c_int32, c_int32, POINTER(_P)],
+    ),
     "TVMFFITensorToDLPackVersioned": (c_int, [_P, POINTER(POINTER(DLManagedTensorVersioned))]),
     "TVMFFITensorCreateUnsafeView": (c_int, [_P, POINTER(DLTensor), POINTER(_P)]),
     "TVMFFIStringFromByteArray": (c_int, [_PBA, _PANY]),

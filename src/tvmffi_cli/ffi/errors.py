@@ -78,8 +78,9 @@ def error_from_handle(rt: object, handle: int, _depth: int = 0) -> FFIErrorBase:
     """Exception for an ffi.Error object (borrowed: no reference is taken)."""
     cell = abi.TVMFFIErrorCell.from_address(abi.cell_address(handle))
     kind = abi.byte_array_str(cell.kind)
-    exc = error_class(kind)(kind, abi.byte_array_str(cell.message),
-                            abi.byte_array_str(cell.backtrace))
+    exc = error_class(kind)(
+        kind, abi.byte_array_str(cell.message), abi.byte_array_str(cell.backtrace)
+    )
     if cell.cause_chain and _depth < 32:
         cause_tindex = abi.TVMFFIObject.from_address(cell.cause_chain).type_index
         if cause_tindex == abi.kTVMFFIError:

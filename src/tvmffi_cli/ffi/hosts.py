@@ -48,12 +48,17 @@ class RuntimeChoice:
     missing: tuple[str, ...] = field(default=())  # builtin lacks these (auto fell back)
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "path": self.path, "requested": self.requested,
-                "instrumented": self.instrumented, "reason": self.reason,
-                "missing_in_builtin": list(self.missing)}
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "requested": self.requested,
+            "instrumented": self.instrumented,
+            "reason": self.reason,
+            "missing_in_builtin": list(self.missing),
+        }
 
     def label(self) -> str:
-        """"builtin", "official" or the path, for human output."""
+        """ "builtin", "official" or the path, for human output."""
         return self.path if self.kind == "path" else self.kind
 
     def skip_reason(self, what: str) -> str | None:
@@ -61,8 +66,10 @@ class RuntimeChoice:
         under this runtime, or None when it can."""
         if self.instrumented:
             return None
-        return f"{what} needs tvmffi's instrumented runtime; the library is hosted by " \
-               f"the {self.label()} runtime"
+        return (
+            f"{what} needs tvmffi's instrumented runtime; the library is hosted by "
+            f"the {self.label()} runtime"
+        )
 
 
 def builtin_runtime_path() -> Path:
@@ -142,15 +149,18 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
     if req == "official":
         off = official_runtime_path()
         if off is None:
-            raise InputError(f"--runtime official: the {OFFICIAL_PACKAGE} package is not "
-                             f"installed (pip install {OFFICIAL_DIST})")
-        return RuntimeChoice("official", str(off), req, False,
-                             "requested with --runtime official")
+            raise InputError(
+                f"--runtime official: the {OFFICIAL_PACKAGE} package is not "
+                f"installed (pip install {OFFICIAL_DIST})"
+            )
+        return RuntimeChoice("official", str(off), req, False, "requested with --runtime official")
     if req != "auto":
         p = Path(os.path.expanduser(req))
         if not p.is_file():
-            raise InputError(f"--runtime {req}: no such file (expected auto, builtin, "
-                             "official or the path of a libtvm_ffi.so)")
+            raise InputError(
+                f"--runtime {req}: no such file (expected auto, builtin, "
+                "official or the path of a libtvm_ffi.so)"
+            )
         p = p.resolve()
         off = official_runtime_path()
         try:
@@ -158,8 +168,9 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
         except InputError:
             builtin = None
         kind = "builtin" if p == builtin else "official" if p == off else "path"
-        return RuntimeChoice(kind, str(p), req, is_instrumented(p),
-                             f"requested with --runtime {req}")
+        return RuntimeChoice(
+            kind, str(p), req, is_instrumented(p), f"requested with --runtime {req}"
+        )
     p = builtin_runtime_path()
     if library is None:
         return RuntimeChoice("builtin", str(p), req, True, "auto: the builtin runtime")
@@ -168,29 +179,51 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
     except (TvmffiError, OSError, ValueError):  # unreadable: the loader reports the file
         missing = []
     if not missing:
-        return RuntimeChoice("builtin", str(p), req, True,
-                             "auto: the builtin runtime provides every runtime symbol "
-                             "the library imports")
+        return RuntimeChoice(
+            "builtin",
+            str(p),
+            req,
+            True,
+            "auto: the builtin runtime provides every runtime symbol the library imports",
+        )
     off = official_runtime_path()
     if off is not None:
-        return RuntimeChoice("official", str(off), req, False,
-                             f"auto: the builtin runtime lacks {len(missing)} symbol"
-                             f"{'s' if len(missing) != 1 else ''} the library imports "
-                             f"({_short(missing)}); using the official runtime",
-                             tuple(missing))
-    raise InputError(f"the builtin runtime lacks {len(missing)} symbol"
-                     f"{'s' if len(missing) != 1 else ''} the library imports "
-                     f"({_short(missing)}); install the official runtime "
-                     f"(pip install {OFFICIAL_DIST}) or pass --runtime PATH")
+        return RuntimeChoice(
+            "official",
+            str(off),
+            req,
+            False,
+            f"auto: the builtin runtime lacks {len(missing)} symbol"
+            f"{'s' if len(missing) != 1 else ''} the library imports "
+            f"({_short(missing)}); using the official runtime",
+            tuple(missing),
+        )
+    raise InputError(
+        f"the builtin runtime lacks {len(missing)} symbol"
+        f"{'s' if len(missing) != 1 else ''} the library imports "
+        f"({_short(missing)}); install the official runtime "
+        f"(pip install {OFFICIAL_DIST}) or pass --runtime PATH"
+    )
 
 
 # ---------------------------------------------------------------------------
 # a library's own words, when it dies while loading
 
 # Lines of the worker's fault handler and of Python itself, not the library's.
-_NOISE = ("Fatal Python error", "Current thread", "Thread 0x", "  File ", "Extension modules",
-          "Stack (most recent", "<no Python frame>", "Python runtime state", "Aborted",
-          "Segmentation fault", "(total:", "  <")
+_NOISE = (
+    "Fatal Python error",
+    "Current thread",
+    "Thread 0x",
+    "  File ",
+    "Extension modules",
+    "Stack (most recent",
+    "<no Python frame>",
+    "Python runtime state",
+    "Aborted",
+    "Segmentation fault",
+    "(total:",
+    "  <",
+)
 _MESSAGE_CHARS = 400
 
 
@@ -203,7 +236,10 @@ def library_message(stderr: str) -> str:
     (e.g. "terminate called after throwing an instance of 'std::runtime_error'
     what():  boom"), on one line with control characters escaped; "" when
     it said nothing."""
-    kept = [ln.strip() for ln in stderr.splitlines()
-            if ln.strip() and not ln.startswith(_NOISE) and not ln.strip().startswith("File ")]
+    kept = [
+        ln.strip()
+        for ln in stderr.splitlines()
+        if ln.strip() and not ln.startswith(_NOISE) and not ln.strip().startswith("File ")
+    ]
     text = _printable(" ".join(kept))
     return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"

@@ -49,7 +49,7 @@ def exported_function_names(path: Union[str, os.PathLike[str]]) -> list[str]:
     out = set()
     for n in names:
         if n.startswith(FUNC_PREFIX) and not n.startswith(SPECIAL_PREFIX):
-            out.add(n[len(FUNC_PREFIX):])
+            out.add(n[len(FUNC_PREFIX) :])
     return sorted(out)
 
 
@@ -64,9 +64,12 @@ def _elf_code_exports(path: Union[str, os.PathLike[str]]) -> list[str]:
             sec = elf.get_section_by_name(".dynsym")
             if not isinstance(sec, SymbolTableSection):
                 return []
-            return [s.name for s in sec.iter_symbols()
-                    if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] in ("STT_FUNC",
-                                                                                 "STT_GNU_IFUNC")]
+            return [
+                s.name
+                for s in sec.iter_symbols()
+                if s["st_shndx"] != "SHN_UNDEF"
+                and s["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC")
+            ]
     except (ELFError, OSError, ValueError) as e:
         from ..errors import FormatError
 
@@ -81,9 +84,16 @@ class LibraryLoadError(CheckFailed):
 class Library:
     """A loaded library. Attribute access and [] return callable Functions."""
 
-    def __init__(self, path: Path, rt: Runtime, module: Optional[values.Module],
-                 dl: Optional[ctypes.CDLL], globals_registered: list[str],
-                 types_registered: list[str], tensor_mode: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        rt: Runtime,
+        module: Optional[values.Module],
+        dl: Optional[ctypes.CDLL],
+        globals_registered: list[str],
+        types_registered: list[str],
+        tensor_mode: Optional[str] = None,
+    ) -> None:
         self.path = path
         self.runtime = rt
         self.module = module  # values.Module, or None on the plain-dlopen path
@@ -241,9 +251,11 @@ def _check_loadable_file(p: Path) -> None:
         raise InputError(f"{p}: not a shared library (no ELF header)")
 
 
-def load(path: Union[str, os.PathLike[str]],
-         runtime: Union[str, os.PathLike[str], None] = None,
-         tensor_mode: Optional[str] = None) -> Library:
+def load(
+    path: Union[str, os.PathLike[str]],
+    runtime: Union[str, os.PathLike[str], None] = None,
+    tensor_mode: Optional[str] = None,
+) -> Library:
     """Load the library at `path` into this process and return a Library.
 
     runtime: path of the libtvm_ffi.so to host it (default: the one already
@@ -286,7 +298,9 @@ def load(path: Union[str, os.PathLike[str]],
     after_types = _type_keys(rt)
     # The runtime's own types (ffi.*) that the library's headers registered
     # lazily while loading are not the library's.
-    new_types = sorted(k for k in after_types - before_types
-                       if not k.startswith(RUNTIME_TYPE_PREFIX))
-    return Library(p, rt, module, dl, sorted(after_globals - before_globals), new_types,
-                   tensor_mode)
+    new_types = sorted(
+        k for k in after_types - before_types if not k.startswith(RUNTIME_TYPE_PREFIX)
+    )
+    return Library(
+        p, rt, module, dl, sorted(after_globals - before_globals), new_types, tensor_mode
+    )

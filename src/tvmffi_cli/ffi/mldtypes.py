@@ -55,8 +55,9 @@ def np_dtype(name: str) -> Any:
     try:
         import ml_dtypes
     except ImportError:
-        raise InputError(f"dtype {name} needs the ml_dtypes package "
-                         "(pip install ml_dtypes)") from None
+        raise InputError(
+            f"dtype {name} needs the ml_dtypes package (pip install ml_dtypes)"
+        ) from None
     return np.dtype(getattr(ml_dtypes, name))
 
 
@@ -82,8 +83,10 @@ def is_ml(dtype: Any) -> bool:
 # ---------------------------------------------------------------------------
 # .npy headers
 
-def read_npy_header(fp: IO[bytes], what: str,
-                    override: str | None = None) -> tuple[tuple[int, ...], bool, Any, str | None]:
+
+def read_npy_header(
+    fp: IO[bytes], what: str, override: str | None = None
+) -> tuple[tuple[int, ...], bool, Any, str | None]:
     """Read a .npy header -> (shape, fortran_order, dtype, note). `override`
     names the element type for a raw descr ("<V2", "<V1", "<f1"); without it
     the type is assumed and `note` says which. Headers NumPy reads itself are
@@ -104,8 +107,11 @@ def read_npy_header(fp: IO[bytes], what: str,
     try:
         d = ast.literal_eval(raw.decode("utf-8" if major == 3 else "latin1"))
         descr, fortran, shape = d["descr"], d["fortran_order"], d["shape"]
-        if not (isinstance(shape, tuple) and all(isinstance(x, int) and x >= 0 for x in shape)
-                and isinstance(fortran, bool)):
+        if not (
+            isinstance(shape, tuple)
+            and all(isinstance(x, int) and x >= 0 for x in shape)
+            and isinstance(fortran, bool)
+        ):
             raise ValueError("bad shape or fortran_order")
     except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise FormatError(f"{what}: bad .npy header ({e})") from None
@@ -116,8 +122,10 @@ def read_npy_header(fp: IO[bytes], what: str,
         except (TypeError, ValueError) as e:
             raise FormatError(f"{what}: bad .npy dtype {descr!r} ({e})") from None
         if override is not None:
-            raise InputError(f"{what}@{override}: the file holds {dtype}, not raw elements; "
-                             "@DTYPE names the type of raw (void) elements only")
+            raise InputError(
+                f"{what}@{override}: the file holds {dtype}, not raw elements; "
+                "@DTYPE names the type of raw (void) elements only"
+            )
     return shape, fortran, dtype, note
 
 
@@ -139,17 +147,20 @@ def _dtype_of_descr(descr: Any, override: str | None, what: str) -> tuple[Any, s
     size = int(raw[1:])
     if override is not None:
         if override not in ML_TYPES:
-            raise InputError(f"{what}@{override}: not an ml_dtypes type "
-                             f"({', '.join(ML_TYPES)})")
+            raise InputError(f"{what}@{override}: not an ml_dtypes type ({', '.join(ML_TYPES)})")
         if ML_TYPES[override][1] != size * 8:
-            raise InputError(f"{what}@{override}: the file's elements are {size} byte"
-                             f"{'s' if size > 1 else ''}, {override} needs "
-                             f"{ML_TYPES[override][1] // 8}")
+            raise InputError(
+                f"{what}@{override}: the file's elements are {size} byte"
+                f"{'s' if size > 1 else ''}, {override} needs "
+                f"{ML_TYPES[override][1] // 8}"
+            )
         return np_dtype(override), None
     name = F1_TYPE if raw == "f1" else RAW_DEFAULTS[size]
     # (`what` may be a private copy of the user's file: the note names no path.)
-    return np_dtype(name), (f"raw {size}-byte .npy elements ({descr}) read as {name}; "
-                            "name another type with FILE.npy@DTYPE")
+    return np_dtype(name), (
+        f"raw {size}-byte .npy elements ({descr}) read as {name}; "
+        "name another type with FILE.npy@DTYPE"
+    )
 
 
 def npy_header(arr: Any) -> bytes:

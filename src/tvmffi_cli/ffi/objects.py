@@ -72,8 +72,9 @@ class Device:
     device_type: int
     device_id: int
 
-    def __init__(self, device_type: Union[Device, str, int],
-                 device_id: Optional[int] = None) -> None:
+    def __init__(
+        self, device_type: Union[Device, str, int], device_id: Optional[int] = None
+    ) -> None:
         if isinstance(device_type, Device):
             other = device_type
             device_type, device_id = other.device_type, other.device_id
@@ -106,8 +107,11 @@ class Device:
                 other = Device(other)
             except ValueError:
                 return False
-        return (isinstance(other, Device) and other.device_type == self.device_type
-                and other.device_id == self.device_id)
+        return (
+            isinstance(other, Device)
+            and other.device_type == self.device_type
+            and other.device_id == self.device_id
+        )
 
     def __hash__(self) -> int:
         return hash((self.device_type, self.device_id))
@@ -156,8 +160,9 @@ class _ObjectRef:
     def __init__(self, handle: int, rt: Runtime, type_index: Optional[int] = None) -> None:
         self.handle: Optional[int] = handle
         self._rt = rt
-        self.type_index = (abi.TVMFFIObject.from_address(handle).type_index
-                           if type_index is None else type_index)
+        self.type_index = (
+            abi.TVMFFIObject.from_address(handle).type_index if type_index is None else type_index
+        )
 
     def __del__(self) -> None:
         h, self.handle = getattr(self, "handle", None), None

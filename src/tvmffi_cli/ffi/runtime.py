@@ -21,8 +21,15 @@ from ..errors import InputError
 from .cfuncs import C_API, RT_API, CFunctions, bind_c_api, bind_rt_api
 from .errors import FFIError, FFIErrorBase, error_from_handle
 
-__all__ = ["C_API", "RT_API", "Runtime", "byte_array", "exports_c_api", "get_runtime",
-           "loaded_runtime"]
+__all__ = [
+    "C_API",
+    "RT_API",
+    "Runtime",
+    "byte_array",
+    "exports_c_api",
+    "get_runtime",
+    "loaded_runtime",
+]
 
 
 def byte_array(data: Union[str, bytes]) -> tuple[TVMFFIByteArray, ctypes.Array[ctypes.c_char]]:
@@ -46,7 +53,9 @@ class Runtime(CFunctions):
         if self.missing:
             raise InputError(
                 f"{self.path} is not a complete TVM-FFI runtime: missing "
-                + ", ".join(self.missing[:5]) + (" ..." if len(self.missing) > 5 else ""))
+                + ", ".join(self.missing[:5])
+                + (" ..." if len(self.missing) > 5 else "")
+            )
         self.rt = bind_rt_api(self.lib)
         self._globals: dict[str, Any] = {}  # name -> values.Function (values.global_func)
         self._lock = threading.Lock()
@@ -148,7 +157,8 @@ def get_runtime(path: Union[str, os.PathLike[str], None] = None) -> Runtime:
             if path is not None and Path(path).resolve() != _RUNTIME.path:
                 raise InputError(
                     f"runtime {_RUNTIME.path} is already loaded in this process; "
-                    f"{Path(path).resolve()} can only be used in another process")
+                    f"{Path(path).resolve()} can only be used in another process"
+                )
             return _RUNTIME
         if path is None:
             from . import paths

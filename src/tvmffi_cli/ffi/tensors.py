@@ -156,8 +156,9 @@ def _numpy_allocator(proto: Any, out: Any, error_ctx: Any, set_error: Any) -> in
         if p.device.device_type != abi.kDLCPU:
             raise ValueError("the NumPy allocator only allocates on the CPU")
         dt = p.dtype
-        typestr = _numpy_typestr(DataType(f"{dt.code}:{dt.bits}:{dt.lanes}",
-                                          (dt.code, dt.bits, dt.lanes)))
+        typestr = _numpy_typestr(
+            DataType(f"{dt.code}:{dt.bits}:{dt.lanes}", (dt.code, dt.bits, dt.lanes))
+        )
         shape = [p.shape[i] for i in range(p.ndim)]
         arr = np.empty(shape, dtype=typestr)
         mt, _token = _managed_from_numpy(arr)
@@ -177,8 +178,11 @@ def ensure_cpu_allocator(rt: Runtime) -> bool:
     when it has none (the official runtime starts without one)."""
     if rt.TVMFFIEnvGetDLPackManagedTensorAllocator():
         return False
-    rt.check(rt.TVMFFIEnvSetDLPackManagedTensorAllocator(
-        ctypes.cast(_NUMPY_ALLOCATOR, c_void_p), 1, None))
+    rt.check(
+        rt.TVMFFIEnvSetDLPackManagedTensorAllocator(
+            ctypes.cast(_NUMPY_ALLOCATOR, c_void_p), 1, None
+        )
+    )
     return True
 
 
@@ -194,18 +198,20 @@ def tensor_numpy(tensor: Any) -> Array:
     itemsize = np.dtype(typestr).itemsize
     strides = tensor.strides
     data_ptr = tensor.data_ptr
-    holder = _ArrayHolder(tensor, {
-        "version": 3,
-        "shape": shape,
-        "typestr": typestr,
-        "data": (data_ptr if data_ptr else 0, False),
-        "strides": None if strides is None else tuple(s * itemsize for s in strides),
-    })
+    holder = _ArrayHolder(
+        tensor,
+        {
+            "version": 3,
+            "shape": shape,
+            "typestr": typestr,
+            "data": (data_ptr if data_ptr else 0, False),
+            "strides": None if strides is None else tuple(s * itemsize for s in strides),
+        },
+    )
     dt = tensor.dtype
     ml = mldtypes.name_of_dl(dt.code, dt.bits, dt.lanes)
     arr: Array = np.zeros(shape, dtype=typestr) if not data_ptr else np.asarray(holder)
     return arr.view(mldtypes.np_dtype(ml)) if ml else arr
-
 
 
 class _CallArgs:

@@ -49,8 +49,13 @@ class Function(_ObjectRef):
 
     __slots__ = ("tensor_mode", "name")
 
-    def __init__(self, handle: int, rt: Runtime, type_index: int = abi.kTVMFFIFunction,
-                 name: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        handle: int,
+        rt: Runtime,
+        type_index: int = abi.kTVMFFIFunction,
+        name: Optional[str] = None,
+    ) -> None:
         super().__init__(handle, rt, type_index)
         self.tensor_mode = DEFAULT_TENSOR_MODE
         self.name = name
@@ -121,8 +126,14 @@ class Tensor(_ObjectRef):
 
     __slots__ = ("_dl_addr", "_owner")
 
-    def __init__(self, handle: Optional[int], rt: Runtime, type_index: int = abi.kTVMFFITensor,
-                 dl_addr: Optional[int] = None, owner: object = None) -> None:
+    def __init__(
+        self,
+        handle: Optional[int],
+        rt: Runtime,
+        type_index: int = abi.kTVMFFITensor,
+        dl_addr: Optional[int] = None,
+        owner: object = None,
+    ) -> None:
         if handle is None:
             self.handle = None
             self._rt = rt
@@ -191,8 +202,14 @@ def _dtype_from_dl(rt: Runtime, dl: DLDataType) -> DataType:
 
 
 # --- Python -> AnyView -------------------------------------------------------
-def _new_object(rt: Runtime, global_name: str, items: list[Any], keep: list[Any],
-                owned: list[int], tensor_mode: Optional[str]) -> tuple[int, int]:
+def _new_object(
+    rt: Runtime,
+    global_name: str,
+    items: list[Any],
+    keep: list[Any],
+    owned: list[int],
+    tensor_mode: Optional[str],
+) -> tuple[int, int]:
     """Call a constructor global (ffi.Array, ffi.Map, ffi.Shape) and return the
     owned handle of its result."""
     fn = global_func(rt, global_name)
@@ -215,8 +232,14 @@ def _set_obj(out: TVMFFIAny, tindex: int, handle: Optional[int]) -> None:
     out.v_obj = handle
 
 
-def py_to_any(rt: Runtime, value: Any, out: TVMFFIAny, keep: list[Any], owned: list[int],
-              tensor_mode: Optional[str] = None) -> None:
+def py_to_any(
+    rt: Runtime,
+    value: Any,
+    out: TVMFFIAny,
+    keep: list[Any],
+    owned: list[int],
+    tensor_mode: Optional[str] = None,
+) -> None:
     """Fill `out` with an AnyView of `value`. C memory goes to `keep`; handles
     created here go to `owned` (the caller releases them after the call)."""
     out.zero_padding = 0
@@ -376,8 +399,9 @@ def function_from_callable(rt: Runtime, fn: Callable[..., Any], owned: bool = Fa
         _callback_next[0] += 1
         _callbacks[token] = (fn, rt)
     h = c_void_p()
-    rc = rt.TVMFFIFunctionCreate(token, ctypes.cast(_CB_SAFE_CALL, c_void_p),
-                                 ctypes.cast(_CB_DELETER, c_void_p), byref(h))
+    rc = rt.TVMFFIFunctionCreate(
+        token, ctypes.cast(_CB_SAFE_CALL, c_void_p), ctypes.cast(_CB_DELETER, c_void_p), byref(h)
+    )
     if rc != 0:
         with _callback_lock:
             _callbacks.pop(token, None)
@@ -399,8 +423,9 @@ def py_to_owned_any(rt: Runtime, value: Any, out: TVMFFIAny) -> None:
 
 
 # --- calling ------------------------------------------------------------------
-def call_function(rt: Runtime, handle: Optional[int], args: Any,
-                  tensor_mode: Optional[str] = None) -> Any:
+def call_function(
+    rt: Runtime, handle: Optional[int], args: Any, tensor_mode: Optional[str] = None
+) -> Any:
     """Call the ffi.Function `handle` with Python values; return the decoded result."""
     n = len(args)
     argv = (TVMFFIAny * n)() if n else None
@@ -446,8 +471,11 @@ def any_to_py(rt: Runtime, a: TVMFFIAny) -> Any:
     if t == abi.kTVMFFISmallBytes:
         return _small(a)
     if t == abi.kTVMFFIRawStr:
-        return ctypes.string_at(a.v_c_str).decode("utf-8", errors="surrogateescape") \
-            if a.v_c_str else None
+        return (
+            ctypes.string_at(a.v_c_str).decode("utf-8", errors="surrogateescape")
+            if a.v_c_str
+            else None
+        )
     if t == abi.kTVMFFIByteArrayPtr:
         return abi.byte_array_bytes(TVMFFIByteArray.from_address(a.v_ptr)) if a.v_ptr else None
     if t == abi.kTVMFFIOpaquePtr:
@@ -478,15 +506,24 @@ def _object_to_py(rt: Runtime, h: Optional[int], t: int, a: Optional[TVMFFIAny] 
         return Tensor(h, rt)
     if t == abi.kTVMFFIModule:
         return Module(h, rt, t)
-    copyable = (abi.kTVMFFIStr, abi.kTVMFFIBytes, abi.kTVMFFIShape, abi.kTVMFFIArray,
-                abi.kTVMFFIList, abi.kTVMFFIMap, abi.kTVMFFIDict, abi.kTVMFFIError,
-                abi.kTVMFFIBigInt)
+    copyable = (
+        abi.kTVMFFIStr,
+        abi.kTVMFFIBytes,
+        abi.kTVMFFIShape,
+        abi.kTVMFFIArray,
+        abi.kTVMFFIList,
+        abi.kTVMFFIMap,
+        abi.kTVMFFIDict,
+        abi.kTVMFFIError,
+        abi.kTVMFFIBigInt,
+    )
     if t not in copyable:
         return Object(h, rt, t)
     try:
         if t == abi.kTVMFFIStr:
-            return abi.byte_array_bytes(TVMFFIByteArray.from_address(abi.cell_address(h))) \
-                .decode("utf-8", errors="surrogateescape")
+            return abi.byte_array_bytes(TVMFFIByteArray.from_address(abi.cell_address(h))).decode(
+                "utf-8", errors="surrogateescape"
+            )
         if t == abi.kTVMFFIBytes:
             return abi.byte_array_bytes(TVMFFIByteArray.from_address(abi.cell_address(h)))
         if t == abi.kTVMFFIShape:
@@ -546,8 +583,11 @@ def read_fields(rt: Runtime, handle: Optional[int], type_index: int) -> dict[str
     info = rt.type_info(type_index)
     if info is None:
         return {}
-    infos = [info.type_ancestors[i].contents for i in range(info.type_depth)
-             if info.type_ancestors and info.type_ancestors[i]]
+    infos = [
+        info.type_ancestors[i].contents
+        for i in range(info.type_depth)
+        if info.type_ancestors and info.type_ancestors[i]
+    ]
     infos.append(info)
     fields: dict[str, Any] = {}
     for ti in infos:

@@ -64,9 +64,12 @@ class TypeRef:
         args = tuple(TypeRef.from_json(a) for a in d.get("args") or ())
         if "params" in d:
             ret = d.get("return")
-            return TypeRef(str(d["type"]), args,
-                           tuple(TypeRef.from_json(p) for p in d["params"] or ()),
-                           TypeRef.from_json(ret) if isinstance(ret, Mapping) else None)
+            return TypeRef(
+                str(d["type"]),
+                args,
+                tuple(TypeRef.from_json(p) for p in d["params"] or ()),
+                TypeRef.from_json(ret) if isinstance(ret, Mapping) else None,
+            )
         return TypeRef(str(d["type"]), args)
 
 
@@ -196,17 +199,24 @@ def _types(rep: Mapping[str, Any], problems: list[str]) -> tuple[ObjectType, ...
     for t in rep.get("types") or ():
         key = str(t.get("type_key"))
         fields = tuple(
-            Field(str(f.get("name")), _field_type(f, f"{key}.{f.get('name')}", problems),
-                  bool(int(f.get("flags") or 0) & kTVMFFIFieldFlagBitMaskWritable),
-                  f.get("doc") or None)
-            for f in t.get("fields") or ())
+            Field(
+                str(f.get("name")),
+                _field_type(f, f"{key}.{f.get('name')}", problems),
+                bool(int(f.get("flags") or 0) & kTVMFFIFieldFlagBitMaskWritable),
+                f.get("doc") or None,
+            )
+            for f in t.get("fields") or ()
+        )
         methods = tuple(
-            Method(str(m.get("name")),
-                   _type_or_problem(m.get("metadata"), f"{key}.{m.get('name')}", problems),
-                   bool(m.get("is_static")), m.get("doc") or None)
-            for m in t.get("methods") or ())
-        out.append(ObjectType(key, t.get("parent_type_key"), fields, methods,
-                              t.get("doc") or None))
+            Method(
+                str(m.get("name")),
+                _type_or_problem(m.get("metadata"), f"{key}.{m.get('name')}", problems),
+                bool(m.get("is_static")),
+                m.get("doc") or None,
+            )
+            for m in t.get("methods") or ()
+        )
+        out.append(ObjectType(key, t.get("parent_type_key"), fields, methods, t.get("doc") or None))
     return tuple(sorted(out, key=lambda o: o.key))
 
 
@@ -220,11 +230,16 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
         n = seen.get(kind, 0)
         seen[kind] = n + 1
         details = m.get("details") or {}
-        kernels = tuple(Kernel(str(f.get("name")), tuple(str(a) for a in f.get("arg_types") or ()))
-                        for f in details.get("functions") or ())
+        kernels = tuple(
+            Kernel(str(f.get("name")), tuple(str(a) for a in f.get("arg_types") or ()))
+            for f in details.get("functions") or ()
+        )
         payload = details.get("payload") or {}
-        out.append(EmbeddedModule(f"{kind}#{n}", int(m.get("index", 0)), kind, kernels,
-                                  payload.get("type")))
+        out.append(
+            EmbeddedModule(
+                f"{kind}#{n}", int(m.get("index", 0)), kind, kernels, payload.get("type")
+            )
+        )
     return tuple(out)
 
 
@@ -234,8 +249,11 @@ LOAD_FAILED = "loading the library failed"  # the inspect engine's words (engine
 def load_failure(rep: Mapping[str, Any]) -> str | None:
     """The message when the report asked for the loaded view but loading failed."""
     for e in rep.get("errors") or ():
-        if isinstance(e, Mapping) and e.get("where") == "load" \
-                and str(e.get("message", "")).startswith(LOAD_FAILED):
+        if (
+            isinstance(e, Mapping)
+            and e.get("where") == "load"
+            and str(e.get("message", "")).startswith(LOAD_FAILED)
+        ):
             return str(e["message"])
     return None
 
@@ -254,22 +272,31 @@ def from_report(rep: Mapping[str, Any]) -> Api:
     for g in rep.get("globals") or ():
         info = ginfo.get(g) or {}
         raw = info.get("metadata")
-        globals_.append(Func(str(g), _type_or_problem(raw, f"global {g}", problems),
-                             info.get("doc") or _metadata_doc(raw), _arg_names(raw)))
+        globals_.append(
+            Func(
+                str(g),
+                _type_or_problem(raw, f"global {g}", problems),
+                info.get("doc") or _metadata_doc(raw),
+                _arg_names(raw),
+            )
+        )
     return Api(
         path=str(rep.get("path")),
         mode="static" if load_failure(rep) else str(rep.get("mode")),
         exports=tuple(sorted(exports, key=lambda f: f.name)),
         globals=tuple(sorted(globals_, key=lambda f: f.name)),
-        types=_types(rep, problems), modules=_modules(rep),
+        types=_types(rep, problems),
+        modules=_modules(rep),
         cubins=tuple(sorted(str(c["name"]) for c in rep.get("cubins") or ())),
         runtime_imports=tuple(rep.get("runtime_imports") or ()),
         unsupported_imports=tuple(rep.get("unsupported_imports") or ()),
-        problems=tuple(problems))
+        problems=tuple(problems),
+    )
 
 
-def inspect_library(path: str, static: bool = False, timeout: float = 30.0,
-                    runtime: str | None = None) -> dict[str, Any]:
+def inspect_library(
+    path: str, static: bool = False, timeout: float = 30.0, runtime: str | None = None
+) -> dict[str, Any]:
     """The inspect report of `path` (the one place stubs/diff ask for it)."""
     from .engine import run as _run
 
@@ -277,8 +304,9 @@ def inspect_library(path: str, static: bool = False, timeout: float = 30.0,
     return run(path, static=static, timeout=timeout, runtime=runtime)
 
 
-def load_api(path: str, static: bool = False, timeout: float = 30.0,
-             runtime: str | None = None) -> tuple[Api, dict[str, Any]]:
+def load_api(
+    path: str, static: bool = False, timeout: float = 30.0, runtime: str | None = None
+) -> tuple[Api, dict[str, Any]]:
     rep = inspect_library(path, static=static, timeout=timeout, runtime=runtime)
     return from_report(rep), rep
 

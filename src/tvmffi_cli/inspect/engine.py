@@ -59,13 +59,29 @@ def static_report(binary: Binary) -> Report:
     """Everything `inspect` learns from the bytes of an opened Binary."""
     b = binary
     rep: Report = {
-        "path": b.path, "format": b.format, "arch": b.arch, "bits": b.bits, "kind": b.kind,
-        "soname": b.soname, "needed": list(b.needed), "mode": "static",
-        "functions": [], "modules": [], "library_bin": None, "library_ctx": None,
-        "context_symbols": [], "cubins": [], "globals": [], "types": [],
-        "runtime_imports": [], "unsupported_imports": [], "needs_runtime": False,
-        "min_runtime_version": BASELINE, "min_runtime_reasons": [],
-        "errors": [], "warnings": list(b.warnings),
+        "path": b.path,
+        "format": b.format,
+        "arch": b.arch,
+        "bits": b.bits,
+        "kind": b.kind,
+        "soname": b.soname,
+        "needed": list(b.needed),
+        "mode": "static",
+        "functions": [],
+        "modules": [],
+        "library_bin": None,
+        "library_ctx": None,
+        "context_symbols": [],
+        "cubins": [],
+        "globals": [],
+        "types": [],
+        "runtime_imports": [],
+        "unsupported_imports": [],
+        "needs_runtime": False,
+        "min_runtime_version": BASELINE,
+        "min_runtime_reasons": [],
+        "errors": [],
+        "warnings": list(b.warnings),
     }
     rep.update({k: v for k, v in b.extra.items() if k not in rep})
 
@@ -96,12 +112,22 @@ def static_report(binary: Binary) -> Report:
     main = by_name.get(MAIN)
     for s in funcs:
         name = s.name[nf:]
-        f: dict[str, Any] = {"name": name, "symbol": s.name, "address": s.value, "size": s.size,
-             "kind": s.kind, "binding": s.binding, "has_metadata": name in meta,
-             "has_doc": name in docs}
+        f: dict[str, Any] = {
+            "name": name,
+            "symbol": s.name,
+            "address": s.value,
+            "size": s.size,
+            "kind": s.kind,
+            "binding": s.binding,
+            "has_metadata": name in meta,
+            "has_doc": name in docs,
+        }
         if s is main:
-            f["aliases"] = sorted(o.name[len(FUNC_PREFIX):] for o in funcs
-                                  if o is not s and o.value == s.value and o.section == s.section)
+            f["aliases"] = sorted(
+                o.name[len(FUNC_PREFIX) :]
+                for o in funcs
+                if o is not s and o.value == s.value and o.section == s.section
+            )
         if s.kind != "code":
             rep["warnings"].append(f"{s.name} is not in a code section ({s.section})")
         rep["functions"].append(f)
@@ -112,18 +138,32 @@ def static_report(binary: Binary) -> Report:
     imports = b.imports
     rep["runtime_imports"] = sorted({n for n in imports if n.startswith(C_API_PREFIX)})
     rep["unsupported_imports"] = sorted({n for n in imports if _is_cxx_runtime_import(n)})
-    rep["needs_runtime"] = bool(rep["runtime_imports"] or rep["unsupported_imports"] or any(
-        n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed))
+    rep["needs_runtime"] = bool(
+        rep["runtime_imports"]
+        or rep["unsupported_imports"]
+        or any(n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed)
+    )
 
     # Context symbols: writable pointers the loader fills with C API entries.
     for s in sorted(ctx_syms, key=lambda s: s.name):
         api = s.name[2:]
-        c = {"name": s.name, "api": api, "known": api in C_API, "address": s.value,
-             "size": s.size, "section": s.section, "writable": s.writable}
+        c = {
+            "name": s.name,
+            "api": api,
+            "known": api in C_API,
+            "address": s.value,
+            "size": s.size,
+            "section": s.section,
+            "writable": s.writable,
+        }
         rep["context_symbols"].append(c)
         if not s.writable and b.kind != "object":
-            _err(rep, s.name, f"context symbol {s.name} is in read-only section {s.section}; "
-                              f"the loader cannot store {api} there")
+            _err(
+                rep,
+                s.name,
+                f"context symbol {s.name} is in read-only section {s.section}; "
+                f"the loader cannot store {api} there",
+            )
         if not c["known"]:
             rep["warnings"].append(f"context symbol {s.name} names no C API function")
 
@@ -135,13 +175,20 @@ def static_report(binary: Binary) -> Report:
     # __tvm_ffi__library_ctx: a writable void* the loader points at the module.
     ctx = by_name.get(LIBRARY_CTX)
     if ctx is not None:
-        rep["library_ctx"] = {"address": ctx.value, "size": ctx.size, "section": ctx.section,
-                              "writable": ctx.writable}
+        rep["library_ctx"] = {
+            "address": ctx.value,
+            "size": ctx.size,
+            "section": ctx.section,
+            "writable": ctx.writable,
+        }
         if not ctx.writable and b.kind != "object":
             _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is in read-only section {ctx.section}")
         if ctx.size and ctx.size != b.bits // 8:
-            _err(rep, LIBRARY_CTX, f"{LIBRARY_CTX} is {ctx.size} bytes, expected a "
-                                   f"{b.bits // 8}-byte pointer")
+            _err(
+                rep,
+                LIBRARY_CTX,
+                f"{LIBRARY_CTX} is {ctx.size} bytes, expected a {b.bits // 8}-byte pointer",
+            )
 
     # Embedded CUDA binaries between __tvm_ffi__cubin_<name> and ..._end.
     _cubins(b, by_name, rep, [s for s in by_name.values() if s.name.startswith(CUBIN_PREFIX)])
@@ -158,24 +205,29 @@ def static_report(binary: Binary) -> Report:
             data = None
         if data is not None:
             lb = libbin.decode(data)
-            rep["library_bin"] = {"address": lbs.value, "symbol_size": lb.symbol_size,
-                                  "nbytes": lb.nbytes, "root": lb.root,
-                                  "section": lbs.section}
+            rep["library_bin"] = {
+                "address": lbs.value,
+                "symbol_size": lb.symbol_size,
+                "nbytes": lb.nbytes,
+                "root": lb.root,
+                "section": lbs.section,
+            }
             rep["modules"] = [m.to_json() for m in lb.modules]
             for problem in lb.errors:
                 _err(rep, LIBRARY_BIN, problem["message"], problem["offset"])
             kinds = {m.kind for m in lb.modules}
             if lb.modules and "_lib" not in kinds:
-                rep["warnings"].append("library_bin has no _lib entry: the library's own "
-                                       "functions are not part of its module tree")
+                rep["warnings"].append(
+                    "library_bin has no _lib entry: the library's own "
+                    "functions are not part of its module tree"
+                )
     # Last: readers note some problems only while reading symbols.
     for p in b.problems:
         _err(rep, "binary", p)
     return rep
 
 
-def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report,
-            candidates: list[Symbol]) -> None:
+def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list[Symbol]) -> None:
     if not candidates:
         return
     from ..binary import modformats
@@ -184,7 +236,7 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report,
         n = s.name
         if n.endswith("_end") and n[:-4] in by_name:
             continue
-        name = n[len(CUBIN_PREFIX):]
+        name = n[len(CUBIN_PREFIX) :]
         end = by_name.get(n + "_end")
         c: dict[str, Any] = {"name": name, "symbol": n, "address": s.value, "size": None}
         if end is not None and end.section == s.section and end.value >= s.value:
@@ -207,7 +259,7 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report,
             avail = min(sec.offset + sec.filesize, len(b.data)) - off
             if size > avail:
                 _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
-            head = bytes(b.data[off:off + max(0, min(size, avail, CUBIN_PREVIEW))])
+            head = bytes(b.data[off : off + max(0, min(size, avail, CUBIN_PREVIEW))])
             c.update(modformats.analyze_payload(head))
         except ValueError:
             _err(rep, n, f"{n} has no bytes in the file")
@@ -255,27 +307,38 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
     if result.get("module") is not None:
         rep["loaded_module"] = result["module"]
     for problem in result.get("errors") or []:
-        _err(rep, "load", problem if isinstance(problem, str)
-             else str(problem.get("message", problem)))
+        _err(
+            rep,
+            "load",
+            problem if isinstance(problem, str) else str(problem.get("message", problem)),
+        )
     for w in result.get("warnings") or []:
         rep["warnings"].append(str(w))
 
 
-def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], timeout: float,
-                 runtime: str | os.PathLike[str] | None = None) -> None:
+def dynamic_part(
+    rep: Report,
+    binary: Binary,
+    path: str | os.PathLike[str],
+    timeout: float,
+    runtime: str | os.PathLike[str] | None = None,
+) -> None:
     from ..binary import require_library
     from ..errors import InputError
 
     require_library(binary)  # a program or object file: the user's mistake (exit 2)
     if not _host_loadable(binary):
-        rep["warnings"].append(f"not loadable on this host ({binary.format} {binary.arch} "
-                               f"{binary.kind}); static results only")
+        rep["warnings"].append(
+            f"not loadable on this host ({binary.format} {binary.arch} "
+            f"{binary.kind}); static results only"
+        )
         return
     try:
         from ..sandbox import process as sandbox
     except ImportError:
-        rep["warnings"].append("loading is not available in this build (no sandbox); "
-                               "static results only")
+        rep["warnings"].append(
+            "loading is not available in this build (no sandbox); static results only"
+        )
         return
     rep["mode"] = "loaded"
     try:
@@ -288,9 +351,9 @@ def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], time
             paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
         from ..binary.deps import load_read_paths
 
-        result = cast(Any, sandbox).run_task("inspect.task", req, timeout=timeout,
-                                             runtime=runtime,
-                                             read_paths=load_read_paths(path))
+        result = cast(Any, sandbox).run_task(
+            "inspect.task", req, timeout=timeout, runtime=runtime, read_paths=load_read_paths(path)
+        )
     except InputError:
         # The child could not load the file or the runtime it was given (not a
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
@@ -301,9 +364,13 @@ def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], time
 
         said = library_message(e.stderr or "")
         # Starts with the words of the other load failures (inspect/api.py's LOAD_FAILED).
-        _err(rep, "load", f"loading the library failed: it crashed the worker process "
-                          f"({e.signal or f'exit status {e.returncode}'}) while loading"
-                          + (f": {said}" if said else ""))
+        _err(
+            rep,
+            "load",
+            f"loading the library failed: it crashed the worker process "
+            f"({e.signal or f'exit status {e.returncode}'}) while loading"
+            + (f": {said}" if said else ""),
+        )
         return
     except Exception as e:  # ChildTimeout / task errors: report, keep static
         kind = type(e).__name__
@@ -313,8 +380,12 @@ def dynamic_part(rep: Report, binary: Binary, path: str | os.PathLike[str], time
         merge_dynamic(rep, result)
 
 
-def run(path: str | os.PathLike[str], static: bool = False, timeout: float = 30.0,
-        runtime: str | os.PathLike[str] | None = None) -> Report:
+def run(
+    path: str | os.PathLike[str],
+    static: bool = False,
+    timeout: float = 30.0,
+    runtime: str | os.PathLike[str] | None = None,
+) -> Report:
     """The report of `tvmffi inspect` (the --json document, schemas/inspect.schema.json):
     static facts, plus what loading in a child process shows unless static.
     runtime: a --runtime value (auto, builtin, official or a path; None is

@@ -47,7 +47,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     warnings: list[str] = []
     functions: dict[str, dict[str, Any]] = {}
     for name in lib.function_names():
-        entry: dict[str, Any] = {"metadata": None, "metadata_raw": None, "doc": None, "signature": None}
+        entry: dict[str, Any] = {
+            "metadata": None,
+            "metadata_raw": None,
+            "doc": None,
+            "signature": None,
+        }
         try:
             raw, cut = _cap(lib.metadata_raw(name), METADATA_CAP, f"{name}: metadata", warnings)
             entry["metadata_raw"] = None if cut else raw  # half a JSON text is not shown
@@ -81,9 +86,15 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         warnings.append(f"{len(names)} global names, the first {LIST_CAP} kept (cap)")
         names = names[:LIST_CAP]
     globals_ = [_cap(n, NAME_CAP, "a global name", warnings)[0] for n in names]
-    return {"functions": functions, "globals": globals_, "types": types,
-            "global_info": _global_info(lib, names, errors),
-            "module": module, "errors": errors, "warnings": warnings}
+    return {
+        "functions": functions,
+        "globals": globals_,
+        "types": types,
+        "global_info": _global_info(lib, names, errors),
+        "module": module,
+        "errors": errors,
+        "warnings": warnings,
+    }
 
 
 def _global_info(lib: Any, names: list[str], errors: list[str]) -> dict[str, Any]:

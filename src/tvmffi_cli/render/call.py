@@ -11,6 +11,7 @@ from ..call.engine import bench_json, call_json, error_json
 # ---------------------------------------------------------------------------
 # call (the JSON documents are the engine's: call/engine.py)
 
+
 def call_text(reply: dict[str, Any]) -> str:
     """Human rendering: the result, then every tensor argument as it is after
     the call (kernels write into their arguments), then the files written."""
@@ -43,6 +44,7 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
 # ---------------------------------------------------------------------------
 # bench
 
+
 def _ns(v: float) -> str:
     if v >= 1e6:
         return f"{v / 1e6:.3f} ms"
@@ -53,11 +55,16 @@ def _ns(v: float) -> str:
 
 def bench_text(reply: dict[str, Any], func: str) -> str:
     s = reply["ns_per_call"]
-    return (f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
-            f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
-            f"{reply['calls_per_round']:,} calls, "
-            + ("timed in C" if reply.get("timer", "c") == "c"
-               else "looped through ctypes (this runtime has no C timing loop)"))
+    return (
+        f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
+        f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
+        f"{reply['calls_per_round']:,} calls, "
+        + (
+            "timed in C"
+            if reply.get("timer", "c") == "c"
+            else "looped through ctypes (this runtime has no C timing loop)"
+        )
+    )
 
 
 __all__ = ["bench_json", "bench_text", "call_json", "call_text", "error_json", "raised_text"]

@@ -76,8 +76,9 @@ def color_wanted(stream: IO[str] | None = None) -> bool:
         return False
 
 
-def make_console(stderr: bool = False, file: IO[str] | None = None,
-                 width: int | None = None) -> Console:
+def make_console(
+    stderr: bool = False, file: IO[str] | None = None, width: int | None = None
+) -> Console:
     """A rich Console on stdout (or stderr) that respects NO_COLOR and non-terminals."""
     from rich.console import Console
 
@@ -94,8 +95,15 @@ def make_console(stderr: bool = False, file: IO[str] | None = None,
         # Lines of people's output end with their last character; stderr keeps
         # the raw stream for live displays (progress bars rewrite their line).
         stream = cast("IO[str]", NoTrailingSpace(stream))
-    return Console(file=stream, color_system="auto" if color else None, force_terminal=color,
-                   no_color=not color, highlight=False, width=width, soft_wrap=False)
+    return Console(
+        file=stream,
+        color_system="auto" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        highlight=False,
+        width=width,
+        soft_wrap=False,
+    )
 
 
 def text_width(stream: IO[str] | None = None) -> int:
@@ -126,8 +134,13 @@ def fit_lines(text: str, width: int | None = None) -> str:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
-        out += textwrap.wrap(line, width=width, subsequent_indent=indent,
-                             break_long_words=False, break_on_hyphens=False)
+        out += textwrap.wrap(
+            line,
+            width=width,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     return "\n".join(out)
 
 

@@ -26,8 +26,9 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     groups: dict[str | None, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.function, []).append(r)
-    table = Table(title=f"tvmffi conform {report.path}", title_justify="left", expand=False,
-                  show_lines=False)
+    table = Table(
+        title=f"tvmffi conform {report.path}", title_justify="left", expand=False, show_lines=False
+    )
     table.add_column("function", overflow="fold")
     table.add_column("status")
     table.add_column("checks", justify="right")
@@ -73,17 +74,23 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         console.print(Text("Reproduce:", style="bold"))
         for r in shown[:REPRODUCE_SHOWN]:
             where = r.function if r.function is not None else "(library)"
-            console.print(Text.assemble(f"  {r.check} {where}: ", (r.reproduce or "", "cyan")),
-                          soft_wrap=True)
+            console.print(
+                Text.assemble(f"  {r.check} {where}: ", (r.reproduce or "", "cyan")), soft_wrap=True
+            )
         if len(shown) > REPRODUCE_SHOWN:
-            console.print(f"  ... {len(shown) - REPRODUCE_SHOWN} more in --json (field "
-                          "reproduce)", markup=False)
+            console.print(
+                f"  ... {len(shown) - REPRODUCE_SHOWN} more in --json (field reproduce)",
+                markup=False,
+            )
     sup = [r for r in report.results if r.bad and r.suppressed is not None]
     if sup:
         console.print(Text(f"{len(sup)} finding(s) suppressed by the configuration", style="dim"))
     c = report.counts()
-    console.print(Text(f"{c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, "
-                       f"{c[SKIP]} skipped", style="dim"))
+    console.print(
+        Text(
+            f"{c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, {c[SKIP]} skipped", style="dim"
+        )
+    )
     verdict = Text.assemble(("", "bold green" if report.passed else "bold red"))
     verdict.append(report.summary_line(), style="bold green" if report.passed else "bold red")
     console.print(verdict, soft_wrap=True)

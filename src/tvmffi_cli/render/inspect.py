@@ -24,8 +24,10 @@ def build(rep: dict[str, Any]) -> Tree:
     from rich.table import Table
     from rich.tree import Tree
 
-    head = (f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
-            f"{rep['kind']}  ({rep['mode']})")
+    head = (
+        f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
+        f"{rep['kind']}  ({rep['mode']})"
+    )
     tree = Tree(head)
     rt = rep.get("runtime")
     if rt:
@@ -34,20 +36,26 @@ def build(rep: dict[str, Any]) -> Tree:
     deps = tree.add("[bold]Needs[/]")
     deps.add("libraries: " + (escape(", ".join(rep["needed"])) if rep["needed"] else "(none)"))
     if rep["runtime_imports"]:
-        deps.add(f"runtime C functions ({len(rep['runtime_imports'])}): "
-                 + escape(", ".join(rep["runtime_imports"])))
+        deps.add(
+            f"runtime C functions ({len(rep['runtime_imports'])}): "
+            + escape(", ".join(rep["runtime_imports"]))
+        )
     elif rep["needs_runtime"]:
         deps.add("runtime: yes")
     else:
         deps.add("runtime C functions: none imported")
     if rep.get("min_runtime_version"):
         why = rep.get("min_runtime_reasons") or []
-        deps.add(f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}"
-                 + (f" ({escape('; '.join(why))})" if why else ""))
+        deps.add(
+            f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}"
+            + (f" ({escape('; '.join(why))})" if why else "")
+        )
     if rep["unsupported_imports"]:
-        node = deps.add(f"[red]C++ symbols of the official runtime "
-                        f"({len(rep['unsupported_imports'])}): only the official runtime can "
-                        f"host this library[/]")
+        node = deps.add(
+            f"[red]C++ symbols of the official runtime "
+            f"({len(rep['unsupported_imports'])}): only the official runtime can "
+            f"host this library[/]"
+        )
         for n in rep["unsupported_imports"]:
             node.add(escape(n))
 
@@ -78,8 +86,10 @@ def build(rep: dict[str, Any]) -> Tree:
 
     if rep["modules"] or rep["library_bin"]:
         lb = rep["library_bin"] or {}
-        mnode = tree.add(f"[bold]Embedded modules[/] (library_bin {human_size(lb.get('symbol_size'))}"
-                         f", root {lb.get('root')})")
+        mnode = tree.add(
+            f"[bold]Embedded modules[/] (library_bin {human_size(lb.get('symbol_size'))}"
+            f", root {lb.get('root')})"
+        )
         for m in rep["modules"]:
             label = f"#{m['index']} {escape(m['kind'])}"
             if m["blob_size"] is not None:
@@ -95,17 +105,24 @@ def build(rep: dict[str, Any]) -> Tree:
                     line += f" ({p['type']}{', ' + p['arch'] if p.get('arch') else ''})"
                 node.add(line)
                 for fn in d.get("functions", []):
-                    node.add(f"{escape(fn['name'])}({', '.join(fn['arg_types'])})"
-                             + (f"  launch: {', '.join(fn['launch_param_tags'])}"
-                                if fn.get("launch_param_tags") else ""))
+                    node.add(
+                        f"{escape(fn['name'])}({', '.join(fn['arg_types'])})"
+                        + (
+                            f"  launch: {', '.join(fn['launch_param_tags'])}"
+                            if fn.get("launch_param_tags")
+                            else ""
+                        )
+                    )
             elif "preview" in d:
                 node.add(f"[dim]{escape(d['preview']['ascii'])}  {d['preview']['hex'][:48]}[/]")
 
     if rep["cubins"]:
         cnode = tree.add(f"[bold]Embedded CUDA binaries[/] ({len(rep['cubins'])})")
         for c in rep["cubins"]:
-            cnode.add(f"{escape(c['name'])}  {human_size(c['size'])}  {c.get('type', '?')}"
-                      + (f" {c['arch']}" if c.get("arch") else ""))
+            cnode.add(
+                f"{escape(c['name'])}  {human_size(c['size'])}  {c.get('type', '?')}"
+                + (f" {c['arch']}" if c.get("arch") else "")
+            )
     if rep["context_symbols"] or rep["library_ctx"]:
         knode = tree.add("[bold]Context symbols[/]")
         if rep["library_ctx"]:
@@ -119,9 +136,10 @@ def build(rep: dict[str, Any]) -> Tree:
     if rep["types"]:
         tnode = tree.add(f"[bold]Object types registered on load[/] ({len(rep['types'])})")
         for ty in rep["types"]:
-            node = tnode.add(f"{escape(str(ty.get('type_key')))}"
-                             + (f" : {escape(str(ty['parent_type_key']))}"
-                                if ty.get("parent_type_key") else ""))
+            node = tnode.add(
+                f"{escape(str(ty.get('type_key')))}"
+                + (f" : {escape(str(ty['parent_type_key']))}" if ty.get("parent_type_key") else "")
+            )
             for fld in ty.get("fields") or []:
                 node.add("field " + escape(fld if isinstance(fld, str) else str(fld.get("name"))))
             for me in ty.get("methods") or []:

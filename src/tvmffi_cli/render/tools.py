@@ -32,26 +32,33 @@ def render_diff(r: DiffResult) -> None:
 
     con = _console()
     if not r.changes:
-        con.print(f"No changes: {_esc(r.new_path)} has the API of {_esc(r.old_path)} "
-                  f"({r.mode}).")
+        con.print(f"No changes: {_esc(r.new_path)} has the API of {_esc(r.old_path)} ({r.mode}).")
     else:
-        t = Table(title=f"{_esc(r.old_path)} -> {_esc(r.new_path)} ({r.mode})",
-                  title_justify="left")
+        t = Table(
+            title=f"{_esc(r.old_path)} -> {_esc(r.new_path)} ({r.mode})", title_justify="left"
+        )
         t.add_column("", no_wrap=True)
         t.add_column("change", no_wrap=True)
         for col in ("what", "old", "new"):
             t.add_column(col, overflow="fold")
         for c in r.changes:
             verdict = "ok" if c.compatible else ("accepted" if c.suppressed else "[red]BREAKS[/]")
-            t.add_row(verdict, c.kind, _esc(c.subject),
-                      _esc(c.old if c.old is not None else "-"),
-                      _esc(c.new if c.new is not None else "-"))
+            t.add_row(
+                verdict,
+                c.kind,
+                _esc(c.subject),
+                _esc(c.old if c.old is not None else "-"),
+                _esc(c.new if c.new is not None else "-"),
+            )
         con.print(t)
         bad = sum(not c.compatible for c in r.changes)
         acc = sum(c.suppressed for c in r.changes)
-        con.print(f"{len(r.changes)} change(s), {bad} incompatible"
-                  + (f" ({acc} suppressed)" if acc else "") + ": "
-                  + ("[green]compatible[/]" if r.compatible else "[red]incompatible[/]"))
+        con.print(
+            f"{len(r.changes)} change(s), {bad} incompatible"
+            + (f" ({acc} suppressed)" if acc else "")
+            + ": "
+            + ("[green]compatible[/]" if r.compatible else "[red]incompatible[/]")
+        )
     for w in r.warnings:
         con.print(f"[yellow]warning:[/] {_esc(w)}")
 
@@ -70,9 +77,15 @@ def render_extract(r: ExtractResult) -> None:
         for col in ("file", "kind", "format", "size", "arch", "source", "kernels"):
             t.add_column(col, overflow="fold")
         for e in r.entries:
-            t.add_row(_esc(e.file), e.kind, e.format, human_size(e.size),
-                      e.architecture or "-", _esc(f"{e.symbol}+{e.offset}"),
-                      _esc(", ".join(e.kernels) or "-"))
+            t.add_row(
+                _esc(e.file),
+                e.kind,
+                e.format,
+                human_size(e.size),
+                e.architecture or "-",
+                _esc(f"{e.symbol}+{e.offset}"),
+                _esc(", ".join(e.kernels) or "-"),
+            )
         con.print(t)
     for msg in r.errors:
         con.print(f"[red]error:[/] {_esc(msg)}")
@@ -80,5 +93,7 @@ def render_extract(r: ExtractResult) -> None:
 
 def render_stub_summary(r: StubResult, path: str, stderr: bool = True) -> None:
     con = _console(stderr=stderr)
-    con.print(f"wrote {_esc(path)}: {r.exports} export(s), {r.globals} global(s), "
-              f"{r.types} type(s); {r.typed} typed, {len(r.untyped)} untyped ({r.mode})")
+    con.print(
+        f"wrote {_esc(path)}: {r.exports} export(s), {r.globals} global(s), "
+        f"{r.types} type(s); {r.typed} typed, {len(r.untyped)} untyped ({r.mode})"
+    )

@@ -39,8 +39,15 @@ FEATURES: dict[str, int] = {
 #: Process-lifetime features: applied with and without --no-sandbox.
 LIFETIME = ("die-with-parent", "pid-namespace", "subreaper")
 #: Confinement features: turned off by --no-sandbox.
-CONFINEMENT = ("net-namespace", "no-new-privs", "capabilities-dropped", "landlock-fs",
-               "landlock-net", "landlock-scope", "seccomp")
+CONFINEMENT = (
+    "net-namespace",
+    "no-new-privs",
+    "capabilities-dropped",
+    "landlock-fs",
+    "landlock-net",
+    "landlock-scope",
+    "seccomp",
+)
 
 
 @dataclass(frozen=True)
@@ -56,9 +63,14 @@ class Applied:
     cpu_limit: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"enabled": self.enabled, "applied": list(self.applied),
-                "missing": list(self.missing), "notes": list(self.notes),
-                "memory_limit": self.memory_limit, "cpu_limit": self.cpu_limit}
+        return {
+            "enabled": self.enabled,
+            "applied": list(self.applied),
+            "missing": list(self.missing),
+            "notes": list(self.notes),
+            "memory_limit": self.memory_limit,
+            "cpu_limit": self.cpu_limit,
+        }
 
     @classmethod
     def from_json(cls, d: object) -> Applied:
@@ -70,8 +82,14 @@ class Applied:
             return tuple(str(x) for x in v) if isinstance(v, list) else ()
 
         ml, cl = d.get("memory_limit"), d.get("cpu_limit")
-        return cls(bool(d.get("enabled")), names("applied"), names("missing"), names("notes"),
-                   ml if isinstance(ml, int) else None, cl if isinstance(cl, int) else None)
+        return cls(
+            bool(d.get("enabled")),
+            names("applied"),
+            names("missing"),
+            names("notes"),
+            ml if isinstance(ml, int) else None,
+            cl if isinstance(cl, int) else None,
+        )
 
 
 def names_of(mask: int) -> tuple[str, ...]:
@@ -116,14 +134,23 @@ def _lib() -> Any:
     lib.tvmffi_sandbox_landlock_abi.restype = ctypes.c_int
     lib.tvmffi_sandbox_landlock_abi.argtypes = []
     lib.tvmffi_sandbox_launch.restype = ctypes.c_int
-    lib.tvmffi_sandbox_launch.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_int,
-                                          ctypes.POINTER(ctypes.c_uint), ctypes.c_char_p,
-                                          ctypes.c_size_t]
+    lib.tvmffi_sandbox_launch.argtypes = [
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_uint),
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+    ]
     lib.tvmffi_sandbox_confine.restype = ctypes.c_int
-    lib.tvmffi_sandbox_confine.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p),
-                                           ctypes.POINTER(ctypes.c_char_p),
-                                           ctypes.POINTER(ctypes.c_uint), ctypes.c_char_p,
-                                           ctypes.c_size_t]
+    lib.tvmffi_sandbox_confine.argtypes = [
+        ctypes.c_uint,
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_uint),
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+    ]
     return lib
 
 
@@ -148,8 +175,9 @@ def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int
         return 0, (f"{_LIBNAME} not found: process lifetime rests on the process group",)
     applied = ctypes.c_uint(0)
     note = ctypes.create_string_buffer(1024)
-    rc = lib.tvmffi_sandbox_launch(mask_of(want), lifeline_fd, status_fd, ctypes.byref(applied),
-                                   note, len(note))
+    rc = lib.tvmffi_sandbox_launch(
+        mask_of(want), lifeline_fd, status_fd, ctypes.byref(applied), note, len(note)
+    )
     if rc != 0:
         return 0, (f"fork: {os.strerror(ctypes.get_errno() or 11)}",)
     return int(applied.value), _notes(note)
@@ -165,8 +193,9 @@ def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
     return arr
 
 
-def confine(want: tuple[str, ...], read_paths: list[str],
-            write_paths: list[str]) -> tuple[int, tuple[str, ...]]:
+def confine(
+    want: tuple[str, ...], read_paths: list[str], write_paths: list[str]
+) -> tuple[int, tuple[str, ...]]:
     """Confine this process (irreversibly). Returns (applied mask, notes)."""
     import ctypes
 
@@ -175,6 +204,12 @@ def confine(want: tuple[str, ...], read_paths: list[str],
         return 0, (f"{_LIBNAME} not found: no kernel confinement",)
     applied = ctypes.c_uint(0)
     note = ctypes.create_string_buffer(4096)
-    lib.tvmffi_sandbox_confine(mask_of(want), _paths(read_paths), _paths(write_paths),
-                               ctypes.byref(applied), note, len(note))
+    lib.tvmffi_sandbox_confine(
+        mask_of(want),
+        _paths(read_paths),
+        _paths(write_paths),
+        ctypes.byref(applied),
+        note,
+        len(note),
+    )
     return int(applied.value), _notes(note)

@@ -49,7 +49,7 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(s: str) -> int:
-    """"512M", "2G", "1.5G", "4096" (bytes) -> bytes; InputError otherwise."""
+    """ "512M", "2G", "1.5G", "4096" (bytes) -> bytes; InputError otherwise."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", s, re.IGNORECASE)
     if m is None or len(s) > 32:
         raise InputError(f"memory size {s!r}: expected a number with K, M, G or T (e.g. 512M, 2G)")
@@ -99,8 +99,13 @@ def last_sandbox() -> kernel.Applied | None:
 class ChildCrashed(errors.CheckFailed):
     """The child died: by a signal (signal = "SIGSEGV", ...) or by exiting."""
 
-    def __init__(self, signal_name: str | None = None, returncode: int | None = None,
-                 stderr: str = "", message: str | None = None) -> None:
+    def __init__(
+        self,
+        signal_name: str | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+        message: str | None = None,
+    ) -> None:
         self.signal = signal_name
         self.signame = signal_name
         self.returncode = returncode
@@ -112,13 +117,23 @@ class ChildCrashed(errors.CheckFailed):
 class MemoryLimitExceeded(ChildCrashed):
     """The worker ran out of its memory limit (died of it or raised MemoryError)."""
 
-    def __init__(self, limit: int, peak_kb: int | None, signal_name: str | None = None,
-                 returncode: int | None = None, stderr: str = "") -> None:
+    def __init__(
+        self,
+        limit: int,
+        peak_kb: int | None,
+        signal_name: str | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+    ) -> None:
         self.limit = limit
         self.peak_kb = peak_kb
         peak = f", peak RSS {peak_kb // 1024} MiB" if peak_kb else ""
-        super().__init__(signal_name, returncode, stderr,
-                         f"memory limit exceeded (--memory-limit {format_size(limit)}{peak})")
+        super().__init__(
+            signal_name,
+            returncode,
+            stderr,
+            f"memory limit exceeded (--memory-limit {format_size(limit)}{peak})",
+        )
 
 
 class ChildTimeout(errors.CheckFailed):
@@ -134,8 +149,10 @@ class ChannelTampered(errors.CheckFailed):
     """Bytes on the reply channel were not tvmffi's: the library wrote there."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"the library tampered with tvmffi's channel to the worker ({detail}); "
-                         "no result from this worker is trusted")
+        super().__init__(
+            f"the library tampered with tvmffi's channel to the worker ({detail}); "
+            "no result from this worker is trusted"
+        )
 
 
 class WorkerError(TvmffiError):
@@ -149,7 +166,7 @@ class WorkerError(TvmffiError):
 
 
 def signal_name(returncode: int | None) -> str | None:
-    """"SIGSEGV" for a returncode of -11; None for a normal exit."""
+    """ "SIGSEGV" for a returncode of -11; None for a normal exit."""
     if returncode is None or returncode >= 0:
         return None
     try:
@@ -158,7 +175,9 @@ def signal_name(returncode: int | None) -> str | None:
         return f"signal {-returncode}"
 
 
-def _child_env(runtime: str | os.PathLike[str] | None, env: dict[str, str] | None) -> dict[str, str]:
+def _child_env(
+    runtime: str | os.PathLike[str] | None, env: dict[str, str] | None
+) -> dict[str, str]:
     e = dict(os.environ)
     if env:
         e.update(env)
@@ -225,8 +244,10 @@ class _Relay(threading.Thread):
             self._show(pending)
         if self.dropped and self.mode == "relay":
             try:
-                sys.stderr.write(f"[lib] ({self.dropped} more bytes of library output "
-                                 f"not shown: cap {RELAY_CAP})\n")
+                sys.stderr.write(
+                    f"[lib] ({self.dropped} more bytes of library output "
+                    f"not shown: cap {RELAY_CAP})\n"
+                )
             except (OSError, ValueError):
                 pass
         try:
@@ -246,11 +267,19 @@ class Worker:
     sandbox / memory_limit: default from policy(). cpu_limit: seconds of CPU
     for the worker's life (RLIMIT_CPU), backing the wall-clock timeouts."""
 
-    def __init__(self, runtime: Any = None, env: dict[str, str] | None = None,
-                 stderr: Any = None, python: str | None = None, serve: str | None = None,
-                 read_paths: Iterable[str | os.PathLike[str]] = (),
-                 write_paths: Iterable[str | os.PathLike[str]] = (), sandbox: bool | None = None,
-                 memory_limit: int | None = -1, cpu_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Any = None,
+        env: dict[str, str] | None = None,
+        stderr: Any = None,
+        python: str | None = None,
+        serve: str | None = None,
+        read_paths: Iterable[str | os.PathLike[str]] = (),
+        write_paths: Iterable[str | os.PathLike[str]] = (),
+        sandbox: bool | None = None,
+        memory_limit: int | None = -1,
+        cpu_limit: int | None = None,
+    ) -> None:
         pol = policy()
         self.runtime = runtime
         self.env = env
@@ -289,13 +318,29 @@ class Worker:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         self._scratch = tempfile.mkdtemp(prefix="tvmffi-scratch-")
         src = str(Path(__file__).resolve().parents[2])
-        cmd = [self.python, "-I", "-c", BOOT, src, self.serve or "",
-               str(req_r), str(rep_w), str(life_r), str(stat_w)]
+        cmd = [
+            self.python,
+            "-I",
+            "-c",
+            BOOT,
+            src,
+            self.serve or "",
+            str(req_r),
+            str(rep_w),
+            str(life_r),
+            str(stat_w),
+        ]
         try:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
-                pass_fds=(req_r, rep_w, life_r, stat_w), cwd=self._scratch,
-                env=_child_env(self.runtime, self.env), start_new_session=True)
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=out_w,
+                pass_fds=(req_r, rep_w, life_r, stat_w),
+                cwd=self._scratch,
+                env=_child_env(self.runtime, self.env),
+                start_new_session=True,
+            )
         finally:
             for fd in (req_r, rep_w, life_r, stat_w, out_w):
                 os.close(fd)
@@ -307,10 +352,17 @@ class Worker:
         ncpu = os.cpu_count() or 1
         try:
             protocol.write_all(req_w, key)
-            self.chan.send({"sandbox": self.use_sandbox, "memory_limit": self.memory_limit,
-                            "cpu_limit": self.cpu_limit, "scratch": self._scratch,
-                            "read": self.read_paths, "write": self.write_paths,
-                            "ncpu": ncpu})
+            self.chan.send(
+                {
+                    "sandbox": self.use_sandbox,
+                    "memory_limit": self.memory_limit,
+                    "cpu_limit": self.cpu_limit,
+                    "scratch": self._scratch,
+                    "read": self.read_paths,
+                    "write": self.write_paths,
+                    "ncpu": ncpu,
+                }
+            )
         except BrokenPipeError:
             raise self._death() from None
         hello = self._recv(_START_TIMEOUT)
@@ -521,8 +573,10 @@ class Worker:
             e2 = TvmffiError(err.get("message", ""))
             e2.exit_code = err.get("exit_code", e2.exit_code)
             raise e2
-        raise WorkerError(f"task {task} failed in the worker: {err.get('type')}: "
-                          f"{err.get('message')}", err.get("traceback"))
+        raise WorkerError(
+            f"task {task} failed in the worker: {err.get('type')}: {err.get('message')}",
+            err.get("traceback"),
+        )
 
 
 def cpu_seconds(timeout: float | None) -> int | None:
@@ -533,10 +587,15 @@ def cpu_seconds(timeout: float | None) -> int | None:
     return math.ceil(timeout * (os.cpu_count() or 1)) + 5
 
 
-def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
-             runtime: Any = None, env: dict[str, str] | None = None,
-             read_paths: Iterable[str | os.PathLike[str]] = (),
-             write_paths: Iterable[str | os.PathLike[str]] = ()) -> Any:
+def run_task(
+    task: str,
+    request: dict[str, Any],
+    timeout: float | None = None,
+    runtime: Any = None,
+    env: dict[str, str] | None = None,
+    read_paths: Iterable[str | os.PathLike[str]] = (),
+    write_paths: Iterable[str | os.PathLike[str]] = (),
+) -> Any:
     """Run one task in a fresh child process and return its result. The
     request's "path" (the library) and "runtime" are readable in the sandbox."""
     reads = [str(p) for p in read_paths]
@@ -546,8 +605,13 @@ def run_task(task: str, request: dict[str, Any], timeout: float | None = None,
             reads.append(v)
     if runtime is not None:
         reads.append(str(runtime))
-    with Worker(runtime=runtime, env=env, read_paths=reads, write_paths=write_paths,
-                cpu_limit=cpu_seconds(timeout)) as w:
+    with Worker(
+        runtime=runtime,
+        env=env,
+        read_paths=reads,
+        write_paths=write_paths,
+        cpu_limit=cpu_seconds(timeout),
+    ) as w:
         return w.call(task, request, timeout)
 
 
@@ -558,7 +622,13 @@ def sandbox_field(ran: bool = True) -> dict[str, Any]:
     info = last_sandbox() if ran else None
     pol = policy()
     if info is None:
-        return {"enabled": pol.sandbox, "ran": False, "applied": [], "missing": [],
-                "notes": ["no library code ran"], "memory_limit": pol.memory_limit,
-                "cpu_limit": None}
+        return {
+            "enabled": pol.sandbox,
+            "ran": False,
+            "applied": [],
+            "missing": [],
+            "notes": ["no library code ran"],
+            "memory_limit": pol.memory_limit,
+            "cpu_limit": None,
+        }
     return {**info.to_json(), "ran": True}

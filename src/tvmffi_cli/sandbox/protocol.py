@@ -98,8 +98,9 @@ class Endpoint:
             chunk = os.read(self.in_fd, min(1 << 20, max(need - len(self._buf), 1 << 16)))
             if not chunk:
                 if self._buf:
-                    raise ChannelError(f"the stream ended inside a frame "
-                                       f"({len(self._buf)} of {need} bytes)")
+                    raise ChannelError(
+                        f"the stream ended inside a frame ({len(self._buf)} of {need} bytes)"
+                    )
                 raise ChannelClosed()
             self._buf += chunk
 
@@ -109,15 +110,18 @@ class Endpoint:
         self._fill(head, deadline)
         (length,) = _HEADER.unpack_from(self._buf, 0)
         if length > MAX_FRAME:
-            raise ChannelError(f"a frame claims {length} bytes (cap {MAX_FRAME}): "
-                               "not written by tvmffi")
+            raise ChannelError(
+                f"a frame claims {length} bytes (cap {MAX_FRAME}): not written by tvmffi"
+            )
         self._fill(head + length, deadline)
-        mac = bytes(self._buf[_HEADER.size:head])
-        payload = bytes(self._buf[head:head + length])
-        del self._buf[:head + length]
+        mac = bytes(self._buf[_HEADER.size : head])
+        payload = bytes(self._buf[head : head + length])
+        del self._buf[: head + length]
         if not hmac.compare_digest(mac, _mac(self.key, self.recv_dir, self.recv_seq, payload)):
-            raise ChannelError("a message failed authentication: something other than "
-                               "tvmffi wrote to the worker's channel")
+            raise ChannelError(
+                "a message failed authentication: something other than "
+                "tvmffi wrote to the worker's channel"
+            )
         self.recv_seq += 1
         try:
             return json.loads(payload.decode("ascii"))

@@ -41,11 +41,26 @@ _TASK_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")
 
 #: Read-only paths every worker needs: the loader's files and system libraries,
 #: and the few kernel files glibc, Python and numpy read.
-SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
-               "/etc/ld.so.conf.d", "/etc/ld.so.preload", "/etc/localtime",
-               "/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/sys/vm/overcommit_memory",
-               "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero",
-               "/dev/null")
+SYSTEM_READ = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/localtime",
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/sys/vm/overcommit_memory",
+    "/sys/devices/system/cpu",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+    "/dev/null",
+)
 
 
 def load_task(name: object) -> ModuleType:
@@ -65,19 +80,30 @@ def handle(msg: Any) -> dict[str, Any]:
         mod = load_task(msg.get("task"))
         return {"ok": True, "result": mod.run(msg.get("request") or {})}
     except MemoryError:
-        return {"ok": False, "error": {"type": "MemoryError", "message": "out of memory",
-                                       "exit_code": 1, "known": False, "traceback": None}}
+        return {
+            "ok": False,
+            "error": {
+                "type": "MemoryError",
+                "message": "out of memory",
+                "exit_code": 1,
+                "known": False,
+                "traceback": None,
+            },
+        }
     except Exception as e:
         from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)
-        return {"ok": False, "error": {
-            "type": type(e).__name__,
-            "message": str(e),
-            "exit_code": getattr(e, "exit_code", 3),
-            "known": known,
-            "traceback": None if known else traceback.format_exc(),
-        }}
+        return {
+            "ok": False,
+            "error": {
+                "type": type(e).__name__,
+                "message": str(e),
+                "exit_code": getattr(e, "exit_code", 3),
+                "known": known,
+                "traceback": None if known else traceback.format_exc(),
+            },
+        }
 
 
 def serve_requests(chan: protocol.Endpoint) -> None:
@@ -90,9 +116,18 @@ def serve_requests(chan: protocol.Endpoint) -> None:
         try:
             chan.send(reply)
         except (TypeError, ValueError) as e:
-            chan.send({"ok": False, "error": {
-                "type": "InternalError", "message": f"task reply is not sendable: {e}",
-                "exit_code": 3, "known": False, "traceback": None}})
+            chan.send(
+                {
+                    "ok": False,
+                    "error": {
+                        "type": "InternalError",
+                        "message": f"task reply is not sendable: {e}",
+                        "exit_code": 3,
+                        "known": False,
+                        "traceback": None,
+                    },
+                }
+            )
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -117,8 +152,13 @@ def _set_limits(memory: int | None, cpu: int | None) -> None:
 
 
 def _python_paths() -> list[str]:
-    out = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-           os.path.dirname(os.path.realpath(sys.executable))}
+    out = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    }
     out.update(p for p in sys.path if p and os.path.isabs(p))
     out.update(kernel.package_dirs())
     return sorted(out)
@@ -163,10 +203,13 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         want += confine_want
     applied = kernel.names_of(got)
     info = kernel.Applied(
-        enabled=enabled, applied=applied,
-        missing=tuple(n for n in want if n not in applied), notes=notes,
+        enabled=enabled,
+        applied=applied,
+        missing=tuple(n for n in want if n not in applied),
+        notes=notes,
         memory_limit=memory if isinstance(memory, int) else None,
-        cpu_limit=cpu if isinstance(cpu, int) else None)
+        cpu_limit=cpu if isinstance(cpu, int) else None,
+    )
     chan.send({"hello": 1, "pid": os.getpid(), "sandbox": info.to_json()})
     return chan
 
@@ -193,5 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
 #: What the parent runs with `python -I -c`: put the package on the path
 #: (a source checkout is not on an isolated interpreter's path), then main().
-BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-        "from tvmffi_cli.sandbox.worker import main; sys.exit(main(sys.argv[2:]))")
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from tvmffi_cli.sandbox.worker import main; sys.exit(main(sys.argv[2:]))"
+)

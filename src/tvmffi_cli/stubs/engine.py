@@ -32,18 +32,38 @@ from ..abi.symbols import INIT_METHOD
 from ..inspect.api import Api, Field, Func, Method, ObjectType, TypeRef
 
 PREAMBLE_CLASSES = ("Object", "Tensor", "Shape", "DataType", "Device", "Function", "Module")
-RESERVED = frozenset(PREAMBLE_CLASSES) | {"Any", "Callable", "Mapping", "Sequence", "overload",
-                                          "self", "cls"}
+RESERVED = frozenset(PREAMBLE_CLASSES) | {
+    "Any",
+    "Callable",
+    "Mapping",
+    "Sequence",
+    "overload",
+    "self",
+    "cls",
+}
 MAX_DOC = 4000  # longer docstrings are cut (text from the library)
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # schema key (after the parser's short name) -> annotation
 _SIMPLE = {
-    "int": "int", "float": "float", "bool": "bool", "None": "None", "Any": "Any",
-    "str": "str", "bytes": "bytes", "Tensor": "Tensor", "DLTensor*": "Tensor",
-    "Shape": "Shape", "dtype": "DataType", "Device": "Device", "Object": "Object",
-    "Module": "Module", "Error": "Object", "BigInt": "int", "void*": "int | None",
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "None": "None",
+    "Any": "Any",
+    "str": "str",
+    "bytes": "bytes",
+    "Tensor": "Tensor",
+    "DLTensor*": "Tensor",
+    "Shape": "Shape",
+    "dtype": "DataType",
+    "Device": "Device",
+    "Object": "Object",
+    "Module": "Module",
+    "Error": "Object",
+    "BigInt": "int",
+    "void*": "int | None",
 }
 
 
@@ -76,16 +96,18 @@ def sanitize(name: str, taken: Iterable[str] = ()) -> str:
 def _doc_lines(doc: str | None, indent: str) -> list[str]:
     if not doc:
         return []
-    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd"
-                   for c in doc[:MAX_DOC]).strip()
+    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd" for c in doc[:MAX_DOC]).strip()
     if not text:
         return []
     text = text.replace("\\", "\\\\").replace('"', '\\"')
     lines = text.split("\n")
     if len(lines) == 1:
         return [f'{indent}"""{lines[0]}"""']
-    return ([f'{indent}"""{lines[0]}'] + [f"{indent}{ln}".rstrip() for ln in lines[1:]]
-            + [f'{indent}"""'])
+    return (
+        [f'{indent}"""{lines[0]}']
+        + [f"{indent}{ln}".rstrip() for ln in lines[1:]]
+        + [f'{indent}"""']
+    )
 
 
 class _Writer:
@@ -115,8 +137,9 @@ class _Writer:
             return "Mapping[Any, Any]"
         if k == "Optional":
             inner = self.ann(a[0], depth + 1) if a else "Any"
-            return inner if inner in ("Any", "None") or inner.endswith("| None") \
-                else f"{inner} | None"
+            return (
+                inner if inner in ("Any", "None") or inner.endswith("| None") else f"{inner} | None"
+            )
         if k == "Variant":
             parts: list[str] = []
             for x in a:
@@ -125,8 +148,9 @@ class _Writer:
                     parts.append(s)
             return "Any" if not parts or "Any" in parts else " | ".join(parts)
         if k == "Tuple":
-            return f"tuple[{', '.join(self.ann(x, depth + 1) for x in a)}]" if a \
-                else "tuple[Any, ...]"
+            return (
+                f"tuple[{', '.join(self.ann(x, depth + 1) for x in a)}]" if a else "tuple[Any, ...]"
+            )
         if k == "Function":
             return "Function"
         if k in ("Expected", "ObjectRValueRef", "UnchangedOr"):
@@ -161,8 +185,7 @@ class _Writer:
             out.append("/")
         return ", ".join(out), self.ann(t.ret) if t.ret is not None else "Any"
 
-    def func_lines(self, f: Func, pyname: str, indent: str, static: bool,
-                   qual: str) -> list[str]:
+    def func_lines(self, f: Func, pyname: str, indent: str, static: bool, qual: str) -> list[str]:
         sig = self.signature(f)
         lines = [f"{indent}@staticmethod"] if static else []
         if sig is None:
@@ -189,8 +212,10 @@ class _Writer:
         body = [head] + doc + [f"{indent}    ..."] if doc else [head + " ..."]
         setter: list[str] = []
         if f.writable:
-            setter = [f"{indent}@{n}.setter",
-                      f"{indent}def {n}(self, value: {self.ann(f.type)}, /) -> None: ..."]
+            setter = [
+                f"{indent}@{n}.setter",
+                f"{indent}def {n}(self, value: {self.ann(f.type)}, /) -> None: ...",
+            ]
         return note + decorators + body + setter
 
     def method_lines(self, m: Method, indent: str, taken: list[str], qual: str) -> list[str]:
@@ -267,8 +292,9 @@ def _tree(api: Api) -> _Node:
     return root
 
 
-def _assign_paths(w: _Writer, node: _Node, prefix: str, taken: list[str],
-                  names: dict[int, dict[str, str]]) -> None:
+def _assign_paths(
+    w: _Writer, node: _Node, prefix: str, taken: list[str], names: dict[int, dict[str, str]]
+) -> None:
     """Python names for every namespace/type/global under `node` (types first,
     so annotations can refer to them wherever they are)."""
     mine: dict[str, str] = {}
@@ -297,8 +323,7 @@ def _assign_paths(w: _Writer, node: _Node, prefix: str, taken: list[str],
     names[id(node)] = mine
 
 
-def _emit_node(w: _Writer, node: _Node, indent: str, names: dict[int, dict[str, str]]
-               ) -> list[str]:
+def _emit_node(w: _Writer, node: _Node, indent: str, names: dict[int, dict[str, str]]) -> list[str]:
     mine = names[id(node)]
     out: list[str] = []
     for o in sorted(node.types, key=lambda o: o.key):
@@ -364,25 +389,35 @@ def render(api: Api, source_name: str) -> StubResult:
     for f in api.exports:
         funcs += w.func_lines(f, export_py[f.name], "", static=False, qual=f.name)
     safe_src = re.sub(r"[^\w.+-]", "_", source_name)
-    head = [f'"""Type stubs of {safe_src}: its exports, registered globals and object types.',
-            "",
-            "Generated by `tvmffi stubs`; do not edit.",
-            '"""',
-            "",
-            "from collections.abc import Callable, Mapping, Sequence",
-            "from typing import Any, overload",
-            ""]
+    head = [
+        f'"""Type stubs of {safe_src}: its exports, registered globals and object types.',
+        "",
+        "Generated by `tvmffi stubs`; do not edit.",
+        '"""',
+        "",
+        "from collections.abc import Callable, Mapping, Sequence",
+        "from typing import Any, overload",
+        "",
+    ]
     text_lines = head + PREAMBLE.strip("\n").split("\n") + body
     if funcs:
         text_lines += ["", "# Exports (__tvm_ffi_<name>)"] + funcs
     text = "\n".join(text_lines).rstrip("\n") + "\n"
-    return StubResult(text=text, exports=len(api.exports), globals=len(api.globals),
-                      types=len(api.types), typed=w.typed, untyped=tuple(w.untyped),
-                      renamed=tuple(w.renamed), mode=api.mode)
+    return StubResult(
+        text=text,
+        exports=len(api.exports),
+        globals=len(api.globals),
+        types=len(api.types),
+        typed=w.typed,
+        untyped=tuple(w.untyped),
+        renamed=tuple(w.renamed),
+        mode=api.mode,
+    )
 
 
-def generate(path: str, static: bool = False, timeout: float = 30.0,
-             runtime: str | None = None) -> StubResult:
+def generate(
+    path: str, static: bool = False, timeout: float = 30.0, runtime: str | None = None
+) -> StubResult:
     """Stub of the library at `path`; `static` reads the file only (exports,
     untyped), otherwise the library is loaded in a child process for types
     (CheckFailed, exit 1, when that fails)."""
@@ -424,8 +459,11 @@ def check(result: StubResult, path: str) -> CheckResult:
         raise InputError(f"{path}: cannot read ({e})") from None
     if old == result.text:
         return CheckResult(path, True, "", "")
-    d = "".join(difflib.unified_diff(old.splitlines(True), result.text.splitlines(True),
-                                     fromfile=path, tofile="expected"))
+    d = "".join(
+        difflib.unified_diff(
+            old.splitlines(True), result.text.splitlines(True), fromfile=path, tofile="expected"
+        )
+    )
     return CheckResult(path, False, "differs", d)
 
 
@@ -449,6 +487,12 @@ def write(result: StubResult, path: str) -> None:
 
 
 def summary(result: StubResult) -> dict[str, Any]:
-    return {"exports": result.exports, "globals": result.globals, "types": result.types,
-            "typed": result.typed, "untyped": list(result.untyped),
-            "renamed": [list(r) for r in result.renamed], "mode": result.mode}
+    return {
+        "exports": result.exports,
+        "globals": result.globals,
+        "types": result.types,
+        "typed": result.typed,
+        "untyped": list(result.untyped),
+        "renamed": [list(r) for r in result.renamed],
+        "mode": result.mode,
+    }
