@@ -7,8 +7,10 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_first(void* handle, const TVMFFIAny* args, int3
                                        TVMFFIAny* result) {
   (void)handle;
   (void)num_args; /* the bug: no arity check */
-  *result = args[0];
-  if (result->type_index >= kTVMFFIStaticObjectBegin) result->type_index = kTVMFFINone;
+  int is_int = args[0].type_index == kTVMFFIInt;
+  result->type_index = is_int ? kTVMFFIInt : kTVMFFINone;
+  result->zero_padding = 0;
+  result->v_int64 = is_int ? args[0].v_int64 : 0;
   return 0;
 }
 
