@@ -148,6 +148,14 @@ def test_readme_has_the_blocks_it_promises() -> None:
     assert len(text.splitlines()) <= 620
 
 
+def test_readme_links_point_at_files() -> None:
+    text = README.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if "://" in target or target.startswith("#"):
+            continue
+        assert (ROOT / target.split("#")[0]).exists(), target
+
+
 def test_parser_and_matcher() -> None:
     blocks = parse_readme("x\n```console\n$ a  # exit 2\nout 1\n...\n$ b\n```\n```sh\nno\n```\n")
     assert [(c.text, c.exit_code, c.expected) for c in blocks[0].commands] == [
