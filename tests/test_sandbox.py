@@ -161,3 +161,14 @@ def test_introspect_missing_file_is_input_error(tmp_path):
         sandbox.run_task(
             "inspect.task", {"path": str(tmp_path / "nope.so")}, timeout=30, runtime=child_runtime()
         )
+
+
+def test_relative_library_path_is_found(crashy, monkeypatch):
+    """The worker runs in its own scratch directory: a path relative to the
+    caller's working directory (`tvmffi inspect build/lib.so`) must still name
+    the library (README commands use such paths)."""
+    monkeypatch.chdir(os.path.dirname(crashy))
+    rep = sandbox.run_task(
+        "inspect.task", {"path": os.path.basename(crashy)}, timeout=30, runtime=child_runtime()
+    )
+    assert rep["errors"] == [] and "segv" in rep["functions"]

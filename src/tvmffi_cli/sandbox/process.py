@@ -599,9 +599,13 @@ def run_task(
     """Run one task in a fresh child process and return its result. The
     request's "path" (the library) and "runtime" are readable in the sandbox."""
     reads = [str(p) for p in read_paths]
+    request = dict(request)
     for k in ("path", "runtime"):
         v = request.get(k)
         if isinstance(v, str) and v:
+            # the worker runs in its own scratch directory: paths relative to
+            # ours would name nothing there
+            request[k] = v = os.path.abspath(v)
             reads.append(v)
     if runtime is not None:
         reads.append(str(runtime))
