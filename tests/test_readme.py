@@ -128,8 +128,14 @@ def example_build() -> None:
     with open(BUILD.parent / ".readme-test.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _stale():
-            r = subprocess.run(["sh", "examples/run.sh"], cwd=ROOT, env=_env(),
-                               capture_output=True, text=True, timeout=300)
+            r = subprocess.run(
+                ["sh", "examples/run.sh"],
+                cwd=ROOT,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert r.returncode == 0, f"examples/run.sh failed:\n{r.stdout}\n{r.stderr}"
 
 
@@ -160,7 +166,9 @@ def test_readme_links_point_at_files() -> None:
 def test_parser_and_matcher() -> None:
     blocks = parse_readme("x\n```console\n$ a  # exit 2\nout 1\n...\n$ b\n```\n```sh\nno\n```\n")
     assert [(c.text, c.exit_code, c.expected) for c in blocks[0].commands] == [
-        ("a  # exit 2", 2, ["out 1", "..."]), ("b", 0, [])]
+        ("a  # exit 2", 2, ["out 1", "..."]),
+        ("b", 0, []),
+    ]
     assert len(blocks) == 1
     assert missing_lines(["a  b", "...", "t: … ns"], "a b\nx\nt: 3.1 ns\n") == []
     assert missing_lines(["t: … ns", "a b"], "a b\nt: 3.1 ns\n") == ["a b"]  # order matters
@@ -171,9 +179,15 @@ def test_parser_and_matcher() -> None:
 def test_readme_block(block: Block, example_build: None) -> None:
     for cmd in block.commands:
         assert "/tmp" not in cmd.text and ".." not in cmd.text, cmd.text
-        r = subprocess.run(["bash", "-c", cmd.text], cwd=ROOT, env=_env(),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            ["bash", "-c", cmd.text],
+            cwd=ROOT,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=60,
+        )
         where = f"README.md:{cmd.line}: $ {cmd.text}"
         assert r.returncode == cmd.exit_code, f"{where}\nexit {r.returncode}\n{r.stdout}"
         if not [e for e in cmd.expected if e.strip()]:
