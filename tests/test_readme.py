@@ -125,7 +125,7 @@ def example_build() -> None:
     """`sh examples/run.sh` (README command 1 after pip), once, under a lock
     so parallel workers do not build over each other."""
     BUILD.mkdir(parents=True, exist_ok=True)
-    with open(BUILD.parent / ".readme-test.lock", "w") as lock:
+    with open(BUILD / ".readme-test.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _stale():
             r = subprocess.run(
