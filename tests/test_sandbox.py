@@ -96,6 +96,10 @@ def test_library_stdout_cannot_corrupt_replies(worker, crashy):
     assert worker.call("sandbox.selftest", {"op": "print", "text": '{"ok": true}'}) == {
         "printed": True
     }
+    # The relay of the library's output runs in its own thread: give it a moment.
+    deadline = time.monotonic() + 10
+    while '{"noise": true}' not in worker.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert '{"noise": true}' in worker.stderr_text()
 
 
