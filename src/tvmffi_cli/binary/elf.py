@@ -115,39 +115,12 @@ class ElfBinary(Binary):
         if self.bits == 64:
             if n < 64:
                 raise FormatError("truncated ELF header")
-            (
-                e_type,
-                e_machine,
-                _v,
-                _entry,
-                _phoff,
-                shoff,
-                self.e_flags,
-                _ehsize,
-                _phentsize,
-                _phnum,
-                shentsize,
-                shnum,
-                shstrndx,
-            ) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
-            want = 64
+            layout, want = "HHIQQQIHHHHHH", 64  # want: the section header size
         else:
-            (
-                e_type,
-                e_machine,
-                _v,
-                _entry,
-                _phoff,
-                shoff,
-                self.e_flags,
-                _ehsize,
-                _phentsize,
-                _phnum,
-                shentsize,
-                shnum,
-                shstrndx,
-            ) = struct.unpack_from(e + "HHIIIIIHHHHHH", d, 16)
-            want = 40
+            layout, want = "HHIIIIIHHHHHH", 40
+        fields = struct.unpack_from(e + layout, d, 16)
+        e_type, e_machine, shoff, self.e_flags = fields[0], fields[1], fields[5], fields[6]
+        shentsize, shnum, shstrndx = fields[10], fields[11], fields[12]
         self.machine = e_machine
         self.arch = MACHINES.get(e_machine, f"machine-{e_machine}")
         self.kind = ET_NAMES.get(e_type, "other")
