@@ -13,7 +13,7 @@ import fixturebuild
 import tvmffi_cli
 from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import errors as ffi_errors
-from tvmffi_cli.ffi import objects, runtime, values
+from tvmffi_cli.ffi import objects, registry, runtime, values
 
 KITCHEN_DEFINES = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
 KITCHEN_FLAGS = ["-Wno-unused-parameter"]
@@ -144,7 +144,7 @@ def test_kitchen_globals_and_types(kitchen):
     assert kitchen.get_global("kitchen.add")(20, 22) == 42
     assert kitchen.get_global("kitchen.greet")("ann") == "hello, ann"
     assert kitchen.get_global("kitchen.nope") is None
-    assert "kitchen.add" in values.list_globals(kitchen.runtime)
+    assert "kitchen.add" in registry.list_globals(kitchen.runtime)
 
 
 def test_kitchen_scalars(kitchen):

@@ -259,6 +259,8 @@ def call_function(
     from .call import engine
 
     with tempfile.TemporaryDirectory(prefix="tvmffi-call-") as tmp:
+        from .call.pyargs import value_to_spec
+
         specs = [value_to_spec(a, tmp, f"argument {i}") for i, a in enumerate(args)]
         request = engine.make_request(
             path,
@@ -342,41 +344,6 @@ def _read_outputs(files: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if f.get("path"):
             out[str(f["what"])] = np.load(f["path"], allow_pickle=False)
     return out
-
-
-def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
-    """A Python value -> the argument spec call.task materializes in the child
-    (NumPy arrays are saved as .npy files under tmpdir)."""
-    from .call import literals as _literals
-
-    if v is None or isinstance(v, (bool, int, float, str)):
-        spec: dict[str, Any] = cast(Any, _literals).json_to_spec(v, where)
-        return spec
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return {"kind": "bytes", "hex": bytes(v).hex()}
-    if isinstance(v, (list, tuple)):
-        return {"kind": "array", "items": [value_to_spec(x, tmpdir, where) for x in v]}
-    if isinstance(v, dict):
-        return {
-            "kind": "map",
-            "items": [
-                [value_to_spec(k, tmpdir, f"{where} key"), value_to_spec(x, tmpdir, where)]
-                for k, x in v.items()
-            ],
-        }
-    if type(v).__module__ == "numpy" and hasattr(v, "__array_interface__"):
-        import numpy as np
-
-        arr = np.asarray(v)
-        if arr.ndim == 0 and type(v) is not np.ndarray:  # a NumPy scalar
-            return value_to_spec(arr.item(), tmpdir, where)
-        p = os.path.join(tmpdir, f"arg{len(os.listdir(tmpdir))}.npy")
-        np.save(p, arr, allow_pickle=False)
-        return {"kind": "tensor", "source": "npy", "path": p}
-    raise InputError(
-        f"{where}: cannot pass a {type(v).__name__} (use None, bool, int, float, "
-        "str, bytes, a NumPy array, or a list/dict of these)"
-    )
 
 
 def _positive(v: float, name: str) -> float:

@@ -205,9 +205,9 @@ def global_metadata_raw(lib: Any, name: str) -> str | None:
     """The metadata JSON a global function was registered with (its
     "type_schema" among others), through the runtime's
     ffi.GetGlobalFuncMetadata; None when the runtime or the function has none."""
-    from ..ffi import values
+    from ..ffi import registry
 
-    getter = values.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
+    getter = registry.get_global(lib.runtime, "ffi.GetGlobalFuncMetadata")
     if getter is None:
         return None
     v = getter(name)

@@ -26,7 +26,7 @@ from ..abi import structs as abi
 from ..abi.symbols import FUNC_PREFIX, RUNTIME_TYPE_PREFIX, SPECIAL_PREFIX
 from ..errors import CheckFailed, InputError
 from . import errors as ffi_errors
-from . import tensors, values
+from . import registry, tensors, values
 from .runtime import Runtime, byte_array, get_runtime
 
 
@@ -188,7 +188,7 @@ class Library:
     def _special(self, name: str, global_name: str, what: str) -> Optional[str]:
         rt = self.runtime
         if self.module is not None:
-            g = values.get_global(rt, global_name)
+            g = registry.get_global(rt, global_name)
             if g is not None:
                 v = g(self.module, name, False)
                 return v if isinstance(v, str) else None
@@ -202,7 +202,7 @@ class Library:
 
     # -- globals -------------------------------------------------------------
     def get_global(self, name: str) -> Optional[values.Function]:
-        f: Optional[values.Function] = values.get_global(self.runtime, name)
+        f: Optional[values.Function] = registry.get_global(self.runtime, name)
         if f is not None:
             f.name = name
             f.tensor_mode = self.tensor_mode
@@ -230,7 +230,7 @@ _keep_modules: list[values.Module] = []
 
 def _type_keys(rt: Runtime) -> set[str]:
     try:
-        return set(values.registered_type_keys(rt))
+        return set(registry.registered_type_keys(rt))
     except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
         return set()
 
@@ -270,7 +270,7 @@ def load(
     _check_loadable_file(p)
     rt = get_runtime(runtime)
     tensors.ensure_cpu_allocator(rt)
-    before_globals = set(values.list_globals(rt))
+    before_globals = set(registry.list_globals(rt))
     before_types = _type_keys(rt)
     module: Optional[values.Module] = None
     dl: Optional[ctypes.CDLL] = None
@@ -294,7 +294,7 @@ def load(
             raise LibraryLoadError(f"cannot load {path}: {e}") from None
     if module is not None:
         _keep_modules.append(module)
-    after_globals = set(values.list_globals(rt))
+    after_globals = set(registry.list_globals(rt))
     after_types = _type_keys(rt)
     # The runtime's own types (ffi.*) that the library's headers registered
     # lazily while loading are not the library's.

@@ -616,25 +616,3 @@ def global_func(rt: Runtime, name: str) -> Function:
         with rt._lock:
             rt._globals[name] = f
     return f
-
-
-def get_global(rt: Runtime, name: str) -> Optional[Function]:
-    """Function wrapper of a global, or None."""
-    h = rt.get_global_handle(name)
-    return None if h is None else Function(h, rt)
-
-
-def list_globals(rt: Runtime) -> list[str]:
-    """Sorted names of all registered global functions."""
-    f = rt.rt.get("tvmffi_rt_list_globals")
-    if f is not None:
-        out = TVMFFIAny()
-        rt.check(f(byref(out)))
-        return sorted(any_to_py(rt, out))
-    functor = global_func(rt, "ffi.FunctionListGlobalNamesFunctor")()
-    n = functor(-1)
-    return sorted(functor(i) for i in range(n))
-
-
-def registered_type_keys(rt: Runtime) -> list[str]:
-    return list(global_func(rt, "ffi.GetRegisteredTypeKeys")())
