@@ -52,6 +52,7 @@ class Prober(ProbeValues):
         self.step: str | None = None
         self.step_started: float | None = None
         self.timeout = 10.0
+        self._crew: _Crew | None = None  # threads kept for the "threads" step
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -150,7 +151,6 @@ class Prober(ProbeValues):
         ]
         results = [(ctypes.c_char * ANY)() for _ in range(n)]
         out: list[Any] = [None] * n  # one Msg per thread
-        barrier = threading.Barrier(n)
         objs = self._objects(raws)
         for o in objs:  # n extra references: stray DecRefs from n threads free nothing
             for _ in range(n):
@@ -158,18 +158,15 @@ class Prober(ProbeValues):
         before = [self.strong(o) for o in objs]
 
         def work(i: int) -> None:
-            barrier.wait()
             rc = fn(None, ctypes.addressof(bufs[i]), len(raws), ctypes.addressof(results[i]))
             err = self.take_error()  # the raised error is thread-local: fetch it here
             out[i] = {"rc": rc}
             if err is not None:
                 out[i]["error"] = err
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if self._crew is None or self._crew.size != n:
+            self._crew = _Crew(n)
+        self._crew.run(work)
         for i in range(n):
             res = bytes(results[i])
             if out[i]["rc"] == 0 and not self.result_problems(res, True):
@@ -374,6 +371,36 @@ class Prober(ProbeValues):
             ):
                 self.emit({"event": "hang", "step": step, "timeout": self.timeout})
                 os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _Crew:
+    """n threads kept for the whole worker: starting fresh threads for every
+    function cost more than the rest of its probe. A barrier releases them
+    together for each job, a second one waits for all of them to finish."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._job: Callable[[int], None] | None = None
+        self._go = threading.Barrier(size + 1)
+        self._done = threading.Barrier(size + 1)
+        for i in range(size):
+            threading.Thread(target=self._loop, args=(i,), daemon=True).start()
+
+    def _loop(self, i: int) -> None:
+        while True:
+            self._go.wait()
+            job = self._job
+            try:
+                if job is not None:
+                    job(i)
+            finally:
+                self._done.wait()
+
+    def run(self, job: Callable[[int], None]) -> None:
+        self._job = job
+        self._go.wait()
+        self._done.wait()
+        self._job = None
 
 
 def serve(chan: Any) -> None:
