@@ -324,6 +324,34 @@ def test_people_output_groups_by_function(build_lib):
     assert "FAILED" in r.stdout.splitlines()[-1]
 
 
+def test_people_output_folds_clean_functions(build_lib):
+    """Functions without findings are one summary row, so a big clean library
+    stays one screen; -v lists every function."""
+    lib = build_lib("conform/good.c")
+    env = {"NO_COLOR": "1", "COLUMNS": "200"}
+    r = conform(lib, env=env)
+    assert r.returncode == 0, r.stderr
+    rows = [x for x in r.stdout.splitlines() if x.startswith("│")]
+    assert len(rows) == 2, r.stdout  # (library) and the folded row
+    assert "(library)" in rows[0]
+    assert "all 9 functions" in rows[1] and "ok" in rows[1]
+    assert "no findings" in rows[1]
+    assert not any(f" {fn} " in r.stdout for fn in ("add", "concat", "numel", "untyped"))
+    v = conform(lib, "-v", env=env)
+    names = {x.split("│")[1].strip() for x in v.stdout.splitlines() if x.startswith("│")}
+    assert {"add", "concat", "identity", "nothing", "numel", "untyped"} <= names
+    assert "functions" not in " ".join(names)
+    # A function with a finding keeps its own row next to the folded ones.
+    z = conform(
+        build_lib("conform/zoo.c"),
+        *("--select", "symbol-kind,no-crash", "--function", "symbol_kind__table"),
+        *("--function", "arg_refcount__keeps_ref", "--function", "doc_utf8__latin1"),
+        env=env,
+    )
+    assert any("symbol_kind__table" in x and "FAIL" in x for x in z.stdout.splitlines())
+    assert any("2 other functions" in x for x in z.stdout.splitlines())
+
+
 def test_docs_page_matches_registry():
     from tvmffi_cli.conform import registry
 
