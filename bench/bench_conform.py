@@ -2,15 +2,18 @@
 
 Generates C source (four kinds of functions, all with metadata getters, a
 third with docs), builds it with gcc against our headers, runs the full check
-set with `-j 2` (median of --repeat runs, wall time of the whole command) and
-reports milliseconds per function. Passes when the library conforms and the
-cost is <= 20 ms per function.
+set with `-j 2` (median of --repeat runs, wall time of the whole command),
+once with `--json` and once with the people's table, alternating, and
+reports milliseconds per function. Passes when the library conforms and both
+costs are <= 5 ms per function (issue 12; it was 2.24 ms before the object,
+global and thread probes were added).
 
     python bench/bench_conform.py [--functions 300] [--jobs 2] [--repeat 3] [--untyped]
 """
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -19,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-LIMIT_MS = 20.0
+LIMIT_MS = 5.0
 
 HEADER = r"""
 #include <stdint.h>
@@ -160,21 +163,23 @@ def build(src, out):
     subprocess.run(cmd, check=True)
 
 
-def run_conform(lib, jobs):
+def run_conform(lib, jobs, as_json=True):
     """(wall s, CPU s of the command and its workers, report, exit code)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "-j", str(jobs)]
     proc = subprocess.run(
-        [sys.executable, "-m", "tvmffi_cli", "conform", str(lib), "--json", "-j", str(jobs)],
+        cmd + (["--json"] if as_json else []),
         capture_output=True,
         text=True,
+        env=dict(os.environ, COLUMNS="100"),
     )
     dt = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"conform failed (exit {proc.returncode}): {proc.stderr}")
-    return dt, cpu, json.loads(proc.stdout), proc.returncode
+    return dt, cpu, json.loads(proc.stdout) if as_json else None, proc.returncode
 
 
 def main(argv=None):
@@ -193,13 +198,16 @@ def main(argv=None):
         build(src, lib)
         times = []
         cpus = []
+        people = []
         doc = rc = None
         for _ in range(args.repeat):
             dt, cpu, doc, rc = run_conform(lib, args.jobs)
             times.append(dt)
             cpus.append(cpu)
+            people.append(run_conform(lib, args.jobs, as_json=False)[0])
     med = statistics.median(times)
     per_fn = 1000.0 * med / args.functions
+    per_fn_people = 1000.0 * statistics.median(people) / args.functions
     s = doc["summary"]
     found = len(doc["functions"])
     print(f"library: {args.functions} generated functions ({found} found), -j {args.jobs}")
@@ -211,11 +219,12 @@ def main(argv=None):
         f"wall:    median {med:.2f} s of {args.repeat} runs "
         f"({', '.join(f'{t:.2f}' for t in times)})"
     )
-    print(f"cost:    {per_fn:.2f} ms per function (limit {LIMIT_MS:.0f} ms)")
+    print(f"cost:    {per_fn:.2f} ms per function with --json (limit {LIMIT_MS:.0f} ms)")
+    print(f"         {per_fn_people:.2f} ms per function with the people's table")
     # CPU time depends less on other load of the machine than wall time.
     print(
         f"cpu:     {1000.0 * statistics.median(cpus) / args.functions:.2f} ms per function "
-        f"(median user+sys of the command and its workers)"
+        f"(median user+sys of the command and its workers, --json)"
     )
     ok = (
         doc["passed"]
@@ -223,7 +232,7 @@ def main(argv=None):
         and found == args.functions
         and s["fail"] == 0
         and s["error"] == 0
-        and per_fn <= LIMIT_MS
+        and max(per_fn, per_fn_people) <= LIMIT_MS
     )
     if not ok:
         for r in doc["results"]:

@@ -143,3 +143,23 @@ def test_report_passes_on_warnings_only():
     assert Report("x.so", rs, ["f"]).exit_code() == 0
     rs.append(Result("no-crash", "g", "error", "worker failed"))
     assert Report("x.so", rs, ["f", "g"]).exit_code() == 1
+
+
+def test_readable_answers_right_past_the_pipe_capacity():
+    """Readable leaves bytes in its pipe between checks; 100k checks (far more
+    than a pipe holds) keep answering, and unmapped or guard memory is not readable."""
+    import ctypes
+    import mmap
+
+    from tvmffi_cli.conform.probe_memory import GuardArena, Readable
+
+    rd = Readable()
+    buf = ctypes.create_string_buffer(64)
+    addr = ctypes.addressof(buf)
+    assert all(rd(addr, 64) for _ in range(100_000))
+    arena = GuardArena()
+    end = arena.place(b"\0" * 16, True) + 16  # the first byte of the guard page
+    assert not rd(end, 1) and rd(end - 16, 16) and not rd(end - 16, 17)
+    assert not rd(0, 1) and not rd(16, 8) and not rd(addr, -1)
+    assert rd(addr, 64)  # still right after failures
+    assert rd(end - mmap.PAGESIZE, 1)

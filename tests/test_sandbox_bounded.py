@@ -126,6 +126,20 @@ def test_junit_is_well_formed_whatever_the_bytes():
     assert "\\x1b[31mred" in fail.get("message") and "\\x00\\x01" in fail.get("message")
 
 
+def test_json_clean_escapes_surrogates_at_any_depth():
+    bad = text.from_bytes(b"ok\xff")
+    doc = {"a": [1, 2.5, None, {"k": bad}], bad: "x", "emoji": "\U0001f600", "t": ("p",)}
+    clean = text.json_clean(doc)
+    assert clean == {
+        "a": [1, 2.5, None, {"k": "ok\\xff"}],
+        "ok\\xff": "x",
+        "emoji": "\U0001f600",
+        "t": ["p"],
+    }
+    plain = {"a": ["b", {"c": "d\\e"}], "n": float("nan")}
+    assert json.dumps(text.json_clean(plain)) == json.dumps(plain)
+
+
 def test_json_text_is_valid_utf8_and_recoverable():
     raw = b"ok \xff\xfe back\\slash"
     s = text.json_text(text.from_bytes(raw))

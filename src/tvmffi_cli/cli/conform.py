@@ -176,7 +176,8 @@ def command(
         from .. import text
 
         doc = dict(text.json_clean(report.to_json()), sandbox=sandbox_opts.field())
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        # One line, from the C encoder (indent= would take the pure-Python one).
+        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
     else:
         from ..render.common import make_console
         from ..render.conform import render

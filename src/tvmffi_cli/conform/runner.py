@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
 
+from .. import errors
 from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_probe, checks_static, checks_version, exit_check, registry
@@ -147,6 +148,38 @@ class Worker:
                     status = "hang"
         self._w.close()
         return status
+
+
+class _Spares:
+    """Workers started and loaded in a background thread; take() waits for
+    them and returns those whose load succeeded (a failed one is killed: its
+    prober starts a fresh worker, which reports the failure properly)."""
+
+    def __init__(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        self._workers: list[Worker] = []
+        self._thread: threading.Thread | None = None
+        if n > 0:
+            self._thread = threading.Thread(
+                target=self._start, args=(path, timeout, runtime, n), daemon=True
+            )
+            self._thread.start()
+
+    def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        for _ in range(n):
+            w = Worker(path, timeout, runtime)
+            try:
+                w.start()
+                if w.load().get("ok"):
+                    self._workers.append(w)
+                    continue
+            except (WorkerDied, OSError, errors.TvmffiError):
+                pass
+            w.kill()
+
+    def take(self) -> list[Worker]:
+        if self._thread is not None:
+            self._thread.join()
+        return self._workers
 
 
 class Prober:
@@ -350,6 +383,11 @@ def run(
         elif os.path.isfile(o.runtime):
             paths.check_runtime_file(Path(o.runtime), f"--runtime {o.runtime}")
         first = Worker(path, timeout, o.runtime)
+        # The other probe workers start and load while the first one does:
+        # each takes ~0.1 s, and waiting for the first before starting them
+        # was a fixed cost of every run.
+        n_spare = min(jobs or os.cpu_count() or 1, len(exports)) - 1 if fn_checks else 0
+        spares = _Spares(path, timeout, o.runtime, n_spare)
         died: WorkerDied | None = None
         ev: Event = {}
         try:
@@ -364,20 +402,33 @@ def run(
         globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
         targets = exports + [g for g in globals_ if not o.only or g in o.only]
         jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
+        spare_workers = spares.take()
         if not loaded:
             first.kill()
+            for w in spare_workers:
+                w.kill()
             for name in exports:
                 per_function[name] = checks_probe.skipped(
                     name, fn_checks, "the library did not load"
                 )
         elif fn_checks and targets:
             per_function = _probe_all(
-                path, o, jobs, first, targets, set(globals_), inv, fn_checks, progress, exits
+                path,
+                o,
+                jobs,
+                [first, *spare_workers],
+                targets,
+                set(globals_),
+                inv,
+                fn_checks,
+                progress,
+                exits,
             )
         else:
-            status = first.stop(timeout)
-            if status is not None:
-                exits.append(status)
+            for w in [first, *spare_workers]:
+                status = w.stop(timeout)
+                if status is not None:
+                    exits.append(status)
         for name in inv.functions:
             if name not in inv.code and (not o.only or name in o.only):
                 per_function[name] = checks_probe.skipped(
@@ -471,7 +522,7 @@ def _probe_all(
     path: str,
     o: Options,
     jobs: int,
-    first: Worker,
+    ready: list[Worker],
     targets: list[str],
     globals_: set[str],
     inv: checks_static.Inventory,
@@ -504,7 +555,12 @@ def _probe_all(
             prober.close(exits)
 
     probers = [Prober(path, o.timeout, o.runtime, o.threads) for _ in range(jobs)]
-    probers[0].worker = first
+    for p, w in zip(probers, ready):
+        p.worker = w
+    for w in ready[len(probers) :]:  # more loaded workers than functions
+        status = w.stop(o.timeout)
+        if status is not None:
+            exits.append(status)
     threads = [threading.Thread(target=work, args=(p,), daemon=True) for p in probers]
     for t in threads:
         t.start()
