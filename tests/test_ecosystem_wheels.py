@@ -124,10 +124,11 @@ def test_wheel_library_on_the_builtin_runtime(dist, version, member):
 
 
 def check_conform(lib):
-    """conform runs the library's exports and globals on the builtin runtime.
-    It passes, but for what the library's own packed functions do when called
-    with no arguments at all (they read args[0] without checking the count):
-    a fact of the library, the same under any runtime."""
+    """conform runs the library's exports and globals on the builtin runtime
+    and passes (exit 0). What some of their packed functions do when called
+    with no arguments at all (read args[0] without checking the count, a fact
+    of the library under any runtime) is reported as a warning, because those
+    globals declare no signature."""
     r = tvmffi("conform", lib, "--json", timeout=600)
     assert r.returncode in (0, 1), r.stderr[-2000:]
     doc = json.loads(r.stdout)
@@ -137,9 +138,13 @@ def check_conform(lib):
         x
         for x in bad
         if not (
-            (x["check"] == "arg-bounds" and "called with 0 arguments" in x["message"])
-            or (x["check"] == "no-crash" and x["message"].startswith("zero-args:"))
+            x["severity"] == "warning"
+            and (
+                (x["check"] == "arg-bounds" and "called with 0 arguments" in x["message"])
+                or (x["check"] == "no-crash" and x["message"].startswith("zero-args:"))
+                or x["check"] == "thread-safety"
+            )
         )
     ]
     assert not unexpected, unexpected
-    assert r.returncode == (1 if bad else 0)
+    assert r.returncode == 0 and doc["passed"] is True

@@ -11,8 +11,10 @@ Pure functions of those facts: unit-testable without running anything.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Collection, Dict, Iterator
 
+from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
 #: One observation of the worker (a JSON object), or a crash record.
@@ -61,6 +63,7 @@ class FunctionFacts:
         self.crashes: dict[str, Obs] = {}
         self.tool_error: str | None = None  # the probe itself could not run (worker failure)
         self.timeout: float | None = None
+        self.is_global = False  # registered at load rather than exported
 
     def call_obs(self) -> Iterator[tuple[str, Obs]]:
         """(step, obs) for completed calls of the function itself (not getters,
@@ -504,8 +507,31 @@ def evaluate(f: FunctionFacts, ids: Collection[str]) -> list[Result]:
         if f.tool_error:
             out.append(Result(cid, f.name, ERROR, f.tool_error))
         else:
-            out.append(fn(f))
+            out.append(_unsigned_global(f, fn(f)))
     return out
+
+
+#: Said of a zero-argument crash of a global registered without a signature.
+UNSIGNED_GLOBAL = (
+    "a global registered with no signature, so nothing declares how many "
+    "arguments it needs: a warning (--strict fails it)"
+)
+
+
+def _unsigned_global(f: FunctionFacts, r: Result) -> Result:
+    """A global registered without a signature is usually a C++ lambda over
+    PackedArgs, which indexes args without a count check: real libraries
+    (the official test library, TileLang) crash when called with nothing.
+    That call is outside any contract the library states, so it warns; an
+    export, or a call with a declared arity, keeps the error."""
+    if not (f.is_global and f.params is None and r.status == FAIL):
+        return r
+    zero_only = r.check == "arg-bounds" or (
+        r.check == "no-crash" and (r.details or {}).get("steps") == ["zero-args"]
+    )
+    if not zero_only:
+        return r
+    return replace(r, severity_override=WARNING, message=f"{r.message} ({UNSIGNED_GLOBAL})")
 
 
 def skipped(name: str, ids: Collection[str], why: str) -> list[Result]:

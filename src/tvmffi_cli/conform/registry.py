@@ -212,7 +212,10 @@ CHECKS: list[Check] = [
         what="Called with zero arguments, and (with metadata) with one argument too few, the "
         "function never reads beyond `args[num_args-1]`. Exported functions and the "
         "global functions the library registers while loading are both probed. The argument array is placed "
-        "right before an unreadable guard page, so such a read faults.",
+        "right before an unreadable guard page, so such a read faults. A global registered "
+        "without a signature that faults on the zero-argument call is a warning (and so is "
+        "its no-crash finding): nothing declares the arguments it needs, and C++ lambdas over "
+        "PackedArgs commonly index without a count check.",
         why="Callers pass exactly `num_args` values; the memory after them belongs to "
         "someone else. Reading it returns garbage or crashes.",
         fix="Check `num_args` before touching `args[i]` and raise a TypeError when it is "

@@ -252,6 +252,7 @@ class Prober:
     ) -> checks_probe.FunctionFacts:
         f = checks_probe.FunctionFacts(name, getters)
         f.timeout = self.timeout
+        f.is_global = is_global
         base = {
             "op": "probe",
             "name": name,
