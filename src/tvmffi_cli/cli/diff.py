@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from . import sandbox_opts
+
 
 @click.command("diff")
 @click.argument("old", type=click.Path(dir_okay=False))
@@ -12,22 +14,8 @@ import click
 @click.option(
     "--static", is_flag=True, help="Compare the files only (exports, modules, kernels, imports)."
 )
-@click.option(
-    "--timeout",
-    "timeout_text",
-    type=str,
-    default="30",
-    show_default=True,
-    help="Seconds allowed for loading each library in a child process.",
-)
-@click.option(
-    "--runtime",
-    default="auto",
-    show_default=True,
-    metavar="auto|builtin|official|PATH",
-    help="Runtime that hosts the libraries: auto picks builtin when it provides "
-    "every runtime symbol imported, else the official one.",
-)
+@sandbox_opts.load_timeout("timeout_text", "each library")
+@sandbox_opts.runtime("the libraries")
 @click.option(
     "--suppress",
     "suppress_file",

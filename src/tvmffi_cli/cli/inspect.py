@@ -129,21 +129,8 @@ def _make_command() -> Any:
         help="Read the file only; never load or run any of its code.",
     )
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.option(
-        "--timeout",
-        type=str,
-        default="30",
-        show_default=True,
-        help="Seconds allowed for loading the library in a child process.",
-    )
-    @click.option(
-        "--runtime",
-        default="auto",
-        show_default=True,
-        metavar="auto|builtin|official|PATH",
-        help="Runtime that hosts the library: auto picks builtin when it provides "
-        "every runtime symbol the library imports, else the official one.",
-    )
+    @sandbox_opts.load_timeout()
+    @sandbox_opts.runtime()
     @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
     @click.option(
         "--memory-limit",

@@ -1,10 +1,11 @@
-"""--no-sandbox and --memory-limit, shared by every command that loads a
-library, and the `sandbox` field / line that says what was applied."""
+"""Options shared by every command that loads a library (--no-sandbox,
+--memory-limit, --timeout for the load, --runtime), and the `sandbox` field /
+line that says what was applied."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ..sandbox import process
 
@@ -16,6 +17,37 @@ MEMORY_HELP = (
     "Address-space limit of the worker, e.g. 512M, 2G (default "
     f"{process.format_size(process.DEFAULT_MEMORY_LIMIT)}); going over is a failure."
 )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def load_timeout(param: str = "timeout", what: str = "the library") -> Callable[[F], F]:
+    """--timeout S: seconds allowed for loading in the child (30)."""
+    import click  # here: inspect's click-free fast path imports this module
+
+    return click.option(
+        "--timeout",
+        param,
+        type=str,
+        default="30",
+        show_default=True,
+        help=f"Seconds allowed for loading {what} in a child process.",
+    )
+
+
+def runtime(what: str = "the library") -> Callable[[F], F]:
+    """--runtime auto|builtin|official|PATH (auto)."""
+    import click
+
+    return click.option(
+        "--runtime",
+        default="auto",
+        show_default=True,
+        metavar="auto|builtin|official|PATH",
+        help=f"Runtime that hosts {what}: auto picks builtin when it provides "
+        "every runtime symbol imported, else the official one.",
+    )
 
 
 def apply(no_sandbox: bool, memory_limit: str | None) -> None:

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from . import sandbox_opts
+
 
 @click.command("stubs")
 @click.argument("path", type=click.Path(dir_okay=False))
@@ -26,22 +28,8 @@ import click
     default=None,
     help="Exit 1 when FILE differs from the stub that would be written, 0 when equal.",
 )
-@click.option(
-    "--timeout",
-    "timeout_text",
-    type=str,
-    default="30",
-    show_default=True,
-    help="Seconds allowed for loading the library in a child process.",
-)
-@click.option(
-    "--runtime",
-    default="auto",
-    show_default=True,
-    metavar="auto|builtin|official|PATH",
-    help="Runtime that hosts the library: auto picks builtin when it provides "
-    "every runtime symbol imported, else the official one.",
-)
+@sandbox_opts.load_timeout("timeout_text")
+@sandbox_opts.runtime()
 def command(
     path: str,
     output: str | None,
