@@ -225,8 +225,13 @@ static void test_types(void) {
          (long long)col->data[kTVMFFIStr - col->begin_index].v_int64,
          col->data[kTVMFFIBytes - col->begin_index].type_index);
   v.v_int64 = 7;
-  CHECK(TVMFFITypeRegisterAttr(a, &an, &v) == 0);
-  printf("column after override [A]=%lld\n", (long long)col->data[a - col->begin_index].v_int64);
+  CHECK(TVMFFITypeRegisterAttr(a, &an, &v) != 0); /* set once, as the official runtime */
+  TVMFFIObjectHandle err = NULL;
+  TVMFFIErrorMoveFromRaised(&err);
+  CHECK(err != NULL);
+  TVMFFIObjectDecRef(err);
+  printf("column after a refused second value [A]=%lld\n",
+         (long long)col->data[a - col->begin_index].v_int64);
   TVMFFIObjectDecRef(fn);
 }
 

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       return fail("field read back");
   }
   printf("read back %d methods and %d fields; %d rejected\n", n, n, rejected);
-  /* attribute values on many types of one column; a replaced value */
+  /* attribute values on many types of one column; a second value is refused */
   TVMFFIByteArray col = ba("__probe_attr__");
   TVMFFIAny first;
   memset(&first, 0, sizeof(first));
@@ -89,7 +89,11 @@ int main(int argc, char** argv) {
     v.v_int64 = i;
     if (TVMFFITypeRegisterAttr(t, &col, &v) != 0) return fail("register attr");
     v.v_int64 = 2 * i;
-    if (TVMFFITypeRegisterAttr(t, &col, &v) != 0) return fail("replace attr");
+    if (TVMFFITypeRegisterAttr(t, &col, &v) == 0) return fail("a second value was accepted");
+    TVMFFIObjectHandle err = NULL;
+    TVMFFIErrorMoveFromRaised(&err);
+    if (!err) return fail("no error for a second value");
+    TVMFFIObjectDecRef(err);
   }
   const TVMFFITypeAttrColumn* c = TVMFFIGetTypeAttrColumn(&col);
   int64_t sum = 0;

@@ -483,10 +483,17 @@ TVM_FFI_DLL int TVMFFITypeRegisterAttr(int32_t type_index, const TVMFFIByteArray
     }
     if (rc == 0) {
       TVMFFIAny* slot = (TVMFFIAny*)&c->col.data[type_index];
-      TVMFFIAny old = *slot;
-      *slot = owned;
-      rt_any_release(&old); /* a replaced value is released: last registration wins */
-      rt_any_set_none(&owned);
+      if (slot->type_index != kTVMFFINone) {
+        /* as the official runtime: a value is set once (readers may hold it
+         * without a reference); a None slot still counts as empty */
+        rc = rt_raise("RuntimeError",
+                      "TypeAttr `%.*s` is already registered for type index %d; to change a "
+                      "value later, register a mutable container (List, Dict) once",
+                      (int)attr_name->size, attr_name->data, (int)type_index);
+      } else {
+        *slot = owned;
+        rt_any_set_none(&owned);
+      }
     }
   }
   pthread_mutex_unlock(&rt_tlock);
