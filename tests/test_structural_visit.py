@@ -141,3 +141,17 @@ def test_a_cycle_fails_instead_of_overflowing_the_stack(driver: Path) -> None:
         assert _line(lines, label).startswith(
             f"raised RecursionError: structural {what}: nesting deeper than 4000 levels"
         )
+
+
+def test_visitor_and_mutator_shallow_copies(driver: Path) -> None:
+    # ours only: the official __ffi_shallow_copy__ copies the base object and
+    # slices the C++ engine off, so a copy there is not usable; ours copies
+    # the engine, its callback tables, the current region and the var remap
+    _, our_dir = _libdirs()
+    lines = _run(driver, our_dir, "copy")
+    assert lines == [
+        "copy visitor: None",
+        "copy visitor log: distinct=y kind=2",
+        "copy visitor log: leaf sv.Leaf(value=2)",
+        "copy mutator: [sv.Leaf(value=1), 42, False]",
+    ]
