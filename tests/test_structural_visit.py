@@ -17,8 +17,10 @@ error contexts) must be the same.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,30 @@ def test_visitor_and_mutator_shallow_copies(driver: Path) -> None:
         "copy visitor log: leaf sv.Leaf(value=2)",
         "copy mutator: [sv.Leaf(value=1), 42, False]",
     ]
+
+
+def _py_side(which: str) -> list[object]:
+    script = Path(__file__).resolve().parent / "structural_visit_py.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), which],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: list[object] = json.loads(proc.stdout)
+    return result
+
+
+def test_python_callbacks_give_the_official_results() -> None:
+    # Python callables as callback tables, as tvm_ffi/structural.py passes
+    # them: the official package in one child, our runtime through
+    # tvmffi_cli.ffi in another
+    _libdirs()
+    official, ours = _py_side("official"), _py_side("ours")
+    assert len(official) == 27
+    assert ["walk interrupt", ["VisitInterrupt", 4]] in official
+    for a, b in zip(official, ours):
+        assert a == b
+    assert len(ours) == len(official)
