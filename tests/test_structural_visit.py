@@ -106,6 +106,11 @@ def test_map_copy_on_write_identity_and_remap(outputs: tuple[list[str], list[str
     assert post.endswith(" same=sssssssnnnnnn root_same=n")
     assert _line(ours, "map nothing") == "same root"
     assert _line(ours, "map unique root in place").endswith(" same_root=y")
+    # a root handed over (rvalue) is changed in place along uniquely owned
+    # paths; a container with a second owner and a reflected object are copied
+    assert _line(ours, "inplace containers").endswith(
+        " root=same same same same new new keep=[sv.Leaf(value=5)]"
+    )
     assert _line(ours, "map dag").endswith(" shared=y")
     assert _line(ours, "map vars").endswith(" var_new=y use_is_def=y")
     assert _line(ours, "map frozen") == "sv.Frozen(a=sv.Leaf(value=10))"
