@@ -57,20 +57,6 @@ MISSING_GLOBALS: dict[str, str] = {
             "ffi.StructuralHash",
             "ffi.StructuralKey",
             "ffi.StructuralKeyEqual",
-            "ffi.StructuralMap",
-            "ffi.StructuralMutate",
-            "ffi.StructuralMutatorDefRegionKind",
-            "ffi.StructuralMutatorDefaultMutate",
-            "ffi.StructuralMutatorMutate",
-            "ffi.StructuralMutatorVarRemapGet",
-            "ffi.StructuralMutatorVarRemapSet",
-            "ffi.StructuralMutatorWithDefRegionKind",
-            "ffi.StructuralVisit",
-            "ffi.StructuralVisitorDefRegionKind",
-            "ffi.StructuralVisitorDefaultVisit",
-            "ffi.StructuralVisitorVisit",
-            "ffi.StructuralVisitorWithDefRegionKind",
-            "ffi.StructuralWalk",
             "ffi.VisitErrorContext.FindAccessPaths",
             "ffi.DeepCopy",
         ]
@@ -126,25 +112,11 @@ MISSING_MEMBERS: dict[tuple[str, str], str] = {
 
 # (column, type key) -> why the type has no value in our column
 MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
-    **{(c, "ffi.BigInt"): _STRUCTURAL for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]},
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
     ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
     ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,
-    **{
-        ("__ffi_shallow_copy__", t): (
-            "the official visitor/mutator objects carry C++ state "
-            "(callbacks, regions) that our layouts do not model"
-        )
-        for t in ["ffi.StructuralMutator", "ffi.StructuralVisitor"]
-    },
-    **{
-        (c, t): _STRUCTURAL
-        for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]
-        for t in ["ffi.Array", "ffi.Bytes", "ffi.Dict", "ffi.List", "ffi.Map", "ffi.String"]
-    },
-    **{("__s_visit__", t): _STRUCTURAL for t in ["ffi.Array", "ffi.Dict", "ffi.List", "ffi.Map"]},
 }
 
 
