@@ -5,14 +5,15 @@ The parent (conform/runner.py) sends one JSON request per line; this side
 answers with a stream of JSON events, one per line, written as they happen:
 
   {"event": "loaded", ...}             after {"op": "load", "path": ...}
-  {"event": "plan", "steps": [...]}    after {"op": "probe", "name": ...}
-  {"event": "start", "step": s}        before each step
-  {"event": "obs", "step": s, ...}     facts observed by the step
+  {"event": "plan", "steps": [...], "next": s0, "done": false}
+                                       after {"op": "probe", "name": ...}
+  {"event": "obs", "step": s, ..., "next": s1, "done": false}
+                                       facts observed by step s; s1 runs next
   {"event": "hang", "step": s}         written by the watchdog, which then kills us
-  {"event": "done"}
 
-Because events reach the pipe before the next step starts, a crash in step s
-leaves "start s" as the last event: the parent knows which call crashed and
+The last obs (or a plan with nothing to run) says "done": true. Because each
+event reaches the pipe before the step it names as "next" starts, a crash in
+step s leaves "next": s as the last word: the parent knows which call crashed and
 resumes the function after it in a fresh worker. The child only records
 facts; conform/checks_probe.py turns them into pass/fail.
 
@@ -335,20 +336,23 @@ class Prober(ProbeValues):
         only = req.get("only")
         if only:
             steps = list(only)
+        skip = set(req.get("skip", ()))
+        todo = [s for s in steps if s not in skip]
+        # Each message names the step that runs next ("next"), so no separate
+        # "start" message is needed: it still reaches the pipe before that step
+        # starts, and a crash leaves it as the last word (half the messages).
         self.emit(
             {
                 "event": "plan",
                 "steps": steps,
                 "note": note,
                 "params": None if sig is None else [sigs.type_str(p) for p in sig.params],
+                "next": todo[0] if todo else None,
+                "done": not todo,
             }
         )
-        skip = set(req.get("skip", ()))
         valid_ok = bool(req.get("valid_ok", False))
-        for step in steps:
-            if step in skip:
-                continue
-            self.emit({"event": "start", "step": step})
+        for i, step in enumerate(todo):
             self.step, self.step_started = step, time.monotonic()
             obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
             self.step = None
@@ -356,8 +360,9 @@ class Prober(ProbeValues):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
             obs["event"] = "obs"
             obs["step"] = step
+            obs["next"] = todo[i + 1] if i + 1 < len(todo) else None
+            obs["done"] = i + 1 == len(todo)
             self.emit(obs)
-        self.emit({"event": "done"})
 
     # -- watchdog -------------------------------------------------------------------
     def watchdog(self) -> None:

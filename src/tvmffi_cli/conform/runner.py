@@ -222,24 +222,26 @@ class Prober:
         try:
             for ev in w.events(self.timeout + 30):
                 kind = ev.get("event")
+                if kind == "hang":
+                    current = ev.get("step", current)
+                    w.kill()
+                    raise WorkerDied("SIGKILL", hang=True, step=current)
+                if kind not in ("plan", "obs"):
+                    continue
+                # The step the worker runs next: no separate "start" message
+                # (probe_task.py), this one reached us before that step began.
+                current = ev.pop("next", None)
+                done = ev.pop("done", False)
                 if kind == "plan":
                     if f.plan is None:
                         f.plan = ev["steps"]
                         f.note = ev.get("note")
                         f.params = ev.get("params")
-                    current = None
-                elif kind == "start":
-                    current = ev["step"]
-                elif kind == "obs":
+                else:
                     step = ev.pop("step")
                     ev.pop("event", None)
                     f.obs[step] = ev
-                    current = None
-                elif kind == "hang":
-                    current = ev.get("step", current)
-                    w.kill()
-                    raise WorkerDied("SIGKILL", hang=True, step=current)
-                elif kind == "done":
+                if done:
                     return None
         except WorkerDied as e:
             self.worker = None
