@@ -201,12 +201,13 @@ RT_HIDDEN void rt_env_system_lib_symbols_foreach(
 /* ------------------------------------------------------------------ */
 /* instrumentation (1_object/counters.c; reports in report.c)          */
 /* ------------------------------------------------------------------ */
-/* Per-thread counter blocks (see instrument.c): only the owning thread
- * writes its block, with plain relaxed load+store (no locked instruction). */
+/* Per-thread counter blocks (see counters.c): only the owning thread
+ * writes its block, with plain relaxed load+store (no locked instruction).
+ * There is no running total: readers add up the slots. */
 #define RT_TYPE_SLOTS 1024      /* per-thread slots for type indices below this */
 #define RT_OVERFLOW_SLOTS 15360 /* shared atomic slots for [1024, 16384) */
 typedef struct rt_counter_block {
-  int64_t live_total;
+  int64_t live_other; /* type indices outside [0, 1024 + 15360) */
   int64_t live[RT_TYPE_SLOTS];
   struct rt_counter_block* next_all;  /* every block ever made */
   struct rt_counter_block* next_free; /* blocks of exited threads */
@@ -215,22 +216,19 @@ extern RT_HIDDEN __thread rt_counter_block* rt_tls_counters
     __attribute__((tls_model("initial-exec")));
 extern RT_HIDDEN int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
 RT_HIDDEN rt_counter_block* rt_counter_block_slow(void);
+/* Counts `d` for `type_index` when the fast path cannot: the thread has no
+ * block yet, or the index is at or above RT_TYPE_SLOTS or negative. */
+RT_HIDDEN void rt_count_slow(int32_t type_index, int64_t d);
 
 static inline void rt_bump(int64_t* p, int64_t d) {
   __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
 }
 static inline void rt_count(int32_t type_index, int64_t d) {
   rt_counter_block* b = rt_tls_counters;
-  if (RT_UNLIKELY(!b)) {
-    b = rt_counter_block_slow();
-    if (!b) return;
-  }
-  rt_bump(&b->live_total, d);
-  if (RT_LIKELY(type_index >= 0 && type_index < RT_TYPE_SLOTS)) {
+  if (RT_LIKELY(b != NULL && (uint32_t)type_index < RT_TYPE_SLOTS))
     rt_bump(&b->live[type_index], d);
-  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
-    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
-  }
+  else
+    rt_count_slow(type_index, d);
 }
 static inline void rt_count_alloc(int32_t type_index) { rt_count(type_index, 1); }
 static inline void rt_count_free(int32_t type_index) { rt_count(type_index, -1); }

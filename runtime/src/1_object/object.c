@@ -88,27 +88,36 @@ static void rt_release_space(void* obj) {
   }
 }
 
-void rt_object_free(void* obj) {
-  if (!obj) return;
-  TVMFFIObject* o = (TVMFFIObject*)obj;
+/* Checking mode: park the dead block, release the oldest parked one. */
+__attribute__((noinline, cold)) static void rt_quarantine_put(TVMFFIObject* o) {
+  __atomic_store_n(&o->combined_ref_count, 0, __ATOMIC_RELEASE);
+  o->deleter = rt_dead_deleter;
+  void* evict;
+  pthread_mutex_lock(&rt_quarantine_lock);
+  evict = rt_quarantine[rt_quarantine_pos];
+  rt_quarantine[rt_quarantine_pos] = o;
+  rt_quarantine_pos = (rt_quarantine_pos + 1) % RT_QUARANTINE;
+  pthread_mutex_unlock(&rt_quarantine_lock);
+  if (evict) rt_release_space(evict);
+}
+
+/* Shared by rt_object_free and the plain deleter (inlined into both, so
+ * freeing a plain object is one call from the deleter to free()). */
+static inline __attribute__((always_inline)) void rt_object_free_nonnull(TVMFFIObject* o) {
   rt_count_free(o->type_index);
   if (RT_UNLIKELY(__atomic_load_n(&rt_checking_level, __ATOMIC_RELAXED) > 0)) {
-    __atomic_store_n(&o->combined_ref_count, 0, __ATOMIC_RELEASE);
-    o->deleter = rt_dead_deleter;
-    void* evict;
-    pthread_mutex_lock(&rt_quarantine_lock);
-    evict = rt_quarantine[rt_quarantine_pos];
-    rt_quarantine[rt_quarantine_pos] = obj;
-    rt_quarantine_pos = (rt_quarantine_pos + 1) % RT_QUARANTINE;
-    pthread_mutex_unlock(&rt_quarantine_lock);
-    if (evict) rt_release_space(evict);
+    rt_quarantine_put(o);
     return;
   }
-  rt_release_space(obj);
+  rt_release_space(o);
+}
+
+void rt_object_free(void* obj) {
+  if (obj) rt_object_free_nonnull((TVMFFIObject*)obj);
 }
 
 void rt_object_plain_deleter(void* self, int flags) {
-  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free(self);
+  if (flags & kTVMFFIObjectDeleterFlagBitMaskWeak) rt_object_free_nonnull((TVMFFIObject*)self);
 }
 
 /* ---- reference counting ----
@@ -141,24 +150,32 @@ TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectIncRef(TVMFFIObjectHand
   return 0;
 }
 
+/* The strong count was at most 1 before the decrement (`before`): run the
+ * deleter(s), or report a DecRef of a dead object. Kept out of line so the
+ * common DecRef (other references remain) needs no stack frame. */
+__attribute__((noinline)) static int rt_decref_last(TVMFFIObject* o, uint64_t before) {
+  if (RT_LIKELY(before == RT_BOTH_ONE)) {
+    /* no weak reference besides the strong ones' own: one deleter call */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    return 0;
+  }
+  if (RT_UNLIKELY((uint32_t)before == 0)) {
+    rt_decref_from_zero(o);
+    return 0;
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskStrong);
+  if (__atomic_fetch_sub(&o->combined_ref_count, RT_WEAK_ONE, __ATOMIC_ACQ_REL) == RT_WEAK_ONE) {
+    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskWeak);
+  }
+  return 0;
+}
+
 TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectDecRef(TVMFFIObjectHandle obj) {
   TVMFFIObject* o = (TVMFFIObject*)obj;
   if (RT_UNLIKELY(!o)) return 0;
   uint64_t before = __atomic_fetch_sub(&o->combined_ref_count, RT_STRONG_ONE, __ATOMIC_RELEASE);
-  if (before == RT_BOTH_ONE) {
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
-  } else if ((uint32_t)before <= 1) {
-    if (RT_UNLIKELY((uint32_t)before == 0)) {
-      rt_decref_from_zero(o);
-      return 0;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskStrong);
-    if (__atomic_fetch_sub(&o->combined_ref_count, RT_WEAK_ONE, __ATOMIC_ACQ_REL) ==
-        RT_WEAK_ONE) {
-      if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskWeak);
-    }
-  }
-  return 0;
+  if (RT_LIKELY((uint32_t)before > 1)) return 0;
+  return rt_decref_last(o, before);
 }
