@@ -244,7 +244,8 @@ RT_HIDDEN void rt_violations_snapshot(void (*fn)(const char* kind, const char* d
 /* the quiet allocator's fast path, inlined into its callers           */
 /* (1_object/object.c owns the state)                                  */
 /* ------------------------------------------------------------------ */
-/* Each block of the built-in allocator is [raw pointer][alloc header][body]. */
+/* Each block of the built-in allocator is [raw pointer][alloc header][body];
+ * raw is set only in over-aligned blocks (object.c). */
 typedef struct {
   void* raw;
   TVMFFIObjectAllocHeader hdr;
@@ -263,10 +264,7 @@ static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type
   if (RT_LIKELY(a == &rt_default_allocator)) {
     /* the common case without the indirect call */
     rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
-    if (p) {
-      p->raw = p;
-      p->hdr.delete_space = rt_default_delete_space;
-    }
+    if (p) p->hdr.delete_space = rt_default_delete_space;
     body = p ? (void*)(p + 1) : NULL;
   } else {
     body = a->allocate(total_size, 16, type_index, a->context);

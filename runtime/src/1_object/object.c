@@ -8,9 +8,12 @@
 
 /* ---- the built-in allocator ----
  * Each block is [raw pointer][TVMFFIObjectAllocHeader][body...]: the 16-byte
- * prefix keeps the body 16-byte aligned with plain malloc and lets
- * delete_space find the start of over-aligned blocks. */
-void rt_default_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
+ * prefix keeps the body 16-byte aligned with plain malloc. A block from
+ * plain malloc starts at its prefix (rt_default_delete_space frees that,
+ * the raw field is not used); an over-aligned block records where malloc's
+ * block starts in raw (rt_aligned_delete_space). */
+void rt_default_delete_space(void* body) { free((rt_prefix*)body - 1); }
+static void rt_aligned_delete_space(void* body) { free(((rt_prefix*)body - 1)->raw); }
 
 static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_index, void* ctx) {
   (void)type_index;
@@ -30,7 +33,7 @@ static void* rt_default_allocate(size_t size, size_t alignment, int32_t type_ind
   if (!raw) return NULL;
   rt_prefix* p = (rt_prefix*)body - 1;
   p->raw = raw;
-  p->hdr.delete_space = rt_default_delete_space;
+  p->hdr.delete_space = raw == (char*)p ? rt_default_delete_space : rt_aligned_delete_space;
   return body;
 }
 
@@ -82,7 +85,7 @@ static void rt_dead_deleter(void* self, int flags) {
 static void rt_release_space(void* obj) {
   TVMFFIObjectAllocHeader* h = (TVMFFIObjectAllocHeader*)obj - 1;
   if (RT_LIKELY(h->delete_space == rt_default_delete_space)) {
-    free(((rt_prefix*)obj - 1)->raw);
+    free((rt_prefix*)obj - 1);
   } else if (h->delete_space) {
     h->delete_space(obj);
   }
@@ -157,7 +160,12 @@ __attribute__((noinline)) static int rt_decref_last(TVMFFIObject* o, uint64_t be
   if (RT_LIKELY(before == RT_BOTH_ONE)) {
     /* no weak reference besides the strong ones' own: one deleter call */
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (o->deleter) o->deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    void (*deleter)(void*, int) = o->deleter;
+    if (deleter == rt_object_plain_deleter) {
+      rt_object_free_nonnull(o); /* what that deleter does, without the indirect call */
+    } else if (deleter) {
+      deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
+    }
     return 0;
   }
   if (RT_UNLIKELY((uint32_t)before == 0)) {
