@@ -11,9 +11,10 @@ either side):
   - bench/runtime/bench_abi.c is built once against the official headers and
     loads BOTH runtimes into one process (dlopen RTLD_LOCAL; every call goes
     through a dlsym pointer, so both pay the same call mechanism);
-  - per case it calibrates a batch (about --batch-us microseconds), warms both
-    runtimes up, then times --rounds rounds; a round is one batch on each
-    runtime back to back, the order alternating (AB, BA, AB, ...);
+  - per case and runtime it calibrates a batch (about --batch-us
+    microseconds), warms both runtimes up, then times --rounds rounds; a
+    round is one batch on each runtime back to back, the order alternating
+    (AB, BA, AB, ...);
   - the ratio of a round is ours/official over the same few hundred
     microseconds, so a load spike moves one round, not one side; the table
     shows the median per-round ratio and its spread (25th-75th percentile),

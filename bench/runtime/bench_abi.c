@@ -7,8 +7,8 @@
  * Both libtvm_ffi.so files are dlopen'ed (RTLD_LOCAL: each binds to its own
  * symbols) and every API entry is called through a pointer from dlsym, so
  * both runtimes pay the same call mechanism. For each case the program
- * calibrates a batch size (iterations taking about BATCH_US microseconds on
- * the reference), warms both up, then times ROUNDS rounds; a round is one
+ * calibrates a batch size per runtime (iterations taking about BATCH_US
+ * microseconds), warms both up, then times ROUNDS rounds; a round is one
  * batch on each runtime, back to back, the order alternating (AB, BA, AB,
  * ...) so neither side always runs first. A load spike therefore lands on
  * one round (both figures of a round see nearly the same machine state),
@@ -193,28 +193,31 @@ int main(int argc, char** argv) {
     for (int a = 5; a < argc; ++a) wanted |= strcmp(argv[a], cases[c].name) == 0;
     if (!wanted) continue;
     batch_fn run = cases[c].run;
-    /* warm-up and calibration: grow the batch until it takes batch_ns on
-     * the reference (the slower of the two would only make it longer). */
-    long iters = 8;
-    for (;;) {
-      double per_op = run(&rts[0], iters);
-      (void)run(&rts[1], iters);
-      if (per_op * (double)iters >= batch_ns / 4 || iters > (1L << 30)) {
-        double want = batch_ns / (per_op > 0 ? per_op : 1.0);
-        iters = want < 1 ? 1 : (long)want;
-        break;
+    /* warm-up and calibration: per runtime, grow the batch until it takes
+     * about batch_ns, so both sides are timed over the same stretch of
+     * wall time whatever their speed. */
+    long iters[2];
+    for (int k = 0; k < 2; ++k) {
+      long n = 8;
+      for (;;) {
+        double per_op = run(&rts[k], n);
+        if (per_op * (double)n >= batch_ns / 4 || n > (1L << 30)) {
+          double want = batch_ns / (per_op > 0 ? per_op : 1.0);
+          iters[k] = want < 1 ? 1 : (long)want;
+          break;
+        }
+        n *= 2;
       }
-      iters *= 2;
     }
     for (int w = 0; w < 3; ++w) {
-      (void)run(&rts[0], iters);
-      (void)run(&rts[1], iters);
+      (void)run(&rts[0], iters[0]);
+      (void)run(&rts[1], iters[1]);
     }
     for (long r = 0; r < rounds; ++r) {
       double t[2];
       int first = (int)(r & 1);
-      t[first] = run(&rts[first], iters);
-      t[!first] = run(&rts[!first], iters);
+      t[first] = run(&rts[first], iters[first]);
+      t[!first] = run(&rts[!first], iters[!first]);
       printf("%s %ld %.4f %.4f\n", cases[c].name, r, t[0], t[1]);
     }
   }
