@@ -153,19 +153,33 @@ TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectIncRef(TVMFFIObjectHand
   return 0;
 }
 
+/* Last strong and last weak reference at once: one deleter call. */
+static inline __attribute__((always_inline)) void rt_delete_both(TVMFFIObject* o) {
+  void (*deleter)(void*, int) = o->deleter;
+  if (deleter == rt_object_plain_deleter) {
+    rt_object_free_nonnull(o); /* what that deleter does, without the indirect call */
+  } else if (deleter) {
+    deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
+  }
+}
+
+/* The caller holds the only reference (count read as "both one" with
+ * acquire ordering). No other thread holds a strong or weak reference, so
+ * none may touch the count: it is set as the decrement would leave it,
+ * without a locked instruction, and the object is deleted. */
+__attribute__((noinline)) static int rt_decref_unique(TVMFFIObject* o) {
+  __atomic_store_n(&o->combined_ref_count, RT_WEAK_ONE, __ATOMIC_RELAXED);
+  rt_delete_both(o);
+  return 0;
+}
+
 /* The strong count was at most 1 before the decrement (`before`): run the
  * deleter(s), or report a DecRef of a dead object. Kept out of line so the
  * common DecRef (other references remain) needs no stack frame. */
 __attribute__((noinline)) static int rt_decref_last(TVMFFIObject* o, uint64_t before) {
   if (RT_LIKELY(before == RT_BOTH_ONE)) {
-    /* no weak reference besides the strong ones' own: one deleter call */
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    void (*deleter)(void*, int) = o->deleter;
-    if (deleter == rt_object_plain_deleter) {
-      rt_object_free_nonnull(o); /* what that deleter does, without the indirect call */
-    } else if (deleter) {
-      deleter(o, kTVMFFIObjectDeleterFlagBitMaskBoth);
-    }
+    rt_delete_both(o);
     return 0;
   }
   if (RT_UNLIKELY((uint32_t)before == 0)) {
@@ -183,6 +197,10 @@ __attribute__((noinline)) static int rt_decref_last(TVMFFIObject* o, uint64_t be
 TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectDecRef(TVMFFIObjectHandle obj) {
   TVMFFIObject* o = (TVMFFIObject*)obj;
   if (RT_UNLIKELY(!o)) return 0;
+  /* A temporary released by its only owner (the common last DecRef) skips
+   * the locked read-modify-write. */
+  if (__atomic_load_n(&o->combined_ref_count, __ATOMIC_ACQUIRE) == RT_BOTH_ONE)
+    return rt_decref_unique(o);
   uint64_t before = __atomic_fetch_sub(&o->combined_ref_count, RT_STRONG_ONE, __ATOMIC_RELEASE);
   if (RT_LIKELY((uint32_t)before > 1)) return 0;
   return rt_decref_last(o, before);
