@@ -106,6 +106,10 @@ after last decref deleted=7 live delta=0
 create opaque with POD index: rc=-1
   error: ValueError: TVMFFIObjectCreateOpaque: type index 1 is not an object type
 incref/decref NULL: 0 0
+ranges live delta=3 of_type deltas=1,1,0
+ranges released deleted=3 live delta=0
+weak held: deleted=5 weak=1 live delta=0
+weak released: live delta=-1
 @TYPES@
 type 14: none
 type 79: none
