@@ -140,6 +140,7 @@ register field on bad type rc=-1
 column before: NULL
 column: begin=0 size>A=1 [A]=5 [Str]=6 [Bytes].type=0
 column after override [A]=7
+string sizes 0..200: bad=0
 str abc: type=11 len=3 "abc"
   small_str_len=3 v_bytes[3]=0
 str 7: type=11 len=7 "1234567"

@@ -264,7 +264,30 @@ static void test_types(void) {
 }
 
 /* ---- strings ---- */
+/* Every size from 0 to 200 (the inline copies cover 8..64), str and bytes,
+ * at two source offsets: content, length and terminating NUL exact. */
+static void test_string_sizes(void) {
+  char src[208];
+  for (int i = 0; i < 208; ++i) src[i] = (char)('!' + (i * 7) % 90);
+  int bad = 0;
+  for (int off = 0; off < 2; ++off) {
+    for (size_t n = 0; n <= 200; ++n) {
+      for (int bytes = 0; bytes < 2; ++bytes) {
+        TVMFFIByteArray in = {src + off, n};
+        TVMFFIAny out;
+        int rc = bytes ? TVMFFIBytesFromByteArray(&in, &out) : TVMFFIStringFromByteArray(&in, &out);
+        TVMFFIByteArray got = tvmffi_c_any_bytes(&out);
+        if (rc != 0 || got.size != n || memcmp(got.data, src + off, n) != 0) ++bad;
+        if (n > 7 && got.data[n] != '\0') ++bad;
+        if (out.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(out.v_obj);
+      }
+    }
+  }
+  printf("string sizes 0..200: bad=%d\n", bad);
+}
+
 static void test_strings(void) {
+  test_string_sizes();
   TVMFFIAny out;
   TVMFFIByteArray in = ba("abc");
   CHECK(TVMFFIStringFromByteArray(&in, &out) == 0);

@@ -15,28 +15,28 @@ typedef struct {
 
 #define RT_MAX_STRING ((size_t)1 << 48)
 
+/* One unaligned 8- or 16-byte move (compiles to a load and a store). */
+#define RT_MOVE(dst, src, width) \
+  do {                           \
+    char t_[width];              \
+    memcpy(t_, (src), width);    \
+    memcpy((dst), t_, width);    \
+  } while (0)
+
 /* memcpy, with sizes 8..64 (most names and keys) copied inline by two or
  * four overlapping fixed-size moves instead of a call. */
 static inline __attribute__((always_inline)) void rt_copy_short(char* dst, const char* src,
                                                                 size_t n) {
   if (n >= 8 && n <= 16) {
-    uint64_t a, b;
-    memcpy(&a, src, 8);
-    memcpy(&b, src + n - 8, 8);
-    memcpy(dst, &a, 8);
-    memcpy(dst + n - 8, &b, 8);
-  } else if (n > 16 && n <= 32) {
-    char a[16], b[16];
-    memcpy(a, src, 16);
-    memcpy(b, src + n - 16, 16);
-    memcpy(dst, a, 16);
-    memcpy(dst + n - 16, b, 16);
-  } else if (n > 32 && n <= 64) {
-    char a[32], b[32];
-    memcpy(a, src, 32);
-    memcpy(b, src + n - 32, 32);
-    memcpy(dst, a, 32);
-    memcpy(dst + n - 32, b, 32);
+    RT_MOVE(dst, src, 8);
+    RT_MOVE(dst + n - 8, src + n - 8, 8);
+  } else if (n > 16 && n <= 64) {
+    RT_MOVE(dst, src, 16);
+    if (n > 32) {
+      RT_MOVE(dst + 16, src + 16, 16);
+      RT_MOVE(dst + n - 32, src + n - 32, 16);
+    }
+    RT_MOVE(dst + n - 16, src + n - 16, 16);
   } else if (n) {
     memcpy(dst, src, n);
   }
