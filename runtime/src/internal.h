@@ -254,6 +254,33 @@ extern RT_HIDDEN TVMFFICustomAllocator rt_default_allocator;
 extern RT_HIDDEN TVMFFICustomAllocator* rt_allocator;
 RT_HIDDEN void rt_default_delete_space(void* body);
 
+/* Small blocks: objects whose malloc block (prefix included) fits in
+ * RT_SMALL_BLOCK bytes all get a block of exactly that size, and freed ones
+ * are kept on a per-thread list (linked through the prefix's raw field, up
+ * to RT_SMALL_KEEP of them) for the next allocation on that thread, instead
+ * of a free()+malloc() round trip. A block may be freed on any thread. The
+ * list is released at thread exit (counters.c); sanitizer builds skip it so
+ * every object keeps its own malloc block. */
+#define RT_SMALL_BLOCK 128
+#define RT_SMALL_KEEP 64
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_SMALL_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define RT_SMALL_CACHE 0
+#endif
+#endif
+#ifndef RT_SMALL_CACHE
+#define RT_SMALL_CACHE 1
+#endif
+typedef struct {
+  void* head;     /* first kept block (its rt_prefix) */
+  uint32_t count; /* blocks kept; RT_SMALL_KEEP once the thread has exited */
+} rt_small_cache;
+extern RT_HIDDEN __thread rt_small_cache rt_tls_small __attribute__((tls_model("initial-exec")));
+/* delete_space of small blocks: keeps the block for this thread or frees it. */
+RT_HIDDEN void rt_small_delete_space(void* body);
+
 /* Storage for an object with only its header set (NULL, no error, on
  * failure); the bytes after the header are not cleared. */
 static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type_index,
@@ -263,8 +290,21 @@ static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type
   void* body;
   if (RT_LIKELY(a == &rt_default_allocator)) {
     /* the common case without the indirect call */
-    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
-    if (p) p->hdr.delete_space = rt_default_delete_space;
+    rt_prefix* p;
+    if (RT_SMALL_CACHE && total_size <= RT_SMALL_BLOCK - sizeof(rt_prefix)) {
+      rt_small_cache* c = &rt_tls_small;
+      p = (rt_prefix*)c->head;
+      if (p) {
+        c->head = p->raw;
+        c->count--;
+      } else {
+        p = (rt_prefix*)malloc(RT_SMALL_BLOCK);
+      }
+      if (p) p->hdr.delete_space = rt_small_delete_space;
+    } else {
+      p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
+      if (p) p->hdr.delete_space = rt_default_delete_space;
+    }
     body = p ? (void*)(p + 1) : NULL;
   } else {
     body = a->allocate(total_size, 16, type_index, a->context);

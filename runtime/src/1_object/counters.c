@@ -22,8 +22,24 @@ static pthread_key_t rt_counter_key;
 static pthread_once_t rt_counter_key_once = PTHREAD_ONCE_INIT;
 
 __thread rt_counter_block* rt_tls_counters __attribute__((tls_model("initial-exec")));
+__thread rt_small_cache rt_tls_small __attribute__((tls_model("initial-exec")));
+
+/* Every thread that made or released an object has a counter block, so
+ * its exit comes here: free the small blocks it kept, and keep none from
+ * now on (objects released later in the exit free their blocks). */
+static void rt_small_cache_close(void) {
+  void* p = rt_tls_small.head;
+  while (p) {
+    void* next = ((rt_prefix*)p)->raw;
+    free(p);
+    p = next;
+  }
+  rt_tls_small.head = NULL;
+  rt_tls_small.count = RT_SMALL_KEEP;
+}
 
 static void rt_counter_thread_exit(void* p) {
+  rt_small_cache_close();
   rt_counter_block* b = (rt_counter_block*)p;
   pthread_mutex_lock(&rt_counter_lock);
   b->next_free = rt_free_blocks;

@@ -82,9 +82,24 @@ static void rt_dead_deleter(void* self, int flags) {
   rt_violation("deleter_on_dead", "deleter called on dead object %p", self);
 }
 
+static inline __attribute__((always_inline)) void rt_small_keep(rt_prefix* p) {
+  rt_small_cache* c = &rt_tls_small;
+  if (RT_LIKELY(c->count < RT_SMALL_KEEP)) {
+    p->raw = c->head;
+    c->head = p;
+    c->count++;
+  } else {
+    free(p);
+  }
+}
+
+void rt_small_delete_space(void* body) { rt_small_keep((rt_prefix*)body - 1); }
+
 static void rt_release_space(void* obj) {
   TVMFFIObjectAllocHeader* h = (TVMFFIObjectAllocHeader*)obj - 1;
-  if (RT_LIKELY(h->delete_space == rt_default_delete_space)) {
+  if (RT_LIKELY(h->delete_space == rt_small_delete_space)) {
+    rt_small_keep((rt_prefix*)obj - 1);
+  } else if (RT_LIKELY(h->delete_space == rt_default_delete_space)) {
     free((rt_prefix*)obj - 1);
   } else if (h->delete_space) {
     h->delete_space(obj);
