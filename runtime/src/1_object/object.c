@@ -178,16 +178,6 @@ static inline __attribute__((always_inline)) void rt_delete_both(TVMFFIObject* o
   }
 }
 
-/* The caller holds the only reference (count read as "both one" with
- * acquire ordering). No other thread holds a strong or weak reference, so
- * none may touch the count: it is set as the decrement would leave it,
- * without a locked instruction, and the object is deleted. */
-__attribute__((noinline)) static int rt_decref_unique(TVMFFIObject* o) {
-  __atomic_store_n(&o->combined_ref_count, RT_WEAK_ONE, __ATOMIC_RELAXED);
-  rt_delete_both(o);
-  return 0;
-}
-
 /* The strong count was at most 1 before the decrement (`before`): run the
  * deleter(s), or report a DecRef of a dead object. Kept out of line so the
  * common DecRef (other references remain) needs no stack frame. */
@@ -212,10 +202,6 @@ __attribute__((noinline)) static int rt_decref_last(TVMFFIObject* o, uint64_t be
 TVM_FFI_DLL __attribute__((aligned(64))) int TVMFFIObjectDecRef(TVMFFIObjectHandle obj) {
   TVMFFIObject* o = (TVMFFIObject*)obj;
   if (RT_UNLIKELY(!o)) return 0;
-  /* A temporary released by its only owner (the common last DecRef) skips
-   * the locked read-modify-write. */
-  if (__atomic_load_n(&o->combined_ref_count, __ATOMIC_ACQUIRE) == RT_BOTH_ONE)
-    return rt_decref_unique(o);
   uint64_t before = __atomic_fetch_sub(&o->combined_ref_count, RT_STRONG_ONE, __ATOMIC_RELEASE);
   if (RT_LIKELY((uint32_t)before > 1)) return 0;
   return rt_decref_last(o, before);
