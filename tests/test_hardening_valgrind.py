@@ -177,6 +177,18 @@ RUNTIME_PROGRAMS = [
             2000,
         ],
     ),
+    (
+        "thread-exit",
+        lambda: [
+            fixturebuild.build(
+                C_HARD / "thread_exit.c",
+                name="hard-thread_exit",
+                headers="ours",
+                shared=False,
+                flags=["-pthread"],
+            )
+        ],
+    ),
 ]
 
 

@@ -106,6 +106,10 @@ after last decref deleted=7 live delta=0
 create opaque with POD index: rc=-1
   error: ValueError: TVMFFIObjectCreateOpaque: type index 1 is not an object type
 incref/decref NULL: 0 0
+ranges live delta=3 of_type deltas=1,1,0
+ranges released deleted=3 live delta=0
+weak held: deleted=5 weak=1 live delta=0
+weak released: live delta=-1
 @TYPES@
 type 14: none
 type 79: none
@@ -136,6 +140,7 @@ register field on bad type rc=-1
 column before: NULL
 column: begin=0 size>A=1 [A]=5 [Str]=6 [Bytes].type=0
 column after a refused second value [A]=5
+string sizes 0..200: bad=0
 str abc: type=11 len=3 "abc"
   small_str_len=3 v_bytes[3]=0
 str 7: type=11 len=7 "1234567"

@@ -201,12 +201,13 @@ RT_HIDDEN void rt_env_system_lib_symbols_foreach(
 /* ------------------------------------------------------------------ */
 /* instrumentation (1_object/counters.c; reports in report.c)          */
 /* ------------------------------------------------------------------ */
-/* Per-thread counter blocks (see instrument.c): only the owning thread
- * writes its block, with plain relaxed load+store (no locked instruction). */
+/* Per-thread counter blocks (see counters.c): only the owning thread
+ * writes its block, with plain relaxed load+store (no locked instruction).
+ * There is no running total: readers add up the slots. */
 #define RT_TYPE_SLOTS 1024      /* per-thread slots for type indices below this */
 #define RT_OVERFLOW_SLOTS 15360 /* shared atomic slots for [1024, 16384) */
 typedef struct rt_counter_block {
-  int64_t live_total;
+  int64_t live_other; /* type indices outside [0, 1024 + 15360) */
   int64_t live[RT_TYPE_SLOTS];
   struct rt_counter_block* next_all;  /* every block ever made */
   struct rt_counter_block* next_free; /* blocks of exited threads */
@@ -215,22 +216,19 @@ extern RT_HIDDEN __thread rt_counter_block* rt_tls_counters
     __attribute__((tls_model("initial-exec")));
 extern RT_HIDDEN int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
 RT_HIDDEN rt_counter_block* rt_counter_block_slow(void);
+/* Counts `d` for `type_index` when the fast path cannot: the thread has no
+ * block yet, or the index is at or above RT_TYPE_SLOTS or negative. */
+RT_HIDDEN void rt_count_slow(int32_t type_index, int64_t d);
 
 static inline void rt_bump(int64_t* p, int64_t d) {
   __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
 }
 static inline void rt_count(int32_t type_index, int64_t d) {
   rt_counter_block* b = rt_tls_counters;
-  if (RT_UNLIKELY(!b)) {
-    b = rt_counter_block_slow();
-    if (!b) return;
-  }
-  rt_bump(&b->live_total, d);
-  if (RT_LIKELY(type_index >= 0 && type_index < RT_TYPE_SLOTS)) {
+  if (RT_LIKELY(b != NULL && (uint32_t)type_index < RT_TYPE_SLOTS))
     rt_bump(&b->live[type_index], d);
-  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
-    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
-  }
+  else
+    rt_count_slow(type_index, d);
 }
 static inline void rt_count_alloc(int32_t type_index) { rt_count(type_index, 1); }
 static inline void rt_count_free(int32_t type_index) { rt_count(type_index, -1); }
@@ -246,7 +244,8 @@ RT_HIDDEN void rt_violations_snapshot(void (*fn)(const char* kind, const char* d
 /* the quiet allocator's fast path, inlined into its callers           */
 /* (1_object/object.c owns the state)                                  */
 /* ------------------------------------------------------------------ */
-/* Each block of the built-in allocator is [raw pointer][alloc header][body]. */
+/* Each block of the built-in allocator is [raw pointer][alloc header][body];
+ * raw is set only in over-aligned blocks (object.c). */
 typedef struct {
   void* raw;
   TVMFFIObjectAllocHeader hdr;
@@ -254,6 +253,33 @@ typedef struct {
 extern RT_HIDDEN TVMFFICustomAllocator rt_default_allocator;
 extern RT_HIDDEN TVMFFICustomAllocator* rt_allocator;
 RT_HIDDEN void rt_default_delete_space(void* body);
+
+/* Small blocks: objects whose malloc block (prefix included) fits in
+ * RT_SMALL_BLOCK bytes all get a block of exactly that size, and freed ones
+ * are kept on a per-thread list (linked through the prefix's raw field, up
+ * to RT_SMALL_KEEP of them) for the next allocation on that thread, instead
+ * of a free()+malloc() round trip. A block may be freed on any thread. The
+ * list is released at thread exit (counters.c); sanitizer builds skip it so
+ * every object keeps its own malloc block. */
+#define RT_SMALL_BLOCK 128
+#define RT_SMALL_KEEP 64
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_SMALL_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define RT_SMALL_CACHE 0
+#endif
+#endif
+#ifndef RT_SMALL_CACHE
+#define RT_SMALL_CACHE 1
+#endif
+typedef struct {
+  void* head;     /* first kept block (its rt_prefix) */
+  uint32_t count; /* blocks kept; RT_SMALL_KEEP once the thread has exited */
+} rt_small_cache;
+extern RT_HIDDEN __thread rt_small_cache rt_tls_small __attribute__((tls_model("initial-exec")));
+/* delete_space of small blocks: keeps the block for this thread or frees it. */
+RT_HIDDEN void rt_small_delete_space(void* body);
 
 /* Storage for an object with only its header set (NULL, no error, on
  * failure); the bytes after the header are not cleared. */
@@ -264,10 +290,20 @@ static inline void* rt_object_alloc_uninit_quiet(size_t total_size, int32_t type
   void* body;
   if (RT_LIKELY(a == &rt_default_allocator)) {
     /* the common case without the indirect call */
-    rt_prefix* p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
-    if (p) {
-      p->raw = p;
-      p->hdr.delete_space = rt_default_delete_space;
+    rt_prefix* p;
+    if (RT_SMALL_CACHE && total_size <= RT_SMALL_BLOCK - sizeof(rt_prefix)) {
+      rt_small_cache* c = &rt_tls_small;
+      p = (rt_prefix*)c->head;
+      if (p) {
+        c->head = p->raw;
+        c->count--;
+      } else {
+        p = (rt_prefix*)malloc(RT_SMALL_BLOCK);
+      }
+      if (p) p->hdr.delete_space = rt_small_delete_space;
+    } else {
+      p = (rt_prefix*)malloc(sizeof(rt_prefix) + total_size);
+      if (p) p->hdr.delete_space = rt_default_delete_space;
     }
     body = p ? (void*)(p + 1) : NULL;
   } else {

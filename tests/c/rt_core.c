@@ -68,6 +68,39 @@ static void test_objects(void) {
          TVMFFIObjectCreateOpaque(NULL, kTVMFFIInt, NULL, &o));
   print_raised("  error");
   printf("incref/decref NULL: %d %d\n", TVMFFIObjectIncRef(NULL), TVMFFIObjectDecRef(NULL));
+
+  /* live counters for the three index ranges: per-thread slot (< 1024),
+   * shared overflow slot (< 16384), and beyond the table (total only) */
+  const int32_t idx[3] = {100, 5000, 20000};
+  int64_t of0[3];
+  for (int i = 0; i < 3; ++i) of0[i] = tvmffi_rt_live_objects_of_type(idx[i]);
+  live0 = tvmffi_rt_live_objects();
+  TVMFFIObjectHandle objs[3];
+  for (int i = 0; i < 3; ++i)
+    CHECK(TVMFFIObjectCreateOpaque((void*)(intptr_t)1, idx[i], opaque_deleter, &objs[i]) == 0);
+  printf("ranges live delta=%lld of_type deltas=%lld,%lld,%lld\n",
+         (long long)(tvmffi_rt_live_objects() - live0),
+         (long long)(tvmffi_rt_live_objects_of_type(idx[0]) - of0[0]),
+         (long long)(tvmffi_rt_live_objects_of_type(idx[1]) - of0[1]),
+         (long long)(tvmffi_rt_live_objects_of_type(idx[2]) - of0[2]));
+  opaque_deleted = 0;
+  for (int i = 0; i < 3; ++i) TVMFFIObjectDecRef(objs[i]);
+  printf("ranges released deleted=%d live delta=%lld\n", opaque_deleted,
+         (long long)(tvmffi_rt_live_objects() - live0));
+
+  /* an outside weak reference (added the way C++ weak references do) keeps
+   * the storage after the last strong DecRef; the weak DecRef frees it */
+  CHECK(TVMFFIObjectCreateOpaque((void*)(intptr_t)5, kTVMFFIOpaquePyObject, opaque_deleter, &o) == 0);
+  live0 = tvmffi_rt_live_objects();
+  __atomic_fetch_add(&((TVMFFIObject*)o)->combined_ref_count, (uint64_t)1 << 32, __ATOMIC_RELAXED);
+  opaque_deleted = 0;
+  TVMFFIObjectDecRef(o);
+  printf("weak held: deleted=%d weak=%u live delta=%lld\n", opaque_deleted,
+         tvmffi_rt_weak_count(o), (long long)(tvmffi_rt_live_objects() - live0));
+  if (__atomic_sub_fetch(&((TVMFFIObject*)o)->combined_ref_count, (uint64_t)1 << 32,
+                         __ATOMIC_ACQ_REL) == 0)
+    ((TVMFFIObject*)o)->deleter(o, kTVMFFIObjectDeleterFlagBitMaskWeak);
+  printf("weak released: live delta=%lld\n", (long long)(tvmffi_rt_live_objects() - live0));
 }
 
 /* ---- types ---- */
@@ -236,7 +269,30 @@ static void test_types(void) {
 }
 
 /* ---- strings ---- */
+/* Every size from 0 to 200 (the inline copies cover 8..64), str and bytes,
+ * at two source offsets: content, length and terminating NUL exact. */
+static void test_string_sizes(void) {
+  char src[208];
+  for (int i = 0; i < 208; ++i) src[i] = (char)('!' + (i * 7) % 90);
+  int bad = 0;
+  for (int off = 0; off < 2; ++off) {
+    for (size_t n = 0; n <= 200; ++n) {
+      for (int bytes = 0; bytes < 2; ++bytes) {
+        TVMFFIByteArray in = {src + off, n};
+        TVMFFIAny out;
+        int rc = bytes ? TVMFFIBytesFromByteArray(&in, &out) : TVMFFIStringFromByteArray(&in, &out);
+        TVMFFIByteArray got = tvmffi_c_any_bytes(&out);
+        if (rc != 0 || got.size != n || memcmp(got.data, src + off, n) != 0) ++bad;
+        if (n > 7 && got.data[n] != '\0') ++bad;
+        if (out.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(out.v_obj);
+      }
+    }
+  }
+  printf("string sizes 0..200: bad=%d\n", bad);
+}
+
 static void test_strings(void) {
+  test_string_sizes();
   TVMFFIAny out;
   TVMFFIByteArray in = ba("abc");
   CHECK(TVMFFIStringFromByteArray(&in, &out) == 0);

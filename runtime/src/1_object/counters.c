@@ -17,12 +17,29 @@ static pthread_mutex_t rt_counter_lock = PTHREAD_MUTEX_INITIALIZER;
 static rt_counter_block* rt_all_blocks;
 static rt_counter_block* rt_free_blocks;
 int64_t rt_overflow_live[RT_OVERFLOW_SLOTS];
+static int64_t rt_overflow_total; /* sum of rt_overflow_live */
 static pthread_key_t rt_counter_key;
 static pthread_once_t rt_counter_key_once = PTHREAD_ONCE_INIT;
 
 __thread rt_counter_block* rt_tls_counters __attribute__((tls_model("initial-exec")));
+__thread rt_small_cache rt_tls_small __attribute__((tls_model("initial-exec")));
+
+/* Every thread that made or released an object has a counter block, so
+ * its exit comes here: free the small blocks it kept, and keep none from
+ * now on (objects released later in the exit free their blocks). */
+static void rt_small_cache_close(void) {
+  void* p = rt_tls_small.head;
+  while (p) {
+    void* next = ((rt_prefix*)p)->raw;
+    free(p);
+    p = next;
+  }
+  rt_tls_small.head = NULL;
+  rt_tls_small.count = RT_SMALL_KEEP;
+}
 
 static void rt_counter_thread_exit(void* p) {
+  rt_small_cache_close();
   rt_counter_block* b = (rt_counter_block*)p;
   pthread_mutex_lock(&rt_counter_lock);
   b->next_free = rt_free_blocks;
@@ -53,13 +70,30 @@ rt_counter_block* rt_counter_block_slow(void) {
   return b;
 }
 
+/* Out of line so the inlined fast path (rt_count) stays two tests and a
+ * bump, with no call to keep registers around. */
+__attribute__((noinline, cold)) void rt_count_slow(int32_t type_index, int64_t d) {
+  rt_counter_block* b = rt_tls_counters;
+  if (!b && !(b = rt_counter_block_slow())) return;
+  if (type_index >= 0 && type_index < RT_TYPE_SLOTS) {
+    rt_bump(&b->live[type_index], d);
+  } else if (type_index >= RT_TYPE_SLOTS && type_index < RT_TYPE_SLOTS + RT_OVERFLOW_SLOTS) {
+    __atomic_fetch_add(&rt_overflow_live[type_index - RT_TYPE_SLOTS], d, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&rt_overflow_total, d, __ATOMIC_RELAXED);
+  } else {
+    rt_bump(&b->live_other, d);
+  }
+}
+
 TVM_FFI_DLL int64_t tvmffi_rt_live_objects(void) {
   int64_t s = 0;
   pthread_mutex_lock(&rt_counter_lock);
-  for (rt_counter_block* b = rt_all_blocks; b; b = b->next_all)
-    s += __atomic_load_n(&b->live_total, __ATOMIC_RELAXED);
+  for (rt_counter_block* b = rt_all_blocks; b; b = b->next_all) {
+    s += __atomic_load_n(&b->live_other, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < RT_TYPE_SLOTS; ++i) s += __atomic_load_n(&b->live[i], __ATOMIC_RELAXED);
+  }
   pthread_mutex_unlock(&rt_counter_lock);
-  return s;
+  return s + __atomic_load_n(&rt_overflow_total, __ATOMIC_RELAXED);
 }
 
 TVM_FFI_DLL int64_t tvmffi_rt_live_objects_of_type(int32_t type_index) {

@@ -13,17 +13,65 @@ typedef struct {
   TVMFFIByteArray cell;
 } rt_bytes_obj;
 
-static void* rt_bytes_obj_new(int32_t type_index, const char* data, size_t size) {
-  if (size > ((size_t)1 << 48))
-    return rt_raise("ValueError", "string of %zu bytes is too large", size), NULL;
-  rt_bytes_obj* o = (rt_bytes_obj*)rt_object_alloc_uninit(sizeof(rt_bytes_obj) + size + 1, type_index,
-                                                   rt_object_plain_deleter);
-  if (!o) return NULL;
+#define RT_MAX_STRING ((size_t)1 << 48)
+
+/* One unaligned 8- or 16-byte move (compiles to a load and a store). */
+#define RT_MOVE(dst, src, width) \
+  do {                           \
+    char t_[width];              \
+    memcpy(t_, (src), width);    \
+    memcpy((dst), t_, width);    \
+  } while (0)
+
+/* memcpy, with sizes 8..64 (most names and keys) copied inline by two or
+ * four overlapping fixed-size moves instead of a call. */
+static inline __attribute__((always_inline)) void rt_copy_short(char* dst, const char* src,
+                                                                size_t n) {
+  if (n >= 8 && n <= 16) {
+    RT_MOVE(dst, src, 8);
+    RT_MOVE(dst + n - 8, src + n - 8, 8);
+  } else if (n > 16 && n <= 64) {
+    RT_MOVE(dst, src, 16);
+    if (n > 32) {
+      RT_MOVE(dst + 16, src + 16, 16);
+      RT_MOVE(dst + n - 32, src + n - 32, 16);
+    }
+    RT_MOVE(dst + n - 16, src + n - 16, 16);
+  } else if (n) {
+    memcpy(dst, src, n);
+  }
+}
+
+/* Fills a block from the quiet allocator (size <= RT_MAX_STRING). Inlined
+ * into the public entry points so the common case is one call (malloc) deep. */
+static inline __attribute__((always_inline)) rt_bytes_obj* rt_bytes_obj_quiet(int32_t type_index,
+                                                                              const char* data,
+                                                                              size_t size) {
+  rt_bytes_obj* o = (rt_bytes_obj*)rt_object_alloc_uninit_quiet(sizeof(rt_bytes_obj) + size + 1,
+                                                                type_index, rt_object_plain_deleter);
+  if (RT_UNLIKELY(!o)) return NULL;
   char* content = (char*)(o + 1);
-  if (size) memcpy(content, data, size);
+  rt_copy_short(content, data, size);
   content[size] = '\0';
   o->cell.data = content;
   o->cell.size = size;
+  return o;
+}
+
+/* Same error as rt_object_alloc's; a custom allocator may have raised its
+ * own already, which is kept. */
+static __attribute__((noinline, cold)) int rt_bytes_alloc_failed(size_t size) {
+  if (!tvmffi_rt_error_pending())
+    rt_raise("MemoryError", "allocator returned NULL for %zu bytes",
+             sizeof(rt_bytes_obj) + size + 1);
+  return -1;
+}
+
+static void* rt_bytes_obj_new(int32_t type_index, const char* data, size_t size) {
+  if (size > RT_MAX_STRING)
+    return rt_raise("ValueError", "string of %zu bytes is too large", size), NULL;
+  rt_bytes_obj* o = rt_bytes_obj_quiet(type_index, data, size);
+  if (RT_UNLIKELY(!o)) rt_bytes_alloc_failed(size);
   return o;
 }
 
@@ -54,16 +102,35 @@ int rt_bytes_to_any(const char* data, size_t size, TVMFFIAny* out) {
   return rt_to_any(kTVMFFISmallBytes, kTVMFFIBytes, data, size, out);
 }
 
+/* The public constructors: a heap object made inline on the common path;
+ * small forms, errors and allocation failure go through rt_to_any. */
+static inline __attribute__((always_inline)) int rt_from_byte_array(const char* api,
+                                                                    int32_t small_index,
+                                                                    int32_t heap_index,
+                                                                    const TVMFFIByteArray* input,
+                                                                    TVMFFIAny* out) {
+  if (RT_UNLIKELY(!input || !out)) return rt_raise("ValueError", "%s: NULL argument", api);
+  const char* data = input->data;
+  size_t size = input->size;
+  if (RT_LIKELY(size > 7 && size <= RT_MAX_STRING && data)) {
+    rt_bytes_obj* o = rt_bytes_obj_quiet(heap_index, data, size);
+    if (RT_UNLIKELY(!o)) return rt_bytes_alloc_failed(size);
+    out->type_index = heap_index;
+    out->zero_padding = 0;
+    out->v_obj = &o->header;
+    return 0;
+  }
+  if (size && !data) return rt_raise("ValueError", "%s: NULL argument", api);
+  return rt_to_any(small_index, heap_index, data, size, out);
+}
+
 TVM_FFI_DLL int TVMFFIStringFromByteArray(const TVMFFIByteArray* input, TVMFFIAny* out) {
-  if (!input || !out || (input->size && !input->data))
-    return rt_raise("ValueError", "TVMFFIStringFromByteArray: NULL argument");
-  return rt_string_to_any(input->data, input->size, out);
+  return rt_from_byte_array("TVMFFIStringFromByteArray", kTVMFFISmallStr, kTVMFFIStr, input, out);
 }
 
 TVM_FFI_DLL int TVMFFIBytesFromByteArray(const TVMFFIByteArray* input, TVMFFIAny* out) {
-  if (!input || !out || (input->size && !input->data))
-    return rt_raise("ValueError", "TVMFFIBytesFromByteArray: NULL argument");
-  return rt_bytes_to_any(input->data, input->size, out);
+  return rt_from_byte_array("TVMFFIBytesFromByteArray", kTVMFFISmallBytes, kTVMFFIBytes, input,
+                            out);
 }
 
 int rt_any_get_bytes(const TVMFFIAny* a, int want_bytes, TVMFFIByteArray* out) {
