@@ -47,12 +47,6 @@ MISSING_GLOBALS: dict[str, str] = {
         n: _STRUCTURAL
         for n in [
             "ffi.GetFirstStructuralMismatch",
-            "ffi.RecursiveEq",
-            "ffi.RecursiveGe",
-            "ffi.RecursiveGt",
-            "ffi.RecursiveHash",
-            "ffi.RecursiveLe",
-            "ffi.RecursiveLt",
             "ffi.StructuralEqual",
             "ffi.StructuralHash",
             "ffi.StructuralKey",
@@ -72,10 +66,8 @@ MISSING_GLOBALS: dict[str, str] = {
             "ffi.StructuralVisitorWithDefRegionKind",
             "ffi.StructuralWalk",
             "ffi.VisitErrorContext.FindAccessPaths",
-            "ffi.DeepCopy",
         ]
     },
-    "ffi.ReprPrint": "the reflection-driven repr printer is not implemented yet",
     **{
         n: _JSON_GRAPH
         for n in [
@@ -130,8 +122,6 @@ MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
-    ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
-    ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,
     **{
         ("__ffi_shallow_copy__", t): (
             "the official visitor/mutator objects carry C++ state "
