@@ -7,7 +7,7 @@ fixtures/cxx/dataclass_ops.cc is built with g++ against the OFFICIAL headers
 into a program that registers user types with reflected fields (field flags
 compare/hash/repr off, an inherited field registered twice, __ffi_repr__ /
 __ffi_eq__ / __ffi_hash__ / __ffi_compare__ hooks, a type that cannot be
-copied) and prints one line per case. It runs once on each runtime (the
+copied, an enum) and prints one line per case. It runs once on each runtime (the
 dynamic loader picks libtvm_ffi.so from LD_LIBRARY_PATH) and every line must
 be the same, object addresses aside.
 """
@@ -117,6 +117,9 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
             ' | [<missing:"z">] | <root>'
         ),
         "repr node cycle": "dc.Node(value=1, next=...)",
+        "repr enum_red": "dc.Color.RED",
+        "copy enum_list": "[dc.Color.GREEN, dc.Color.GREEN] new eq=T",  # singletons shared
+        "cmp enums": "FTTFF",
         "copy shared": 'shared new (dc.Point(x=1, y=2, label="s"), dc.Point(x=1, y=2, label="s"))',
         "copy list cycle": "self [1, ...]",
         "copy dict self": 'self {"me": ..., 1: [...]}',
@@ -125,7 +128,7 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
         "copy node cycle": 'self new dc.Node(value="v", next=...)',
         "copy independent": '[[1], dc.Point(x=1, y=2, label="x")] vs '
         '[[1, 2], dc.Point(x=99, y=2, label="x")]',
-        "copy no_copy": 'raised InternalError: Check failed: (copy_fn.has_value()) is false: '
+        "copy no_copy": "raised InternalError: Check failed: (copy_fn.has_value()) is false: "
         'Cannot deep copy object of type "dc.NoCopy" because it is not copy-constructible',
         "cmp 1<2": "FTTFF",
         "cmp str_signed": "FTTFF",  # bytes compare as signed chars
@@ -155,7 +158,11 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
     assert ours["cmp list_cycles"] == "T" + cyc * 4
     assert ours["cmp nan_nan"] == "T" + "[TypeError: Cannot order NaN values]" * 4
     # hash-off and compare-off fields are left out of the hash, repr-off ones are not
-    for name, same in [("flags_b_off", True), ("flags_c_hash_off", True), ("flags_d_repr_off", False)]:
+    for name, same in [
+        ("flags_b_off", True),
+        ("flags_c_hash_off", True),
+        ("flags_d_repr_off", False),
+    ]:
         assert (" == " in ours[f"hash_pair {name}"]) is same, name
     assert ours["hash cmp_only"].startswith(
         "raised ValueError: RecursiveHash: type 'dc.CmpOnly' defines __ffi_eq__ or __ffi_compare__"
@@ -166,7 +173,7 @@ def test_repr_with_addresses(results: tuple[dict[str, str], dict[str, str]]) -> 
     ours, _ = results
     assert _no_addresses(ours["repr with addr"]) == (
         '{"l": [1, dc.Point@#0(x=1, y=2, label="a"), float32[1]@cpu:0@#1, ...@#2]@#2}@#3'
-        " | <Custom 1 {1: 2}@#4>"
+        " | <Custom 1 {1: 2}@#4> | (dc.Color.RED@#5, dc.Empty@#6)@#7"
     )
     assert ours["repr addr not 1"] == '(dc.Point(x=1, y=2, label="a"),)'
 
