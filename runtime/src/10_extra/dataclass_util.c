@@ -202,13 +202,42 @@ int dc_is_enum(int32_t type_index) {
   return type_index == enum_ti || rt_type_is_instance(type_index, enum_ti);
 }
 
+/* A field registered without a setter (our built-in reflection types):
+ * stored by its layout, an Any cell, an object pointer or an integer. */
+static int dc_store_field(TVMFFIObject* obj, const TVMFFIFieldInfo* f, void* addr,
+                          const TVMFFIAny* value) {
+  int32_t st = f->field_static_type_index;
+  int is_obj = value->type_index >= kTVMFFIStaticObjectBegin;
+  if (f->size == 16 && (st == kTVMFFIAny || st == kTVMFFIStr)) {
+    TVMFFIAny old = *(TVMFFIAny*)addr, v;
+    if (dc_own(value, &v) != 0) return -1;
+    *(TVMFFIAny*)addr = v;
+    rt_any_release(&old);
+    return 0;
+  }
+  if (f->size == 8 && st >= kTVMFFIStaticObjectBegin &&
+      (is_obj || value->type_index == kTVMFFINone)) {
+    void* old = *(void**)addr;
+    if (is_obj && value->v_obj) rt_incref(value->v_obj);
+    *(void**)addr = is_obj ? value->v_obj : NULL;
+    rt_decref(old);
+    return 0;
+  }
+  if (st == kTVMFFIInt && (value->type_index == kTVMFFIInt || value->type_index == kTVMFFIBool)) {
+    if (f->size == 8) *(int64_t*)addr = value->v_int64;
+    else if (f->size == 4) *(int32_t*)addr = (int32_t)value->v_int64;
+    else return rt_raise("TypeError", "unsupported field size %lld", (long long)f->size);
+    return 0;
+  }
+  TVMFFIByteArray key = dc_type_key(obj->type_index), got = dc_type_key(value->type_index);
+  return rt_raise("TypeError", "cannot set field `%.*s` of `%.*s` to a value of type `%.*s`",
+                  (int)f->name.size, f->name.data, (int)key.size, key.data, (int)got.size,
+                  got.data);
+}
+
 int dc_set_field(TVMFFIObject* obj, const TVMFFIFieldInfo* f, const TVMFFIAny* value) {
   void* addr = (char*)obj + f->offset;
-  if (f->setter == NULL) {
-    TVMFFIByteArray key = dc_type_key(obj->type_index);
-    return rt_raise("TypeError", "field `%.*s` of `%.*s` has no setter", (int)f->name.size,
-                    f->name.data, (int)key.size, key.data);
-  }
+  if (f->setter == NULL) return dc_store_field(obj, f, addr, value);
   if (f->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj) {
     TVMFFIAny args[2];
     rt_any_set_none(&args[0]);
