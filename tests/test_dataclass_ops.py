@@ -122,6 +122,11 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
         "copy access path": "<root>.a[[1]] new parent-new depth=2",
         "copy enum_list": "[dc.Color.GREEN, dc.Color.GREEN] new eq=T",  # singletons shared
         "cmp enums": "FTTFF",
+        # a failing hook: its error reaches the caller unchanged
+        "repr bad_in_list": "raised ValueError: bad repr",
+        "hash bad_in_list": "raised IndexError: bad hash",
+        "cmp bad_hooks": "[KeyError: bad eq]FTFT",
+        "repr error": "ffi.Error",
         "copy shared": 'shared new (dc.Point(x=1, y=2, label="s"), dc.Point(x=1, y=2, label="s"))',
         "copy list cycle": "self [1, ...]",
         "copy dict self": 'self {"me": ..., 1: [...]}',
