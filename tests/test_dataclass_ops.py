@@ -14,6 +14,7 @@ be the same, object addresses aside.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -38,9 +39,16 @@ def _runtimes() -> tuple[Path, Path]:
 
 
 def _program() -> Path:
+    # the build cache keys on sources and flags: the included header's hash
+    # goes in as a define so that editing it rebuilds the program
+    header = fixturebuild.FIXTURES / "cxx" / "dataclass_ops_types.h"
+    digest = hashlib.sha256(header.read_bytes()).hexdigest()[:16]
     try:
         exe: Path = fixturebuild.build(  # type: ignore[no-untyped-call]
-            "cxx/dataclass_ops.cc", headers="official", shared=False
+            "cxx/dataclass_ops.cc",
+            headers="official",
+            shared=False,
+            defines=(f"DC_TYPES_HASH={digest}",),
         )
     except fixturebuild.BuildError as e:
         pytest.skip(f"cannot build the fixture program: {e}")
