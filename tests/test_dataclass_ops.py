@@ -15,6 +15,7 @@ be the same, object addresses aside.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 import shutil
@@ -217,9 +218,9 @@ def test_under_asan_ubsan(results: tuple[dict[str, str], dict[str, str]]) -> Non
     for tool in ("cmake", "gcc"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is needed for the sanitizer build")
-    import test_hardening_sanitize as san  # the shared, cached sanitized build
-
-    libdir = san.sanitized_runtime_dir()  # type: ignore[no-untyped-call]
+    # the sanitized build of test_hardening_sanitize.py (shared, cached)
+    san = importlib.import_module("test_hardening_sanitize")
+    libdir = san.sanitized_runtime_dir()
     if libdir is None:
         pytest.skip("the sanitized runtime did not build")
     preload = []
