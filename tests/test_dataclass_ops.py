@@ -142,6 +142,11 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
         "hash bad_in_list": "raised IndexError: bad hash",
         "cmp bad_hooks": "[KeyError: bad eq]FTFT",
         "repr error": "ffi.Error",
+        # a hook column holding something else than a Function
+        "repr weird_hooks": "raised TypeError: Cannot treat type `int` as type "
+        "`(0: ffi.Object, 1: (0: AnyView) -> str) -> str`",
+        "copy weird2_hooks": "raised TypeError: Cannot treat type `int` as type "
+        "`(0: ffi.Object) -> ffi.Object`",
         "copy shared": 'shared new (dc.Point(x=1, y=2, label="s"), dc.Point(x=1, y=2, label="s"))',
         "copy list cycle": "self [1, ...]",
         "copy dict self": 'self {"me": ..., 1: [...]}',

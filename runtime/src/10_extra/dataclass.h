@@ -67,8 +67,17 @@ RT_HIDDEN void dc_children_free(dc_children* c);
 /* ---- helpers ---- */
 /* The value of attribute column `name` for type_index, or NULL (absent/None). */
 RT_HIDDEN const TVMFFIAny* dc_column(const char* name, int32_t type_index);
-/* Calls function object `f` with args; *ret owned. */
-RT_HIDDEN int dc_call(TVMFFIObject* f, TVMFFIAny* args, int32_t n, TVMFFIAny* ret);
+/* Calls `f` (a column value or argument) with args; *ret owned. Unless `f`
+ * is a Function: TypeError naming `sig`, the hook's typed signature as the
+ * official runtime prints it (NULL: "ffi.Function"). */
+RT_HIDDEN int dc_call(const TVMFFIAny* f, const char* sig, TVMFFIAny* args, int32_t n,
+                      TVMFFIAny* ret);
+/* The typed signatures of the hook columns. */
+#define DC_SIG_REPR "(0: ffi.Object, 1: (0: AnyView) -> str) -> str"
+#define DC_SIG_HASH "(0: ffi.Object, 1: (0: AnyView) -> int) -> int"
+#define DC_SIG_EQ "(0: ffi.Object, 1: ffi.Object, 2: (0: AnyView, 1: AnyView) -> bool) -> bool"
+#define DC_SIG_CMP "(0: ffi.Object, 1: ffi.Object, 2: (0: AnyView, 1: AnyView) -> int) -> int"
+#define DC_SIG_COPY "(0: ffi.Object) -> ffi.Object"
 /* The type key of a type index (for messages). */
 RT_HIDDEN TVMFFIByteArray dc_type_key(int32_t type_index);
 /* The official stable hash combination. */

@@ -137,7 +137,7 @@ static int cp_hook(cp_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b, int32_t* o
   /* the callback answers bool for __ffi_eq__, int for __ffi_compare__ */
   if (dc_make_callback(eq ? (void*)((uintptr_t)c | 1) : (void*)c, cp_callback, &args[2]) != 0)
     return -1;
-  int rc = dc_call(hook->v_obj, args, 3, &r);
+  int rc = dc_call(hook, eq ? DC_SIG_EQ : DC_SIG_CMP, args, 3, &r);
   rt_any_release(&args[2]);
   dc_map_erase(&c->on_stack, lo, ro);
   if (rc != 0) return -1;

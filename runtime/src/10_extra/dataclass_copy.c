@@ -130,7 +130,7 @@ static int cy_push(cy_ctx* c, cy_stack* st, const TVMFFIAny* v) {
                     (int)k.size, k.data);
     } else {
       TVMFFIAny arg = *v;
-      rc = dc_call(fn->v_obj, &arg, 1, &f->copy);
+      rc = dc_call(fn, DC_SIG_COPY, &arg, 1, &f->copy);
     }
   }
   if (rc == 0 && f->copy.type_index != kTVMFFINone) rc = cy_remember(c, f->obj, &f->copy);

@@ -125,7 +125,7 @@ static int hs_immediate(hs_ctx* c, const TVMFFIAny* v, uint64_t* out) {
     TVMFFIAny args[2], r;
     args[0] = *v;
     if (dc_make_callback(c, hs_callback, &args[1]) != 0) return -1;
-    int rc = dc_call(hook->v_obj, args, 2, &r);
+    int rc = dc_call(hook, DC_SIG_HASH, args, 2, &r);
     rt_any_release(&args[1]);
     if (rc != 0) return -1;
     if (r.type_index != kTVMFFIInt && r.type_index != kTVMFFIBool) {

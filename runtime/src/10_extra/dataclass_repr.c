@@ -224,7 +224,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     const TVMFFIAny* fn = dc_column("__data_to_json__", kTVMFFIBigInt);
     if (fn == NULL) return rt_raise("InternalError", "ffi.BigInt has no __data_to_json__");
     TVMFFIAny arg = *v, r;
-    if (dc_call(fn->v_obj, &arg, 1, &r) != 0) return -1;
+    if (dc_call(fn, NULL, &arg, 1, &r) != 0) return -1;
     return rp_take_text(b, &r, "ffi.BigInt.__data_to_json__") == 0 ? 1 : -1;
   }
   if (ti == kTVMFFIStr || ti == kTVMFFIBytes) {
@@ -258,7 +258,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     TVMFFIAny args[2], r;
     args[0] = *v;
     if (dc_make_callback(c, rp_callback, &args[1]) != 0) return -1;
-    int rc = dc_call(hook->v_obj, args, 2, &r);
+    int rc = dc_call(hook, DC_SIG_REPR, args, 2, &r);
     rt_any_release(&args[1]);
     if (rc != 0) return -1;
     rt_sbuf t;
@@ -481,9 +481,7 @@ enum { K_ATTR, K_ARRAY_ITEM, K_MAP_ITEM, K_ATTR_MISSING, K_ARRAY_ITEM_MISSING, K
 
 static int rp_call_fn(const TVMFFIAny* fn, const TVMFFIAny* v, rt_sbuf* b) {
   TVMFFIAny arg = *v, r;
-  if (fn->type_index != kTVMFFIFunction)
-    return rt_raise("TypeError", "__ffi_repr__ expects a Function as its second argument");
-  if (dc_call(fn->v_obj, &arg, 1, &r) != 0) return -1;
+  if (dc_call(fn, NULL, &arg, 1, &r) != 0) return -1;
   return rp_take_text(b, &r, "fn_repr");
 }
 

@@ -166,9 +166,18 @@ const TVMFFIAny* dc_column(const char* name, int32_t type_index) {
   return v->type_index == kTVMFFINone ? NULL : v;
 }
 
-int dc_call(TVMFFIObject* f, TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
+int dc_call(const TVMFFIAny* f, const char* sig, TVMFFIAny* args, int32_t n,
+            TVMFFIAny* ret) {
   rt_any_set_none(ret);
-  return TVMFFIFunctionCall(f, args, n, ret);
+  if (f->type_index != kTVMFFIFunction || f->v_obj == NULL) {
+    TVMFFIByteArray k = dc_type_key(f->type_index);
+    if (sig == NULL)
+      return rt_raise("TypeError", "Cannot convert from type `%.*s` to `ffi.Function`",
+                      (int)k.size, k.data);
+    return rt_raise("TypeError", "Cannot treat type `%.*s` as type `%s`", (int)k.size, k.data,
+                    sig);
+  }
+  return TVMFFIFunctionCall(f->v_obj, args, n, ret);
 }
 
 TVMFFIByteArray dc_type_key(int32_t type_index) {
@@ -244,8 +253,9 @@ int dc_set_field(TVMFFIObject* obj, const TVMFFIFieldInfo* f, const TVMFFIAny* v
     args[0].type_index = kTVMFFIOpaquePtr;
     args[0].v_ptr = addr;
     args[1] = *value;
-    TVMFFIAny ret;
-    if (dc_call((TVMFFIObject*)f->setter, args, 2, &ret) != 0) return -1;
+    TVMFFIAny fn, ret;
+    rt_any_set_obj(&fn, f->setter); /* a view: no reference taken */
+    if (dc_call(&fn, NULL, args, 2, &ret) != 0) return -1;
     rt_any_release(&ret);
     return 0;
   }
