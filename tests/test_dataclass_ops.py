@@ -147,6 +147,9 @@ def test_exact_texts(results: tuple[dict[str, str], dict[str, str]]) -> None:
         "`(0: ffi.Object, 1: (0: AnyView) -> str) -> str`",
         "copy weird2_hooks": "raised TypeError: Cannot treat type `int` as type "
         "`(0: ffi.Object) -> ffi.Object`",
+        # hooks returning the wrong type
+        "repr wrong_ret": "raised TypeError: Cannot convert from type `int` to `str`",
+        "hash wrong_ret": "raised TypeError: Cannot convert from type `ffi.SmallStr` to `int`",
         "copy shared": 'shared new (dc.Point(x=1, y=2, label="s"), dc.Point(x=1, y=2, label="s"))',
         "copy list cycle": "self [1, ...]",
         "copy dict self": 'self {"me": ..., 1: [...]}',

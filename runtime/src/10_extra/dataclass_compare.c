@@ -144,8 +144,7 @@ static int cp_hook(cp_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b, int32_t* o
   if (r.type_index != kTVMFFIInt && r.type_index != kTVMFFIBool) {
     TVMFFIByteArray k = dc_type_key(r.type_index);
     rt_any_release(&r);
-    return rt_raise("TypeError", "%s returned `%.*s`, expected `%s`",
-                    eq ? "__ffi_eq__" : "__ffi_compare__", (int)k.size, k.data,
+    return rt_raise("TypeError", "Cannot convert from type `%.*s` to `%s`", (int)k.size, k.data,
                     eq ? "bool" : "int");
   }
   *out = eq ? (r.v_int64 ? 0 : 1) : (int32_t)r.v_int64;

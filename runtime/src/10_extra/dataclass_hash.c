@@ -131,7 +131,7 @@ static int hs_immediate(hs_ctx* c, const TVMFFIAny* v, uint64_t* out) {
     if (r.type_index != kTVMFFIInt && r.type_index != kTVMFFIBool) {
       TVMFFIByteArray k = dc_type_key(r.type_index);
       rt_any_release(&r);
-      return rt_raise("TypeError", "__ffi_hash__ returned `%.*s`, expected `int`", (int)k.size,
+      return rt_raise("TypeError", "Cannot convert from type `%.*s` to `int`", (int)k.size,
                       k.data);
     }
     *out = (uint64_t)r.v_int64;

@@ -154,12 +154,11 @@ static int rp_dtype(rt_sbuf* b, DLDataType t) {
 }
 
 /* Appends a Function's string result (a hook's or a callback's). */
-static int rp_take_text(rt_sbuf* b, TVMFFIAny* r, const char* what) {
+static int rp_take_text(rt_sbuf* b, TVMFFIAny* r) {
   if (r->type_index != kTVMFFISmallStr && r->type_index != kTVMFFIStr) {
     TVMFFIByteArray k = dc_type_key(r->type_index);
     rt_any_release(r);
-    return rt_raise("TypeError", "%s returned `%.*s`, expected `ffi.String`", what, (int)k.size,
-                    k.data);
+    return rt_raise("TypeError", "Cannot convert from type `%.*s` to `str`", (int)k.size, k.data);
   }
   TVMFFIByteArray s = dc_bytes(r);
   rt_sb_append(b, s.data, s.size);
@@ -225,7 +224,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     if (fn == NULL) return rt_raise("InternalError", "ffi.BigInt has no __data_to_json__");
     TVMFFIAny arg = *v, r;
     if (dc_call(fn, NULL, &arg, 1, &r) != 0) return -1;
-    return rp_take_text(b, &r, "ffi.BigInt.__data_to_json__") == 0 ? 1 : -1;
+    return rp_take_text(b, &r) == 0 ? 1 : -1;
   }
   if (ti == kTVMFFIStr || ti == kTVMFFIBytes) {
     TVMFFIByteArray s = dc_bytes(v);
@@ -263,7 +262,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     if (rc != 0) return -1;
     rt_sbuf t;
     rt_sb_init(&t);
-    if (rp_take_text(&t, &r, "__ffi_repr__") != 0) return -1;
+    if (rp_take_text(&t, &r) != 0) return -1;
     if (c->show_addr && rp_is_container(ti)) rp_addr(&t, obj);
     rc = rp_cache(c, obj, &t);
     rt_sb_append(b, t.data, t.size);
@@ -482,7 +481,7 @@ enum { K_ATTR, K_ARRAY_ITEM, K_MAP_ITEM, K_ATTR_MISSING, K_ARRAY_ITEM_MISSING, K
 static int rp_call_fn(const TVMFFIAny* fn, const TVMFFIAny* v, rt_sbuf* b) {
   TVMFFIAny arg = *v, r;
   if (dc_call(fn, NULL, &arg, 1, &r) != 0) return -1;
-  return rp_take_text(b, &r, "fn_repr");
+  return rp_take_text(b, &r);
 }
 
 static int rp_hook_args(const TVMFFIAny* args, int32_t n, const char* key, void** self) {
