@@ -65,8 +65,19 @@ RT_HIDDEN int dc_children_of(const TVMFFIAny* v, int64_t skip_mask, dc_children*
 RT_HIDDEN void dc_children_free(dc_children* c);
 
 /* ---- helpers ---- */
-/* The value of attribute column `name` for type_index, or NULL (absent/None). */
-RT_HIDDEN const TVMFFIAny* dc_column(const char* name, int32_t type_index);
+/* The attribute columns the operations read. */
+enum {
+  DC_COL_REPR,     /* __ffi_repr__ */
+  DC_COL_HASH,     /* __ffi_hash__ */
+  DC_COL_EQ,       /* __ffi_eq__ */
+  DC_COL_CMP,      /* __ffi_compare__ */
+  DC_COL_COPY,     /* __ffi_shallow_copy__ */
+  DC_COL_TO_JSON,  /* __data_to_json__ */
+  DC_N_COLUMNS
+};
+/* The value of column `which` (DC_COL_*) for type_index, or NULL (absent
+ * or None). */
+RT_HIDDEN const TVMFFIAny* dc_column(int which, int32_t type_index);
 /* Calls `f` (a column value or argument) with args; *ret owned. Unless `f`
  * is a Function: TypeError naming `sig`, the hook's typed signature as the
  * official runtime prints it (NULL: "ffi.Function"). */

@@ -125,8 +125,8 @@ static int cp_hook(cp_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b, int32_t* o
     }
     return cp_type_mismatch("objects", lo->type_index, ro->type_index);
   }
-  const TVMFFIAny* eq = c->eq_only ? dc_column("__ffi_eq__", lo->type_index) : NULL;
-  const TVMFFIAny* cmp = dc_column("__ffi_compare__", lo->type_index);
+  const TVMFFIAny* eq = c->eq_only ? dc_column(DC_COL_EQ, lo->type_index) : NULL;
+  const TVMFFIAny* cmp = dc_column(DC_COL_CMP, lo->type_index);
   const TVMFFIAny* hook = eq ? eq : cmp;
   if (hook == NULL) return 0;
   dc_entry* e = dc_map_put(&c->on_stack, lo, ro);

@@ -121,7 +121,7 @@ static int cy_push(cy_ctx* c, cy_stack* st, const TVMFFIAny* v) {
     if (d == NULL) rc = -1;
     else rt_any_set_obj(&f->copy, d);
   } else if (rc == 0) {
-    const TVMFFIAny* fn = dc_column("__ffi_shallow_copy__", f->ti);
+    const TVMFFIAny* fn = dc_column(DC_COL_COPY, f->ti);
     if (fn == NULL) {
       TVMFFIByteArray k = dc_type_key(f->ti);
       rc = rt_raise("InternalError",

@@ -117,7 +117,7 @@ static int hs_immediate(hs_ctx* c, const TVMFFIAny* v, uint64_t* out) {
     *out = h;
     return 1;
   }
-  const TVMFFIAny* hook = dc_column("__ffi_hash__", obj->type_index);
+  const TVMFFIAny* hook = dc_column(DC_COL_HASH, obj->type_index);
   if (hook != NULL) {
     e = dc_map_put(&c->seen, obj, NULL);
     if (e == NULL) return -1;
@@ -139,7 +139,7 @@ static int hs_immediate(hs_ctx* c, const TVMFFIAny* v, uint64_t* out) {
     return 1;
   }
   if (ti >= kTVMFFIStaticObjectEnd &&
-      (dc_column("__ffi_eq__", obj->type_index) || dc_column("__ffi_compare__", obj->type_index))) {
+      (dc_column(DC_COL_EQ, obj->type_index) || dc_column(DC_COL_CMP, obj->type_index))) {
     TVMFFIByteArray k = dc_type_key(ti);
     return rt_raise("ValueError",
                     "RecursiveHash: type '%.*s' defines __ffi_eq__ or __ffi_compare__ but not "

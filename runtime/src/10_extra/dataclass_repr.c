@@ -220,7 +220,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     return 1;
   }
   if (ti == kTVMFFIBigInt) {
-    const TVMFFIAny* fn = dc_column("__data_to_json__", kTVMFFIBigInt);
+    const TVMFFIAny* fn = dc_column(DC_COL_TO_JSON, kTVMFFIBigInt);
     if (fn == NULL) return rt_raise("InternalError", "ffi.BigInt has no __data_to_json__");
     TVMFFIAny arg = *v, r;
     if (dc_call(fn, NULL, &arg, 1, &r) != 0) return -1;
@@ -249,7 +249,7 @@ static int rp_immediate(rp_ctx* c, const TVMFFIAny* v, rt_sbuf* b) {
     rt_sb_puts(b, ")");
     return 1;
   }
-  const TVMFFIAny* hook = dc_column("__ffi_repr__", ti);
+  const TVMFFIAny* hook = dc_column(DC_COL_REPR, ti);
   if (hook != NULL) {
     e = dc_map_put(&c->state, obj, NULL);
     if (e == NULL) return -1;

@@ -157,9 +157,21 @@ int dc_children_of(const TVMFFIAny* v, int64_t skip_mask, dc_children* out) {
 }
 
 /* ---- helpers ---- */
-const TVMFFIAny* dc_column(const char* name, int32_t type_index) {
-  TVMFFIByteArray b = {name, strlen(name)};
-  const TVMFFITypeAttrColumn* col = TVMFFIGetTypeAttrColumn(&b);
+/* A column, once it exists, keeps its address (its data may move): the
+ * lookup by name is done once per process, the pointer published
+ * atomically (every thread would find the same one). */
+static const TVMFFITypeAttrColumn* dc_columns[DC_N_COLUMNS];
+static const char* const dc_column_names[DC_N_COLUMNS] = {
+    "__ffi_repr__",         "__ffi_hash__",         "__ffi_eq__",
+    "__ffi_compare__",      "__ffi_shallow_copy__", "__data_to_json__"};
+
+const TVMFFIAny* dc_column(int which, int32_t type_index) {
+  const TVMFFITypeAttrColumn* col = __atomic_load_n(&dc_columns[which], __ATOMIC_ACQUIRE);
+  if (col == NULL) {
+    TVMFFIByteArray b = {dc_column_names[which], strlen(dc_column_names[which])};
+    col = TVMFFIGetTypeAttrColumn(&b);
+    if (col != NULL) __atomic_store_n(&dc_columns[which], col, __ATOMIC_RELEASE);
+  }
   if (col == NULL || type_index < col->begin_index || type_index >= col->begin_index + col->size)
     return NULL;
   const TVMFFIAny* v = &col->data[type_index - col->begin_index];
@@ -200,13 +212,18 @@ TVMFFIByteArray dc_bytes(const TVMFFIAny* v) {
 }
 
 int dc_is_enum(int32_t type_index) {
-  TVMFFIByteArray key = {"ffi.Enum", 8};
-  int32_t enum_ti = -1;
-  if (TVMFFITypeKeyToIndex(&key, &enum_ti) != 0) {
-    TVMFFIObjectHandle err = NULL;
-    TVMFFIErrorMoveFromRaised(&err);
-    rt_decref(err);
-    return 0;
+  /* ffi.Enum's index, looked up once (-1: not yet; published atomically) */
+  static int32_t enum_index = -1;
+  int32_t enum_ti = __atomic_load_n(&enum_index, __ATOMIC_ACQUIRE);
+  if (enum_ti < 0) {
+    TVMFFIByteArray key = {"ffi.Enum", 8};
+    if (TVMFFITypeKeyToIndex(&key, &enum_ti) != 0) {
+      TVMFFIObjectHandle err = NULL;
+      TVMFFIErrorMoveFromRaised(&err);
+      rt_decref(err);
+      return 0;
+    }
+    __atomic_store_n(&enum_index, enum_ti, __ATOMIC_RELEASE);
   }
   return type_index == enum_ti || rt_type_is_instance(type_index, enum_ti);
 }
