@@ -7,9 +7,13 @@
 
 /* ---- pointer map ---- */
 static size_t dc_slot(const dc_map* m, const void* k1, const void* k2) {
-  uint64_t h = (uint64_t)(uintptr_t)k1 * 0x9e3779b97f4a7c15ULL;
-  h ^= (uint64_t)(uintptr_t)k2 * 0xc2b2ae3d27d4eb4fULL + (h >> 29);
-  h ^= h >> 31;
+  /* a 64-bit finalizer: object addresses share their low bits */
+  uint64_t h = (uint64_t)(uintptr_t)k1 ^ ((uint64_t)(uintptr_t)k2 * 0x9e3779b97f4a7c15ULL);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
   return (size_t)h & (m->cap - 1);
 }
 
@@ -22,8 +26,12 @@ dc_entry* dc_map_find(dc_map* m, const void* k1, const void* k2) {
   }
 }
 
+/* Rehash into room for 2x the live entries (removed ones are dropped, so a
+ * map with many insert/erase pairs does not keep growing). */
 static int dc_map_grow(dc_map* m) {
-  size_t cap = m->cap ? m->cap * 2 : 64;
+  size_t live = 0, cap = 64;
+  for (size_t i = 0; i < m->cap; ++i) live += m->e[i].live == 1;
+  while (cap < (live + 1) * 2) cap *= 2;
   dc_entry* e = (dc_entry*)calloc(cap, sizeof(dc_entry));
   if (e == NULL) return rt_raise("MemoryError", "out of memory");
   dc_map old = *m;
