@@ -47,21 +47,13 @@ MISSING_GLOBALS: dict[str, str] = {
         n: _STRUCTURAL
         for n in [
             "ffi.GetFirstStructuralMismatch",
-            "ffi.RecursiveEq",
-            "ffi.RecursiveGe",
-            "ffi.RecursiveGt",
-            "ffi.RecursiveHash",
-            "ffi.RecursiveLe",
-            "ffi.RecursiveLt",
             "ffi.StructuralEqual",
             "ffi.StructuralHash",
             "ffi.StructuralKey",
             "ffi.StructuralKeyEqual",
             "ffi.VisitErrorContext.FindAccessPaths",
-            "ffi.DeepCopy",
         ]
     },
-    "ffi.ReprPrint": "the reflection-driven repr printer is not implemented yet",
     **{
         n: _JSON_GRAPH
         for n in [
@@ -115,8 +107,6 @@ MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
     ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
     ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
-    ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
-    ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,
 }
 
 

@@ -37,14 +37,6 @@ class TVMFFI_CXX_API VisitErrorContext {
                                     bool allow_prefix_match);
 };
 
-TVMFFI_CXX_API Any DeepCopy(const Any& value);
-TVMFFI_CXX_API String ReprPrint(const Any& value);
-TVMFFI_CXX_API int64_t RecursiveHash(const Any& value);
-TVMFFI_CXX_API bool RecursiveEq(const Any& lhs, const Any& rhs);
-TVMFFI_CXX_API bool RecursiveLt(const Any& lhs, const Any& rhs);
-TVMFFI_CXX_API bool RecursiveLe(const Any& lhs, const Any& rhs);
-TVMFFI_CXX_API bool RecursiveGt(const Any& lhs, const Any& rhs);
-TVMFFI_CXX_API bool RecursiveGe(const Any& lhs, const Any& rhs);
 TVMFFI_CXX_API Any ToJSONGraph(const Any& value, const Any& metadata);
 TVMFFI_CXX_API Any FromJSONGraph(const Any& value);
 
@@ -60,14 +52,6 @@ uint64_t StructuralHash::Hash(const Any&, bool, bool) {
 Array<Any> VisitErrorContext::FindAccessPaths(const ObjectRef&, const VisitErrorContext&, bool) {
   unavailable("tvm::ffi::VisitErrorContext::FindAccessPaths");
 }
-Any DeepCopy(const Any&) { unavailable("tvm::ffi::DeepCopy"); }
-String ReprPrint(const Any&) { unavailable("tvm::ffi::ReprPrint"); }
-int64_t RecursiveHash(const Any&) { unavailable("tvm::ffi::RecursiveHash"); }
-bool RecursiveEq(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveEq"); }
-bool RecursiveLt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLt"); }
-bool RecursiveLe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLe"); }
-bool RecursiveGt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGt"); }
-bool RecursiveGe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGe"); }
 Any ToJSONGraph(const Any&, const Any&) { unavailable("tvm::ffi::ToJSONGraph"); }
 Any FromJSONGraph(const Any&) { unavailable("tvm::ffi::FromJSONGraph"); }
 
