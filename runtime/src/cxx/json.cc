@@ -384,9 +384,15 @@ class Writer {
       return;
     }
     char buf[40];
-    std::snprintf(buf, sizeof(buf), "%.17g", d);
+    // integral values below 2^53 always print with ".0" (fixed notation);
+    // anything else as %.17g, which leaves larger integral values bare
+    double whole;
+    if (std::fabs(d) < 9007199254740992.0 && std::modf(d, &whole) == 0) {
+      std::snprintf(buf, sizeof(buf), "%.1f", whole);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%.17g", d);
+    }
     out += buf;
-    if (std::strpbrk(buf, ".eE") == nullptr) out += ".0";
   }
 
   void Str(const TVMFFIAny& v) {

@@ -45,8 +45,6 @@ TVMFFI_CXX_API bool RecursiveLt(const Any& lhs, const Any& rhs);
 TVMFFI_CXX_API bool RecursiveLe(const Any& lhs, const Any& rhs);
 TVMFFI_CXX_API bool RecursiveGt(const Any& lhs, const Any& rhs);
 TVMFFI_CXX_API bool RecursiveGe(const Any& lhs, const Any& rhs);
-TVMFFI_CXX_API Any ToJSONGraph(const Any& value, const Any& metadata);
-TVMFFI_CXX_API Any FromJSONGraph(const Any& value);
 
 bool StructuralEqual::Equal(const Any&, const Any&, bool, bool) {
   unavailable("tvm::ffi::StructuralEqual::Equal");
@@ -68,8 +66,6 @@ bool RecursiveLt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLt");
 bool RecursiveLe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveLe"); }
 bool RecursiveGt(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGt"); }
 bool RecursiveGe(const Any&, const Any&) { unavailable("tvm::ffi::RecursiveGe"); }
-Any ToJSONGraph(const Any&, const Any&) { unavailable("tvm::ffi::ToJSONGraph"); }
-Any FromJSONGraph(const Any&) { unavailable("tvm::ffi::FromJSONGraph"); }
 
 }  // namespace ffi
 }  // namespace tvm
