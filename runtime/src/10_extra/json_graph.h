@@ -7,8 +7,9 @@
 
 #include "10_extra/object_build.h"
 
-/* Nesting bound of both directions (frames per level are small). */
-#define RT_GRAPH_DEPTH 2048
+/* Nesting bound of both directions, besides the stack check
+ * (rt_xb_stack_low); frames per level are small. */
+#define RT_GRAPH_DEPTH 1000000
 
 /* The graph of an owned `value` with optional `metadata` (None: no
  * "metadata" key) as a Map in *out. */

@@ -355,9 +355,9 @@ static int decode(reader* r, int64_t index, TVMFFIAny* out) {
   if (r->state[index] == 1)
     return rt_raise("ValueError", "Invalid JSON Object Graph: node %lld refers to itself",
                     (long long)index);
-  if (r->depth >= RT_GRAPH_DEPTH)
-    return rt_raise("ValueError", "Invalid JSON Object Graph: nodes nest deeper than %d levels",
-                    RT_GRAPH_DEPTH);
+  if (r->depth >= RT_GRAPH_DEPTH || rt_xb_stack_low())
+    return rt_raise("ValueError", "Invalid JSON Object Graph: nodes nest too deeply (%d levels)",
+                    r->depth);
   r->state[index] = 1;
   ++r->depth;
   TVMFFIAny v;

@@ -4,8 +4,9 @@
  * is met, children first; containers and object fields refer to other
  * nodes by index. Field values of static type None/bool/int/float/DataType
  * sit inline in the object's data. Node order, key order and texts are
- * those of the official runtime. Depth is bounded (RT_GRAPH_DEPTH), which
- * also stops reference cycles through object fields; a List or Dict that
+ * those of the official runtime. Depth is bounded by the
+ * thread's stack (and RT_GRAPH_DEPTH), which also stops reference cycles
+ * through object fields; a List or Dict that
  * contains itself is refused as the official runtime refuses it. */
 #include <string.h>
 
@@ -319,11 +320,11 @@ static int node_index(writer* w, const TVMFFIAny* value, int64_t* out) {
     *out = hit->v_int64;
     return 0;
   }
-  if (w->depth >= RT_GRAPH_DEPTH)
+  if (w->depth >= RT_GRAPH_DEPTH || rt_xb_stack_low())
     return rt_raise("ValueError",
-                    "ToJSONGraph: the value nests deeper than %d levels (or its object fields "
+                    "ToJSONGraph: the value nests too deeply (%d levels; or its object fields "
                     "form a reference cycle)",
-                    RT_GRAPH_DEPTH);
+                    w->depth);
   int32_t ti = value->type_index;
   int32_t key_index = ti == kTVMFFISmallStr ? kTVMFFIStr : ti == kTVMFFISmallBytes ? kTVMFFIBytes : ti;
   TVMFFIAny data;

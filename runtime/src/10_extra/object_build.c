@@ -1,6 +1,7 @@
 /* Building objects of reflected types from their field metadata (see
  * object_build.h): field walks in ancestor order, creation through the
  * native creator or __ffi_new__, field setters and defaults. */
+#include <pthread.h>
 #include <string.h>
 
 #include "10_extra/object_build.h"
@@ -34,6 +35,28 @@ const TVMFFIAny* rt_xb_column_value(const char* column, int32_t type_index) {
 int rt_xb_call(void* fn, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) {
   rt_any_set_none(ret);
   return TVMFFIFunctionCall(fn, (TVMFFIAny*)args, n, ret);
+}
+
+/* Lowest address this thread's recursive walks may reach (0: not known
+ * yet, 1: unknown, no check). Per thread, so no shared mutable state. */
+static __thread uintptr_t rt_stack_floor;
+
+int rt_xb_stack_low(void) {
+  char here;
+  if (rt_stack_floor == 0) {
+    pthread_attr_t a;
+    void* base = NULL;
+    size_t size = 0;
+    rt_stack_floor = 1;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &base, &size) == 0 && base != NULL && size > 0) {
+        size_t margin = size / 4 < ((size_t)256 << 10) ? size / 4 : ((size_t)256 << 10);
+        rt_stack_floor = (uintptr_t)base + margin;
+      }
+      pthread_attr_destroy(&a);
+    }
+  }
+  return (uintptr_t)&here < rt_stack_floor;
 }
 
 int rt_xb_cast_fail(const TVMFFIAny* v, const char* to) {

@@ -41,6 +41,11 @@ RT_HIDDEN int rt_xb_cast_fail(const TVMFFIAny* v, const char* to);
 /* An int32 argument (int or bool) of a C global, as its signature says. */
 RT_HIDDEN int rt_xb_arg_i32(const TVMFFIAny* args, int32_t i, const char* sig, int32_t* out);
 
+/* 1 when the calling thread's stack is nearly used up (less than a
+ * quarter of it, at most 256 KiB, is left): recursive walks over data
+ * stop there with an error instead of overflowing. */
+RT_HIDDEN int rt_xb_stack_low(void);
+
 /* Type key of a type index as a NUL-free slice (for messages). */
 static inline TVMFFIByteArray rt_xb_key(int32_t type_index) {
   TVMFFIByteArray b;
