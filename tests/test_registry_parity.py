@@ -67,7 +67,6 @@ MISSING_GLOBALS: dict[str, str] = {
             "ffi.StructuralVisitorVisit",
             "ffi.StructuralVisitorWithDefRegionKind",
             "ffi.StructuralWalk",
-            "ffi.VisitErrorContext.FindAccessPaths",
             "ffi.DeepCopy",
         ]
     },

@@ -1,8 +1,9 @@
 """The JSON object graph (ffi.ToJSONGraph / FromJSONGraph and the string
 forms), the reflection builders (ffi.MakeObjectFromPackedArgs,
 MakeFieldGetter/Setter, _RegisterFFIInit, _PyClassRegisterTypeAttrColumns),
-the ffi.reflection.AccessPath methods and ffi.SystemLib, compared with the
-official runtime on the same inputs (issue 11).
+the ffi.reflection.AccessPath methods, ffi.VisitErrorContext.FindAccessPaths
+(and its C++ export) and ffi.SystemLib, compared with the official runtime
+on the same inputs (issue 11).
 
 fixtures/runtime/serial_fixture.cc is built with g++ against the OFFICIAL
 headers: it defines user types with reflected fields (a base and a final
@@ -149,6 +150,8 @@ PINNED: dict[str, str] = {
     "syslib_default": ("ok:serial_add_one=42 add_two=none shadowed=1 missing_fn=none kind=library"),
     "syslib_prefix": "ok:add_two=3 serial_add_one=2 shadowed=2 sfx_add_two=7",
     "syslib_same_module": "ok:same different same",
+    "find_root_only": "ok:1: [depth 0:]",
+    "find_prefix_off": "ok:0:",
 }
 
 
@@ -169,6 +172,16 @@ def test_pyclass_layout_round_trips(results: tuple[dict[str, str], dict[str, str
     assert '"serial.PyLike","data":{"a":1,"b":0,"c":2,"d":2.5,"e":true}' in got
     assert '"serial.PyLike","data":{"a":3,"b":4,"c":4,"d":4.5,"e":false}' in got
     assert got.endswith(" copy-is-new")
+
+
+def test_find_access_paths(results: tuple[dict[str, str], dict[str, str]]) -> None:
+    """Both matches of the pattern [C, B, A] (A.tag["key"].next and
+    A.items[1].next), the same through the global and the C++ export."""
+    _, ours = results
+    got = ours["find_full"]
+    assert got.startswith("ok:2: [depth 3: ") and " | c++:" not in got
+    assert '"data":"tag"' in got and '"data":"key"' in got and '"data":"items"' in got
+    assert ours["find_dups_and_none"] == got
 
 
 def test_cyclic_data_is_refused_not_a_crash() -> None:

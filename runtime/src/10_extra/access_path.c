@@ -10,9 +10,7 @@
  * A root path has no parent and no step, depth 0. */
 #include <string.h>
 
-#include "10_extra/object_build.h"
-
-enum { K_ATTR, K_ARRAY_ITEM, K_MAP_ITEM, K_ATTR_MISSING, K_ARRAY_ITEM_MISSING, K_MAP_ITEM_MISSING };
+#include "10_extra/access_path.h"
 
 typedef struct {
   TVMFFIObject header;
@@ -102,6 +100,16 @@ static int path_equal(const path_obj* a, const path_obj* b, int* out) {
     if (a == b) return 0;
   }
   return 0;
+}
+
+int rt_access_path_root(TVMFFIAny* out) { return path_new(NULL, NULL, out); }
+
+int rt_access_path_extend(void* parent, int32_t kind, const TVMFFIAny* key, TVMFFIAny* out) {
+  if (parent == NULL || ((TVMFFIObject*)parent)->type_index != path_type)
+    return rt_raise("TypeError", "rt_access_path_extend: the parent is not an AccessPath");
+  step_obj* s = step_new(kind, key);
+  if (s == NULL) return -1;
+  return path_new((path_obj*)parent, s, out);
 }
 
 /* ---- method bodies: args[0] is self (checked by the caller) ---- */

@@ -31,12 +31,6 @@ class TVMFFI_CXX_API StructuralHash {
   static uint64_t Hash(const Any& value, bool map_free_vars, bool skip_tensor_content);
 };
 
-class TVMFFI_CXX_API VisitErrorContext {
- public:
-  static Array<Any> FindAccessPaths(const ObjectRef& root, const VisitErrorContext& visit_context,
-                                    bool allow_prefix_match);
-};
-
 TVMFFI_CXX_API Any DeepCopy(const Any& value);
 TVMFFI_CXX_API String ReprPrint(const Any& value);
 TVMFFI_CXX_API int64_t RecursiveHash(const Any& value);
@@ -54,9 +48,6 @@ Optional<Any> StructuralEqual::GetFirstMismatch(const Any&, const Any&, bool, bo
 }
 uint64_t StructuralHash::Hash(const Any&, bool, bool) {
   unavailable("tvm::ffi::StructuralHash::Hash");
-}
-Array<Any> VisitErrorContext::FindAccessPaths(const ObjectRef&, const VisitErrorContext&, bool) {
-  unavailable("tvm::ffi::VisitErrorContext::FindAccessPaths");
 }
 Any DeepCopy(const Any&) { unavailable("tvm::ffi::DeepCopy"); }
 String ReprPrint(const Any&) { unavailable("tvm::ffi::ReprPrint"); }
