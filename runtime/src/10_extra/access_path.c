@@ -227,16 +227,39 @@ static int m_to_steps(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* 
   return 0;
 }
 
-static void add_method(const char* name, TVMFFISafeCallType fn, void* h, int is_static) {
+/* {"type_schema": "<schema>"} as the official typed methods carry: params
+ * and return given as type-schema JSON fragments. */
+static void method_metadata(rt_sbuf* b, const char* ret, const char* p1) {
+  rt_sbuf schema;
+  rt_sb_init(&schema);
+  rt_sb_printf(&schema,
+               "{\"type\":\"ffi.Function\",\"named_args\":{\"return\":[%s],\"params\":[%s%s%s]}}",
+               ret, p1 ? "{\"type\":\"" PATH "\"}" : "", p1 && *p1 ? "," : "", p1 ? p1 : "");
+  rt_sb_puts(b, "{\"type_schema\":");
+  rt_sb_json_str(b, schema.data ? schema.data : "", schema.size);
+  rt_sb_puts(b, "}");
+  rt_sb_free(&schema);
+}
+
+/* p1: NULL for a static method (no self), "" for self only, else the
+ * schema of the second parameter. */
+static void add_method(const char* name, TVMFFISafeCallType fn, void* h, const char* ret,
+                       const char* p1) {
   TVMFFIObjectHandle f = NULL;
   if (TVMFFIFunctionCreate(h, fn, NULL, &f) != 0) return;
+  rt_sbuf meta;
+  rt_sb_init(&meta);
+  method_metadata(&meta, ret, p1);
   TVMFFIMethodInfo m;
   memset(&m, 0, sizeof(m));
   m.name.data = name;
   m.name.size = strlen(name);
-  m.flags = is_static ? kTVMFFIFieldFlagBitMaskIsStaticMethod : 0;
+  m.metadata.data = meta.data ? meta.data : "";
+  m.metadata.size = meta.failed ? 0 : meta.size;
+  m.flags = p1 == NULL ? kTVMFFIFieldFlagBitMaskIsStaticMethod : 0;
   rt_any_set_obj(&m.method, f);
   (void)TVMFFITypeRegisterMethod(path_type, &m);
+  rt_sb_free(&meta);
   rt_decref(f);
 }
 
@@ -249,11 +272,16 @@ __attribute__((constructor(250))) static void rt_access_path_init(void) {
     rt_decref(e);
     return;
   }
-  add_method("_root", m_root, NULL, 1);
-  add_method("_extend", m_extend, NULL, 0);
+#define T_PATH "{\"type\":\"" PATH "\"}"
+#define T_STEP "{\"type\":\"ffi.reflection.AccessStep\"}"
+  static const char* const kStepParam[] = {
+      "{\"type\":\"ffi.String\"}", "{\"type\":\"int\"}", "{\"type\":\"Any\"}",
+      "{\"type\":\"ffi.String\"}", "{\"type\":\"int\"}", "{\"type\":\"Any\"}"};
+  add_method("_root", m_root, NULL, T_PATH, NULL);
+  add_method("_extend", m_extend, NULL, T_PATH, T_STEP);
   for (int k = K_ATTR; k <= K_MAP_ITEM_MISSING; ++k)
-    add_method(kNames[k], m_step, (void*)(intptr_t)k, 0);
-  add_method("_is_prefix_of", m_compare, (void*)1, 0);
-  add_method("_to_steps", m_to_steps, NULL, 0);
-  add_method("_path_equal", m_compare, NULL, 0);
+    add_method(kNames[k], m_step, (void*)(intptr_t)k, T_PATH, kStepParam[k]);
+  add_method("_is_prefix_of", m_compare, (void*)1, "{\"type\":\"bool\"}", T_PATH);
+  add_method("_to_steps", m_to_steps, NULL, "{\"type\":\"ffi.Array\",\"args\":[" T_STEP "]}", "");
+  add_method("_path_equal", m_compare, NULL, "{\"type\":\"bool\"}", T_PATH);
 }
