@@ -101,10 +101,14 @@ static int seq_data(writer* w, void* seq, TVMFFIAny* out) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t idx = 0;
     TVMFFIAny iv;
-    /* re-read the cell: a nested step may not resize it, but stay safe */
+    /* read the cell again: a hook met below may have resized a List */
     items = rt_seq_items(seq, &n);
     if (i >= n) break;
-    if (node_index(w, &items[i], &idx) != 0) {
+    TVMFFIAny item = items[i];
+    rt_any_retain(&item);
+    int rc = node_index(w, &item, &idx);
+    rt_any_release(&item);
+    if (rc != 0) {
       anyvec_free(&v);
       return -1;
     }
@@ -121,16 +125,27 @@ static int map_data(writer* w, void* map, TVMFFIAny* out) {
   anyvec v = {NULL, 0, 0};
   for (uint64_t it = rt_map_iter_begin(map); it != rt_map_iter_end(map);
        it = rt_map_iter_next(map, it)) {
-    const TVMFFIAny *k, *val;
-    rt_map_iter_kv(map, it, &k, &val);
+    const TVMFFIAny *kp, *vp;
+    rt_map_iter_kv(map, it, &kp, &vp);
+    /* own copies: a hook below may change the map */
+    TVMFFIAny k = *kp, val = *vp;
+    rt_any_retain(&k);
+    rt_any_retain(&val);
     int64_t ki = 0, vi = 0;
     TVMFFIAny a;
-    if (node_index(w, k, &ki) != 0) goto fail;
-    rt_any_set_int(&a, ki);
-    if (anyvec_push(&v, &a) != 0) goto fail;
-    if (node_index(w, val, &vi) != 0) goto fail;
-    rt_any_set_int(&a, vi);
-    if (anyvec_push(&v, &a) != 0) goto fail;
+    int rc = node_index(w, &k, &ki);
+    if (rc == 0) {
+      rt_any_set_int(&a, ki);
+      rc = anyvec_push(&v, &a);
+    }
+    if (rc == 0) rc = node_index(w, &val, &vi);
+    if (rc == 0) {
+      rt_any_set_int(&a, vi);
+      rc = anyvec_push(&v, &a);
+    }
+    rt_any_release(&k);
+    rt_any_release(&val);
+    if (rc != 0) goto fail;
   }
   return anyvec_to_array(&v, out);
 fail:
