@@ -28,6 +28,7 @@ import fixturebuild
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "serial_driver.py"
+FUZZ = HERE / "serial_graph_fuzz.py"
 
 # label -> (official result, why ours differs); ours is checked separately
 KNOWN_DIFFERENCES = {
@@ -182,6 +183,35 @@ def test_find_access_paths(results: tuple[dict[str, str], dict[str, str]]) -> No
     assert got.startswith("ok:2: [depth 3: ") and " | c++:" not in got
     assert '"data":"tag"' in got and '"data":"key"' in got and '"data":"items"' in got
     assert ours["find_dups_and_none"] == got
+
+
+def _fuzz(runtime: Path | str, seed: int, count: int) -> list[Any]:
+    proc = subprocess.run(
+        [sys.executable, str(FUZZ), str(runtime), str(seed), str(count)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=HERE,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: list[Any] = json.loads(proc.stdout)
+    return result
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_graphs_read_as_the_official_runtime_reads_them(seed: int) -> None:
+    """2000 random (acyclic, often malformed) graphs per seed: the value read
+    and written again, or the error kind and message, must be the same."""
+    _fixture()  # skips without the official package
+    official = fixturebuild.official_runtime()  # type: ignore[no-untyped-call]
+    ref = _fuzz(official, seed, 2000)
+    ours = _fuzz(fixturebuild.our_runtime(), seed, 2000)  # type: ignore[no-untyped-call]
+    assert len(ours) == len(ref) == 2000
+    ok = sum(1 for _, r in ref if isinstance(r, str))
+    assert 400 < ok < 1600, "both outcomes are exercised"
+    for (text, want), (_, got) in zip(ref, ours):
+        assert got == want, text
 
 
 def test_cyclic_data_is_refused_not_a_crash() -> None:

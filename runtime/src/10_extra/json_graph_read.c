@@ -127,9 +127,11 @@ static int decode_map(reader* r, const TVMFFIAny* data, int dict, TVMFFIAny* out
     int64_t ki = 0, vi = 0;
     TVMFFIAny k, v;
     if (get_int(&items[i], &ki) != 0 || get_int(&items[i + 1], &vi) != 0) goto fail;
-    if (decode(r, ki, &k) != 0) goto fail;
-    if (decode(r, vi, &v) != 0) {
-      rt_any_release(&k);
+    /* the value first: the official reader decodes the pair as the two
+     * arguments of one call, which its compiler evaluates right to left */
+    if (decode(r, vi, &v) != 0) goto fail;
+    if (decode(r, ki, &k) != 0) {
+      rt_any_release(&v);
       goto fail;
     }
     int rc = dict ? rt_dict_set(m, &k, &v) : rt_map_set(&m, &k, &v);

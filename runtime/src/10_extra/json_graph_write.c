@@ -252,7 +252,7 @@ static int node_data(writer* w, const TVMFFIAny* value, TVMFFIAny* data) {
       return TVMFFIDataTypeToString(&value->v_dtype, data);
     case kTVMFFIDevice: {
       TVMFFIAny pair[2];
-      rt_any_set_int(&pair[0], (int64_t)value->v_device.device_type);
+      rt_any_set_int(&pair[0], (int64_t)(int32_t)value->v_device.device_type);
       rt_any_set_int(&pair[1], (int64_t)value->v_device.device_id);
       return rt_array_from_anys(pair, 2, data);
     }

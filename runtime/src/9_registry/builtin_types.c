@@ -50,15 +50,27 @@ static int set_mismatch(const TVMFFIAny* v, const char* to) {
   const char* k = rt_type_key(v->type_index, &n);
   return rt_raise("TypeError", "Cannot convert from type `%.*s` to `%s`", (int)n, k, to);
 }
-static int set_obj(void* field, const TVMFFIAny* v) {
-  if (v->type_index != kTVMFFINone && v->type_index < kTVMFFIStaticObjectBegin)
-    return set_mismatch(v, "ffi.Object");
+static int32_t rt_index_of(const char* key);
+static int store_obj(void* field, const TVMFFIAny* v) {
   void* old = *(void**)field;
   void* obj = v->type_index == kTVMFFINone ? NULL : v->v_obj;
   if (obj) rt_incref(obj);
   *(void**)field = obj;
   rt_decref(old);
   return 0;
+}
+/* Optional<ObjectRef> */
+static int set_obj(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFINone && v->type_index < kTVMFFIStaticObjectBegin)
+    return set_mismatch(v, "Optional<ffi.Object>");
+  return store_obj(field, v);
+}
+/* Optional<AccessStep> (AccessPath::step) */
+static int set_step(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFINone &&
+      v->type_index != rt_index_of("ffi.reflection.AccessStep"))
+    return set_mismatch(v, "Optional<ffi.reflection.AccessStep>");
+  return store_obj(field, v);
 }
 static int set_any(void* field, const TVMFFIAny* v) {
   TVMFFIAny owned, old = *(TVMFFIAny*)field;
@@ -297,7 +309,7 @@ static int rt_add_field(int32_t ti, const rt_field_spec* f) {
   info.alignment = f->kind == F_I32 ? 4 : 8;
   info.getter = f->kind == F_OBJ ? get_obj : (f->kind == F_ANY || f->kind == F_STR) ? get_any
                 : f->kind == F_I64 ? get_i64 : get_i32;
-  info.setter = (void*)(f->kind == F_OBJ   ? set_obj
+  info.setter = (void*)(f->kind == F_OBJ   ? (strcmp(f->name, "step") == 0 ? set_step : set_obj)
                         : f->kind == F_ANY ? set_any
                         : f->kind == F_STR ? set_str
                         : f->kind == F_I64 ? set_i64

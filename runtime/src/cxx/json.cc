@@ -81,7 +81,7 @@ class Parser {
     if (c == '[') return Nested(&Parser::ArrayValue, pi);
     if (c == '"') {
       std::string str = StringBody(pi);
-      return String(str).take();
+      return StringValue(str);
     }
     if (Match(i, "null")) {
       *pi = i + 4;
@@ -193,10 +193,25 @@ class Parser {
     }
   }
 
+  // A parsed string as a value. One that had an escape is always a heap
+  // String object (the official parser moves its decoded std::string into
+  // one); the others are small when they fit.
+  TVMFFIAny StringValue(const std::string& str) {
+    if (!escaped_) return String(str).take();
+    void* obj = rt_string_obj_new(str.data(), str.size());
+    if (obj == nullptr) rt::throw_raised();
+    TVMFFIAny v;
+    rt::any_none(&v);
+    v.type_index = kTVMFFIStr;
+    v.v_obj = static_cast<TVMFFIObject*>(obj);
+    return v;
+  }
+
   // *pi at the opening quote; returns the decoded content.
   std::string StringBody(size_t* pi) {
     size_t open = *pi, i = open + 1;
     std::string out;
+    escaped_ = false;
     while (true) {
       if (i >= n_) throw ParseError{"Unterminated string starting at", open};
       unsigned char c = static_cast<unsigned char>(s_[i]);
@@ -207,6 +222,7 @@ class Parser {
         ++i;
         continue;
       }
+      escaped_ = true;
       size_t esc = i + 1;
       if (esc >= n_) throw ParseError{"Unterminated string starting at", open};
       char e = s_[esc];
@@ -295,7 +311,7 @@ class Parser {
       if (i >= n_ || s_[i] != '"') {
         throw ParseError{"Expecting property name enclosed in double quotes", i};
       }
-      String key(StringBody(&i));
+      Any key(StringValue(StringBody(&i)));
       i = SkipWs(i);
       if (i >= n_ || s_[i] != ':') throw ParseError{"Expecting ':' delimiter", i};
       i = SkipWs(i + 1);
@@ -321,6 +337,7 @@ class Parser {
   const char* s_;
   size_t n_;
   int depth_ = 0;
+  bool escaped_ = false;  // the last string read had an escape
 };
 
 std::string Describe(const char* s, size_t n, const ParseError& e) {
