@@ -1,5 +1,6 @@
-/* Reflection builders: globals that make objects, field accessors and
- * type attribute hooks from the reflected field metadata of a type.
+/* Reflection builders: globals that make objects and type attribute hooks
+ * from the reflected field metadata of a type (the field accessors are in
+ * field_accessors.c).
  *
  *  ffi.MakeObjectFromPackedArgs(type, name0, value0, ...) -> object
  *  ffi._RegisterFFIInit(type_index): an __ffi_init__ that binds positional
@@ -11,7 +12,6 @@
  * Field storage of such types: a field of static type Any is a 16-byte Any
  * (or an 8-byte object pointer when its size says so), an object type is
  * an object pointer (NULL = None), anything else is plain bytes. */
-#include <stdio.h>
 #include <string.h>
 
 #include "10_extra/object_build.h"
