@@ -2,7 +2,12 @@
 back (the value written out again, or the error kind and message). Run as a
 script in its own process, once per runtime; the test compares the outputs:
 
-    python tests/serial_graph_fuzz.py LIBTVM_FFI SEED COUNT
+    python tests/serial_graph_fuzz.py LIBTVM_FFI SEED COUNT [values]
+
+With `values` it builds random values instead (Arrays, Lists, Maps, Dicts
+and Shapes made through the runtime's own globals, sharing sub-values, maps
+large enough for the hashed layout) and prints what ToJSONGraphString makes
+of them.
 
 Nodes refer only to nodes before them (the official reader recurses without
 end on a cycle), and base64 payloads use only characters below '{' (the
@@ -108,9 +113,64 @@ def graph(rng: random.Random) -> str:
     return json.dumps(g)
 
 
+SCALARS: list[Any] = [
+    0,
+    1,
+    -5,
+    2**62,
+    0.25,
+    -0.0,
+    1e300,
+    True,
+    False,
+    None,
+    "",
+    "k",
+    "key-long-9",
+    3.5,
+]
+
+
+def values(rt: Runtime, rng: random.Random, count: int) -> list[Any]:
+    pool: list[Any] = []
+    out: list[Any] = []
+
+    def pick() -> Any:
+        if pool and rng.random() < 0.5:
+            return rng.choice(pool)
+        if rng.random() < 0.1:
+            return rt.make_bytes(bytes(rng.randrange(256) for _ in range(rng.randrange(10))))
+        return rng.choice(SCALARS)
+
+    for _ in range(count):
+        kind = rng.choice(["ffi.Array", "ffi.List", "ffi.Map", "ffi.Dict", "ffi.Shape"])
+        n = rng.choice([0, 1, 3, 5, 12, 40])
+        args: list[Any] = []
+        if kind == "ffi.Shape":
+            args = [rng.randrange(-3, 1000) for _ in range(n)]
+        elif kind in ("ffi.Map", "ffi.Dict"):
+            for j in range(n):
+                key = rng.choice([f"k{rng.randrange(60)}", rng.randrange(60), j])
+                args += [key, pick()]
+        else:
+            args = [pick() for _ in range(n)]
+        v = rt.call(kind, *args)
+        if isinstance(v, dict):
+            out.append(["build", kind, v])
+            continue
+        pool.append(v)
+        meta = rng.choice([None, None, pick()])
+        text = rt.call("ffi.ToJSONGraphString", v, meta)
+        out.append(text if isinstance(text, dict) else rt.canon(text))
+    return out
+
+
 def main() -> None:
     rt = Runtime(sys.argv[1])
     rng = random.Random(int(sys.argv[2]))
+    if sys.argv[4:] == ["values"]:
+        json.dump(values(rt, rng, int(sys.argv[3])), sys.stdout)
+        return
     out = []
     for _ in range(int(sys.argv[3])):
         text = graph(rng)

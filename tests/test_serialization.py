@@ -185,9 +185,9 @@ def test_find_access_paths(results: tuple[dict[str, str], dict[str, str]]) -> No
     assert ours["find_dups_and_none"] == got
 
 
-def _fuzz(runtime: Path | str, seed: int, count: int) -> list[Any]:
+def _fuzz(runtime: Path | str, seed: int, count: int, *mode: str) -> list[Any]:
     proc = subprocess.run(
-        [sys.executable, str(FUZZ), str(runtime), str(seed), str(count)],
+        [sys.executable, str(FUZZ), str(runtime), str(seed), str(count), *mode],
         capture_output=True,
         text=True,
         timeout=300,
@@ -212,6 +212,21 @@ def test_random_graphs_read_as_the_official_runtime_reads_them(seed: int) -> Non
     assert 400 < ok < 1600, "both outcomes are exercised"
     for (text, want), (_, got) in zip(ref, ours):
         assert got == want, text
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_values_written_as_the_official_runtime_writes_them(seed: int) -> None:
+    """400 random values per seed (containers made by the runtime's globals,
+    sharing sub-values, maps up to 40 entries, random metadata): the same
+    ToJSONGraphString text or the same error."""
+    _fixture()
+    official = fixturebuild.official_runtime()  # type: ignore[no-untyped-call]
+    ref = _fuzz(official, seed, 400, "values")
+    ours = _fuzz(fixturebuild.our_runtime(), seed, 400, "values")  # type: ignore[no-untyped-call]
+    assert len(ours) == len(ref) == 400
+    assert sum(1 for r in ref if isinstance(r, str)) > 250
+    for i, (want, got) in enumerate(zip(ref, ours)):
+        assert got == want, i
 
 
 def test_cyclic_data_is_refused_not_a_crash() -> None:

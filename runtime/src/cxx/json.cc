@@ -373,10 +373,10 @@ class Writer {
       case kTVMFFISmallStr:
       case kTVMFFIStr:
       case kTVMFFIRawStr: Str(v); return;
-      case kTVMFFIArray:
-      case kTVMFFIList: Seq(v, depth); return;
-      case kTVMFFIMap:
-      case kTVMFFIDict: Mapping(v, depth); return;
+      case kTVMFFIArray: Seq(v, depth); return;
+      case kTVMFFIList: List(v, depth); return;
+      // a Dict is not JSON to the official writer: it is refused below
+      case kTVMFFIMap: Mapping(v, depth); return;
       default: {
         size_t len = 0;
         const char* name = rt_b_type_name(&v, &len);
@@ -460,6 +460,16 @@ class Writer {
     out.push_back(']');
   }
 
+  // A List may contain itself (it is mutable): refused as the official does.
+  void List(const TVMFFIAny& v, int depth) {
+    for (const void* p : open_lists_) {
+      if (p == v.v_obj) rt::throw_error("ValueError", "Cycle detected: List contains itself");
+    }
+    open_lists_.push_back(v.v_obj);
+    Seq(v, depth);
+    open_lists_.pop_back();
+  }
+
   void Mapping(const TVMFFIAny& v, int depth) {
     void* m = v.v_obj;
     out.push_back('{');
@@ -485,6 +495,7 @@ class Writer {
   }
 
   int indent_;
+  std::vector<const void*> open_lists_;  // Lists being written (cycle check)
 };
 
 }  // namespace
