@@ -5,8 +5,8 @@ the ffi.reflection.AccessPath methods, ffi.VisitErrorContext.FindAccessPaths
 (and its C++ export) and ffi.SystemLib, compared with the official runtime
 on the same inputs (issue 11).
 
-fixtures/runtime/serial_fixture.cc is built with g++ against the OFFICIAL
-headers: it defines user types with reflected fields (a base and a final
+fixtures/runtime/serial_fixture.cc (+ serial_fixture_cases.cc and
+serial_fixture.h) is built with g++ against the OFFICIAL headers: it defines user types with reflected fields (a base and a final
 derived type with fields of every inline kind, one without a creator),
 registers system-library symbols, and runs about 140 cases through the
 runtime's globals. tests/serial_driver.py runs it in a child process on one
@@ -16,6 +16,7 @@ messages, and a sample of the texts is pinned here as well.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -43,8 +44,14 @@ KNOWN_DIFFERENCES = {
 def _fixture() -> Path:
     if fixturebuild.official_include() is None:  # type: ignore[no-untyped-call]
         pytest.skip("the official apache-tvm-ffi package (test extra) is not installed")
+    header = fixturebuild.FIXTURES / "runtime" / "serial_fixture.h"
+    digest = hashlib.sha256(header.read_bytes()).hexdigest()[:16]
     path: Path = fixturebuild.build(  # type: ignore[no-untyped-call]
-        "runtime/serial_fixture.cc", headers="official", flags=("-Wno-unused-parameter",)
+        ["runtime/serial_fixture.cc", "runtime/serial_fixture_cases.cc"],
+        headers="official",
+        flags=("-Wno-unused-parameter",),
+        # the cache key covers the sources and flags, not the header they share
+        defines=(f"SERIAL_FIXTURE_H_DIGEST={digest}",),
     )
     return path
 
