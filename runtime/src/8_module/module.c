@@ -43,6 +43,7 @@ typedef struct {
   char* kind;        /* "library" or the module kind without a loader */
   char* path;        /* library path (MOD_LIBRARY) */
   void* dl;          /* dlopen handle (MOD_LIBRARY) */
+  char* sys_prefix;  /* system library (ffi.SystemLib): its symbol prefix; dl is NULL */
   uint64_t nbytes;   /* payload size (MOD_PLACEHOLDER) */
   TVMFFIAny* imports; /* owned Module references */
   size_t n_imports, cap_imports;
@@ -110,6 +111,7 @@ static void module_deleter(void* self, int flags) {
     m->fcache = m->icache = m->imports_arr = NULL;
     free(m->kind);
     free(m->path);
+    free(m->sys_prefix);
     strlist_free(&m->missing);
     strlist_free(&m->ctx_syms);
     strlist_free(&m->errors);
@@ -202,7 +204,40 @@ static int module_import(rt_module* m, void* child) {
 /* functions exported by a library                                    */
 /* ------------------------------------------------------------------ */
 
+/* A symbol registered with TVMFFIEnvModRegisterSystemLibSymbol, looked up
+ * as the official system library does: a + sys_prefix + b first, then a + b. */
+static void* system_symbol(rt_module* m, const char* a, const char* b, size_t bn) {
+  size_t an = strlen(a), pn = strlen(m->sys_prefix);
+  if (memchr(b, 0, bn)) return NULL;
+  char* buf = (char*)malloc(an + pn + bn + 1);
+  if (buf == NULL) return NULL;
+  memcpy(buf, a, an);
+  memcpy(buf + an, m->sys_prefix, pn);
+  memcpy(buf + an + pn, b, bn);
+  buf[an + pn + bn] = 0;
+  void* sym = rt_env_system_lib_symbol_lookup(buf);
+  if (sym == NULL) {
+    memmove(buf + an, buf + an + pn, bn + 1);
+    sym = rt_env_system_lib_symbol_lookup(buf);
+  }
+  free(buf);
+  return sym;
+}
+
 static void* symbol_with_prefix(rt_module* m, const char* prefix, const char* name, size_t n) {
+  if (m->sys_prefix != NULL) {
+    /* functions: "__tvm_ffi_" + sys_prefix + name; other symbols: sys_prefix + whole name */
+    if (strcmp(prefix, "__tvm_ffi_") == 0) return system_symbol(m, prefix, name, n);
+    size_t pn0 = strlen(prefix);
+    char* whole = (char*)malloc(pn0 + n + 1);
+    if (whole == NULL) return NULL;
+    memcpy(whole, prefix, pn0);
+    memcpy(whole + pn0, name, n);
+    whole[pn0 + n] = 0;
+    void* sym = system_symbol(m, "", whole, pn0 + n);
+    free(whole);
+    return sym;
+  }
   size_t pn = strlen(prefix);
   char stack[256];
   char* buf = pn + n + 1 <= sizeof(stack) ? stack : (char*)malloc(pn + n + 1);
@@ -368,6 +403,10 @@ static const char* const kHostCAPI[] = {"PyErr_CheckSignals", "PyGILState_Ensure
 /* Address and size of a data symbol defined by the library itself (not by
  * one of its dependencies, which dlsym on the handle would also search). */
 static void* own_symbol(rt_module* m, const char* name, size_t* size) {
+  if (m->sys_prefix != NULL) {
+    if (size != NULL) *size = 0; /* unknown: registered symbols carry no size */
+    return system_symbol(m, "", name, strlen(name));
+  }
   void* addr = dlsym(m->dl, name);
   if (addr == NULL) return NULL;
   struct link_map* want = NULL;
@@ -638,6 +677,28 @@ int tvmffi_rt_library_load(const char* path, TVMFFIObjectHandle* out_module) {
   void** ctx = (void**)own_symbol(m, "__tvm_ffi__library_ctx", &ctx_size);
   if (ctx != NULL && (ctx_size == 0 || ctx_size >= sizeof(void*))) *ctx = m;
   *out_module = m;
+  return 0;
+}
+
+/* The system library of `prefix` (a new module every call; callers keep
+ * one per prefix): its functions are the symbols registered with
+ * TVMFFIEnvModRegisterSystemLibSymbol, looked up with the prefix first. */
+int rt_module_system_lib(const char* prefix, size_t n, TVMFFIObjectHandle* out) {
+  *out = NULL;
+  rt_module* m = module_new(MOD_LIBRARY, "library");
+  if (m == NULL) return -1;
+  m->sys_prefix = dup_n(prefix, n);
+  if (m->sys_prefix == NULL) {
+    rt_decref(m);
+    return rt_raise("MemoryError", "out of memory creating a system library");
+  }
+  fill_context_symbols(m);
+  size_t bin_size = 0;
+  const unsigned char* bin = (const unsigned char*)own_symbol(m, "__tvm_ffi__library_bin", &bin_size);
+  if (bin != NULL) process_library_bin(m, bin, bin_size);
+  void** ctx = (void**)own_symbol(m, "__tvm_ffi__library_ctx", NULL);
+  if (ctx != NULL) *ctx = m;
+  *out = m;
   return 0;
 }
 

@@ -43,6 +43,58 @@ static int get_i32(void* field, TVMFFIAny* out) {
   return 0;
 }
 
+/* Setters (the official registers one for every field, read-only ones
+ * too: creation from field values goes through them). */
+static int set_mismatch(const TVMFFIAny* v, const char* to) {
+  size_t n;
+  const char* k = rt_type_key(v->type_index, &n);
+  return rt_raise("TypeError", "Cannot convert from type `%.*s` to `%s`", (int)n, k, to);
+}
+static int32_t rt_index_of(const char* key);
+static int store_obj(void* field, const TVMFFIAny* v) {
+  void* old = *(void**)field;
+  void* obj = v->type_index == kTVMFFINone ? NULL : v->v_obj;
+  if (obj) rt_incref(obj);
+  *(void**)field = obj;
+  rt_decref(old);
+  return 0;
+}
+/* Optional<ObjectRef> */
+static int set_obj(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFINone && v->type_index < kTVMFFIStaticObjectBegin)
+    return set_mismatch(v, "Optional<ffi.Object>");
+  return store_obj(field, v);
+}
+/* Optional<AccessStep> (AccessPath::step) */
+static int set_step(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFINone &&
+      v->type_index != rt_index_of("ffi.reflection.AccessStep"))
+    return set_mismatch(v, "Optional<ffi.reflection.AccessStep>");
+  return store_obj(field, v);
+}
+static int set_any(void* field, const TVMFFIAny* v) {
+  TVMFFIAny owned, old = *(TVMFFIAny*)field;
+  if (TVMFFIAnyViewToOwnedAny(v, &owned) != 0) return -1;
+  *(TVMFFIAny*)field = owned;
+  rt_any_release(&old);
+  return 0;
+}
+static int set_str(void* field, const TVMFFIAny* v) {
+  TVMFFIByteArray b;
+  if (!rt_any_get_bytes(v, 0, &b)) return set_mismatch(v, "str");
+  return set_any(field, v);
+}
+static int set_i64(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFIInt && v->type_index != kTVMFFIBool) return set_mismatch(v, "int");
+  *(int64_t*)field = v->v_int64;
+  return 0;
+}
+static int set_i32(void* field, const TVMFFIAny* v) {
+  if (v->type_index != kTVMFFIInt && v->type_index != kTVMFFIBool) return set_mismatch(v, "int");
+  *(int32_t*)field = (int32_t)v->v_int64;
+  return 0;
+}
+
 /* convert.c */
 RT_HIDDEN void rt_register_convert_hooks(void);
 
@@ -257,6 +309,11 @@ static int rt_add_field(int32_t ti, const rt_field_spec* f) {
   info.alignment = f->kind == F_I32 ? 4 : 8;
   info.getter = f->kind == F_OBJ ? get_obj : (f->kind == F_ANY || f->kind == F_STR) ? get_any
                 : f->kind == F_I64 ? get_i64 : get_i32;
+  info.setter = (void*)(f->kind == F_OBJ   ? (strcmp(f->name, "step") == 0 ? set_step : set_obj)
+                        : f->kind == F_ANY ? set_any
+                        : f->kind == F_STR ? set_str
+                        : f->kind == F_I64 ? set_i64
+                                           : set_i32);
   info.field_static_type_index = f->kind == F_OBJ   ? kTVMFFIObject
                                  : f->kind == F_ANY ? kTVMFFIAny
                                  : f->kind == F_STR ? kTVMFFIStr

@@ -81,7 +81,7 @@ class Parser {
     if (c == '[') return Nested(&Parser::ArrayValue, pi);
     if (c == '"') {
       std::string str = StringBody(pi);
-      return String(str).take();
+      return StringValue(str);
     }
     if (Match(i, "null")) {
       *pi = i + 4;
@@ -193,10 +193,25 @@ class Parser {
     }
   }
 
+  // A parsed string as a value. One that had an escape is always a heap
+  // String object (the official parser moves its decoded std::string into
+  // one); the others are small when they fit.
+  TVMFFIAny StringValue(const std::string& str) {
+    if (!escaped_) return String(str).take();
+    void* obj = rt_string_obj_new(str.data(), str.size());
+    if (obj == nullptr) rt::throw_raised();
+    TVMFFIAny v;
+    rt::any_none(&v);
+    v.type_index = kTVMFFIStr;
+    v.v_obj = static_cast<TVMFFIObject*>(obj);
+    return v;
+  }
+
   // *pi at the opening quote; returns the decoded content.
   std::string StringBody(size_t* pi) {
     size_t open = *pi, i = open + 1;
     std::string out;
+    escaped_ = false;
     while (true) {
       if (i >= n_) throw ParseError{"Unterminated string starting at", open};
       unsigned char c = static_cast<unsigned char>(s_[i]);
@@ -207,6 +222,7 @@ class Parser {
         ++i;
         continue;
       }
+      escaped_ = true;
       size_t esc = i + 1;
       if (esc >= n_) throw ParseError{"Unterminated string starting at", open};
       char e = s_[esc];
@@ -295,7 +311,7 @@ class Parser {
       if (i >= n_ || s_[i] != '"') {
         throw ParseError{"Expecting property name enclosed in double quotes", i};
       }
-      String key(StringBody(&i));
+      Any key(StringValue(StringBody(&i)));
       i = SkipWs(i);
       if (i >= n_ || s_[i] != ':') throw ParseError{"Expecting ':' delimiter", i};
       i = SkipWs(i + 1);
@@ -321,6 +337,7 @@ class Parser {
   const char* s_;
   size_t n_;
   int depth_ = 0;
+  bool escaped_ = false;  // the last string read had an escape
 };
 
 std::string Describe(const char* s, size_t n, const ParseError& e) {
@@ -356,10 +373,10 @@ class Writer {
       case kTVMFFISmallStr:
       case kTVMFFIStr:
       case kTVMFFIRawStr: Str(v); return;
-      case kTVMFFIArray:
-      case kTVMFFIList: Seq(v, depth); return;
-      case kTVMFFIMap:
-      case kTVMFFIDict: Mapping(v, depth); return;
+      case kTVMFFIArray: Seq(v, depth); return;
+      case kTVMFFIList: List(v, depth); return;
+      // a Dict is not JSON to the official writer: it is refused below
+      case kTVMFFIMap: Mapping(v, depth); return;
       default: {
         size_t len = 0;
         const char* name = rt_b_type_name(&v, &len);
@@ -384,9 +401,15 @@ class Writer {
       return;
     }
     char buf[40];
-    std::snprintf(buf, sizeof(buf), "%.17g", d);
+    // integral values below 2^53 always print with ".0" (fixed notation);
+    // anything else as %.17g, which leaves larger integral values bare
+    double whole;
+    if (std::fabs(d) < 9007199254740992.0 && std::modf(d, &whole) == 0) {
+      std::snprintf(buf, sizeof(buf), "%.1f", whole);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%.17g", d);
+    }
     out += buf;
-    if (std::strpbrk(buf, ".eE") == nullptr) out += ".0";
   }
 
   void Str(const TVMFFIAny& v) {
@@ -437,6 +460,16 @@ class Writer {
     out.push_back(']');
   }
 
+  // A List may contain itself (it is mutable): refused as the official does.
+  void List(const TVMFFIAny& v, int depth) {
+    for (const void* p : open_lists_) {
+      if (p == v.v_obj) rt::throw_error("ValueError", "Cycle detected: List contains itself");
+    }
+    open_lists_.push_back(v.v_obj);
+    Seq(v, depth);
+    open_lists_.pop_back();
+  }
+
   void Mapping(const TVMFFIAny& v, int depth) {
     void* m = v.v_obj;
     out.push_back('{');
@@ -462,6 +495,7 @@ class Writer {
   }
 
   int indent_;
+  std::vector<const void*> open_lists_;  // Lists being written (cycle check)
 };
 
 }  // namespace

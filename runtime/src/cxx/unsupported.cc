@@ -31,14 +31,6 @@ class TVMFFI_CXX_API StructuralHash {
   static uint64_t Hash(const Any& value, bool map_free_vars, bool skip_tensor_content);
 };
 
-class TVMFFI_CXX_API VisitErrorContext {
- public:
-  static Array<Any> FindAccessPaths(const ObjectRef& root, const VisitErrorContext& visit_context,
-                                    bool allow_prefix_match);
-};
-
-TVMFFI_CXX_API Any ToJSONGraph(const Any& value, const Any& metadata);
-TVMFFI_CXX_API Any FromJSONGraph(const Any& value);
 
 bool StructuralEqual::Equal(const Any&, const Any&, bool, bool) {
   unavailable("tvm::ffi::StructuralEqual::Equal");
@@ -49,11 +41,6 @@ Optional<Any> StructuralEqual::GetFirstMismatch(const Any&, const Any&, bool, bo
 uint64_t StructuralHash::Hash(const Any&, bool, bool) {
   unavailable("tvm::ffi::StructuralHash::Hash");
 }
-Array<Any> VisitErrorContext::FindAccessPaths(const ObjectRef&, const VisitErrorContext&, bool) {
-  unavailable("tvm::ffi::VisitErrorContext::FindAccessPaths");
-}
-Any ToJSONGraph(const Any&, const Any&) { unavailable("tvm::ffi::ToJSONGraph"); }
-Any FromJSONGraph(const Any&) { unavailable("tvm::ffi::FromJSONGraph"); }
 
 }  // namespace ffi
 }  // namespace tvm
