@@ -45,6 +45,30 @@ static uint64_t rt_fnv1a(const char* s, size_t n) {
   return h;
 }
 
+/* TypeInfo.type_key_hash as the official runtime fills it: the C++
+ * standard library's string hash of the key (libstdc++, 64-bit: the
+ * Murmur-style byte hash with seed 0xc70f6907). Structural hashes combine
+ * it, so it must match for them to match. */
+static uint64_t rt_shift_mix(uint64_t v) { return v ^ (v >> 47); }
+static uint64_t rt_std_string_hash(const char* s, size_t n) {
+  const uint64_t mul = ((uint64_t)0xc6a4a793u << 32) + 0x5bd1e995u;
+  uint64_t h = 0xc70f6907u ^ ((uint64_t)n * mul);
+  size_t whole = n & ~(size_t)7;
+  for (size_t i = 0; i < whole; i += 8) {
+    uint64_t w = 0;
+    for (int b = 7; b >= 0; --b) w = (w << 8) | (unsigned char)s[i + (size_t)b];
+    h ^= rt_shift_mix(w * mul) * mul;
+    h *= mul;
+  }
+  if (n & 7) {
+    uint64_t w = 0;
+    for (size_t b = n; b > whole; --b) w = (w << 8) | (unsigned char)s[b - 1];
+    h ^= w;
+    h *= mul;
+  }
+  return rt_shift_mix(rt_shift_mix(h) * mul);
+}
+
 static rt_type* rt_type_get(int32_t index) {
   if (index < 0 || index >= RT_CHUNK * RT_MAX_CHUNKS) return NULL;
   rt_type** chunk = __atomic_load_n(&rt_chunks[index >> RT_CHUNK_BITS], __ATOMIC_ACQUIRE);
@@ -115,7 +139,7 @@ static rt_type* rt_type_create(const char* key, size_t len, int32_t index, int32
   t->info.type_key.data = k;
   t->info.type_key.size = len;
   t->info.type_ancestors = anc;
-  t->info.type_key_hash = rt_fnv1a(k, len);
+  t->info.type_key_hash = rt_std_string_hash(k, len);
   t->parent = parent;
   t->next_child = index + 1;
   t->slots_end = index + 1 + (slots > 0 ? slots : 0);
