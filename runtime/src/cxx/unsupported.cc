@@ -19,18 +19,6 @@ namespace {
 
 }  // namespace
 
-class TVMFFI_CXX_API StructuralEqual {
- public:
-  static bool Equal(const Any& lhs, const Any& rhs, bool map_free_vars, bool skip_tensor_content);
-  static Optional<Any> GetFirstMismatch(const Any& lhs, const Any& rhs, bool map_free_vars,
-                                        bool skip_tensor_content);
-};
-
-class TVMFFI_CXX_API StructuralHash {
- public:
-  static uint64_t Hash(const Any& value, bool map_free_vars, bool skip_tensor_content);
-};
-
 class TVMFFI_CXX_API VisitErrorContext {
  public:
   static Array<Any> FindAccessPaths(const ObjectRef& root, const VisitErrorContext& visit_context,
@@ -48,15 +36,6 @@ TVMFFI_CXX_API bool RecursiveGe(const Any& lhs, const Any& rhs);
 TVMFFI_CXX_API Any ToJSONGraph(const Any& value, const Any& metadata);
 TVMFFI_CXX_API Any FromJSONGraph(const Any& value);
 
-bool StructuralEqual::Equal(const Any&, const Any&, bool, bool) {
-  unavailable("tvm::ffi::StructuralEqual::Equal");
-}
-Optional<Any> StructuralEqual::GetFirstMismatch(const Any&, const Any&, bool, bool) {
-  unavailable("tvm::ffi::StructuralEqual::GetFirstMismatch");
-}
-uint64_t StructuralHash::Hash(const Any&, bool, bool) {
-  unavailable("tvm::ffi::StructuralHash::Hash");
-}
 Array<Any> VisitErrorContext::FindAccessPaths(const ObjectRef&, const VisitErrorContext&, bool) {
   unavailable("tvm::ffi::VisitErrorContext::FindAccessPaths");
 }
