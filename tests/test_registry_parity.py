@@ -46,17 +46,12 @@ MISSING_GLOBALS: dict[str, str] = {
     **{
         n: _STRUCTURAL
         for n in [
-            "ffi.GetFirstStructuralMismatch",
             "ffi.RecursiveEq",
             "ffi.RecursiveGe",
             "ffi.RecursiveGt",
             "ffi.RecursiveHash",
             "ffi.RecursiveLe",
             "ffi.RecursiveLt",
-            "ffi.StructuralEqual",
-            "ffi.StructuralHash",
-            "ffi.StructuralKey",
-            "ffi.StructuralKeyEqual",
             "ffi.StructuralMap",
             "ffi.StructuralMutate",
             "ffi.StructuralMutatorDefRegionKind",
@@ -105,7 +100,6 @@ MISSING_MEMBERS: dict[tuple[str, str], str] = {
         "our Module keeps its imports in its own table; the "
         "ModuleObj layout belongs to the C++ surface"
     ),
-    ("ffi.StructuralKey", "method:__ffi_init__"): _METHODS,
     **{
         ("ffi.reflection.AccessPath", f"method:{m}"): _METHODS
         for m in [
@@ -127,9 +121,6 @@ MISSING_MEMBERS: dict[tuple[str, str], str] = {
 # (column, type key) -> why the type has no value in our column
 MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
     **{(c, "ffi.BigInt"): _STRUCTURAL for c in ["__s_maybe_inplace_mutate__", "__s_mutate__"]},
-    ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
-    ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
-    ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
     ("__ffi_repr__", "ffi.reflection.AccessPath"): _STRUCTURAL,
     ("__ffi_repr__", "ffi.reflection.AccessStep"): _STRUCTURAL,
     **{
