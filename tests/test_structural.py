@@ -194,6 +194,15 @@ def test_deep_and_cyclic_values_raise_on_ours(
     assert ours["cycle_hash"]["raised"] == "ValueError"
 
 
+def test_no_object_of_ours_outlives_the_walks(
+    results: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """Everything the walks make (paths, keys, callbacks, binding tables'
+    references) is released: a second full run leaves the live count as is."""
+    ours, _ = results
+    assert ours["live objects after a second run"] == 0
+
+
 TYPE_KEY_HASHES = r"""
 import ctypes, json, sys
 sys.path.insert(0, sys.argv[2])
@@ -220,3 +229,35 @@ def test_type_key_hash_and_structural_kinds_match_official(official_runtime: Pat
     assert ours == official
     assert official["ffi.reflection.AccessPath"][1] == 4  # ConstTreeNode
     assert official["ffi.IntEnum"][1] == 5  # UniqueInstance
+
+
+def test_structural_under_asan_ubsan(
+    results: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    """The same driver on the sanitized runtime (TVMFFI_RT_SANITIZE=ON): no
+    sanitizer report and the results of the plain build."""
+    import test_hardening_sanitize as san
+
+    san._need_tools()  # type: ignore[no-untyped-call]
+    libdir = san.sanitized_runtime_dir()  # type: ignore[no-untyped-call]
+    if libdir is None:
+        pytest.skip("the sanitized runtime did not build")
+    env = san.python_sanitize_env(libdir)  # type: ignore[no-untyped-call]
+    lib = fixturebuild.build("cxx/structural_types.cc", headers="official")  # type: ignore[no-untyped-call]
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), str(libdir / "libtvm_ffi.so"), str(lib), "--ours-only"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert san.SAN_REPORT.search(proc.stderr) is None, proc.stderr[-6000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sanitized = json.loads(proc.stdout)
+    plain = results[0]
+    assert set(sanitized) == set(plain)
+    for label, value in plain.items():
+        if label not in ADDRESS_HASHED:
+            assert sanitized[label] == value, label
