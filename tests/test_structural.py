@@ -36,6 +36,8 @@ ADDRESS_HASHED = {
     "func_free_in_body",
     "func_same_free_in_body",
     "let_var_type_free",
+    "custom_def_none_ne",
+    "custom_def_simple_typed",
 }
 HASH_LABELS = ("hash_lhs", "hash_rhs", "cxx_hash_lhs")
 MASK = (1 << 64) - 1
@@ -142,6 +144,14 @@ def test_exact_values(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     assert ours["dag_shared_vs_tree"]["equal"] is False
     assert ours["unique_distinct"]["equal"] is False
     assert ours["custom_noise_ignored"]["equal"] is True
+    # custom hooks open def regions through the callback's region argument
+    assert ours["custom_def_pattern_eq"]["equal"] is True
+    assert ours["custom_def_pattern_typed"]["equal"] is True
+    assert ours["custom_def_none_ne"]["equal"] is False
+    assert ours["custom_def_simple_typed"]["mismatch"] == [[[0, "'var'"], [0, "'ty'"]]] * 2
+    # a map's hash leaves out keys without an order-independent hash
+    assert ours["map_array_keys"]["equal"] is False
+    assert ours["map_array_keys"]["hash_lhs"] == ours["map_array_keys"]["hash_rhs"]
     assert ours["tensor_content_ne"]["equal"] is False
     assert ours["tensor_content_ne_skip"]["equal"] is True
     assert ours["tensor_cuda"]["equal"] == {
