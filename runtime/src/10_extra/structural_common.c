@@ -95,9 +95,19 @@ int rt_st_kind(int32_t type_index, const TVMFFITypeInfo** info, TVMFFISEqHashKin
 }
 
 const TVMFFIAny* rt_st_hook(const char* column, int32_t type_index) {
-  TVMFFIByteArray name = {column, strlen(column)};
-  const TVMFFITypeAttrColumn* c = TVMFFIGetTypeAttrColumn(&name);
-  if (c == NULL) return NULL;
+  /* a column, once made, stays at its address: look each one up once */
+  static const TVMFFITypeAttrColumn* s_equal;
+  static const TVMFFITypeAttrColumn* s_hash;
+  const TVMFFITypeAttrColumn** cache = strcmp(column, "__s_equal__") == 0  ? &s_equal
+                                       : strcmp(column, "__s_hash__") == 0 ? &s_hash
+                                                                           : NULL;
+  const TVMFFITypeAttrColumn* c = cache ? __atomic_load_n(cache, __ATOMIC_ACQUIRE) : NULL;
+  if (c == NULL) {
+    TVMFFIByteArray name = {column, strlen(column)};
+    c = TVMFFIGetTypeAttrColumn(&name);
+    if (c == NULL) return NULL;
+    if (cache) __atomic_store_n(cache, c, __ATOMIC_RELEASE);
+  }
   int64_t off = (int64_t)type_index - c->begin_index;
   if (off < 0 || off >= c->size) return NULL;
   const TVMFFIAny* e = &c->data[off];
