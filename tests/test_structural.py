@@ -202,6 +202,13 @@ def test_deep_and_cyclic_values_raise_on_ours(
             "(or a container holds itself)",
         }, label
     assert ours["cycle_hash"]["raised"] == "ValueError"
+    # a hook that keeps its callback past the walk gets an error from it
+    # (the official callback points at the finished walk's state)
+    for label in ("stale_equal_callback", "stale_hash_callback"):
+        assert ours[label] == {
+            "raised": "RuntimeError",
+            "message": "a structural equal/hash callback was called after its walk ended",
+        }, label
 
 
 def test_no_object_of_ours_outlives_the_walks(

@@ -154,6 +154,39 @@ int32_t rt_st_callback_region(int32_t current, int64_t requested) {
   return requested == kTVMFFIDefRegionKindNone ? current : (int32_t)requested;
 }
 
+struct rt_st_cell {
+  void* ctx; /* NULL once the walk ended */
+  TVMFFISafeCallType fn;
+};
+
+static int st_cell_call(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) {
+  rt_st_cell* cell = (rt_st_cell*)self;
+  void* ctx = __atomic_load_n(&cell->ctx, __ATOMIC_ACQUIRE);
+  if (ctx == NULL)
+    return rt_raise("RuntimeError",
+                    "a structural equal/hash callback was called after its walk ended");
+  return cell->fn(ctx, args, nargs, ret);
+}
+
+int rt_st_callback_new(void* ctx, TVMFFISafeCallType fn, TVMFFIObjectHandle* out,
+                       rt_st_cell** cell) {
+  rt_st_cell* c = (rt_st_cell*)malloc(sizeof(rt_st_cell));
+  if (c == NULL) return rt_raise("MemoryError", "out of memory in a structural walk");
+  c->ctx = ctx;
+  c->fn = fn;
+  if (TVMFFIFunctionCreate(c, st_cell_call, free, out) != 0) {
+    free(c);
+    return -1;
+  }
+  *cell = c;
+  return 0;
+}
+
+void rt_st_callback_close(rt_st_cell* cell, TVMFFIObjectHandle f) {
+  if (cell != NULL) __atomic_store_n(&cell->ctx, NULL, __ATOMIC_RELEASE);
+  rt_decref(f);
+}
+
 int rt_st_too_deep(const char* what) {
   return rt_raise("ValueError",
                   "%s: the value nests deeper than %d levels (or a container holds itself)", what,

@@ -28,6 +28,7 @@ typedef struct {
   rt_st_steps* lpath; /* non-NULL when tracing */
   rt_st_steps* rpath;
   TVMFFIObjectHandle callback; /* for custom __s_equal__ hooks, made lazily */
+  rt_st_cell* cell;
 } seq_ctx;
 
 static int seq_any(seq_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b);
@@ -193,7 +194,7 @@ static int seq_callback(void* self, const TVMFFIAny* args, int32_t nargs, TVMFFI
 static int seq_hook(seq_ctx* c, const TVMFFIAny* hook, void* lhs, void* rhs) {
   if (hook->type_index != kTVMFFIFunction)
     return rt_raise("TypeError", "the __s_equal__ attribute of a type must be a Function");
-  if (c->callback == NULL && TVMFFIFunctionCreate(c, seq_callback, NULL, &c->callback) != 0)
+  if (c->callback == NULL && rt_st_callback_new(c, seq_callback, &c->callback, &c->cell) != 0)
     return -1;
   TVMFFIAny args[3], ret;
   rt_any_set_obj(&args[0], lhs); /* views: no reference taken */
@@ -364,7 +365,7 @@ static void seq_init(seq_ctx* c, int map_free_vars, int skip_tensor_content) {
 static void seq_free(seq_ctx* c) {
   rt_st_map_free(&c->lhs_map);
   rt_st_map_free(&c->rhs_map);
-  rt_decref(c->callback);
+  rt_st_callback_close(c->cell, c->callback);
 }
 
 int rt_structural_equal(const TVMFFIAny* lhs, const TVMFFIAny* rhs, int map_free_vars,

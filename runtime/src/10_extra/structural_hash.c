@@ -27,6 +27,7 @@ typedef struct {
   uint32_t graph_node_counter;
   rt_st_map memo; /* object -> hash */
   TVMFFIObjectHandle callback; /* for custom __s_hash__ hooks, made lazily */
+  rt_st_cell* cell;
 } shash_ctx;
 
 static int sh_any(shash_ctx* c, const TVMFFIAny* v, uint64_t* out);
@@ -170,7 +171,7 @@ static int sh_fields(shash_ctx* c, void* obj, const TVMFFITypeInfo* info, uint64
   if (hook != NULL) {
     if (hook->type_index != kTVMFFIFunction)
       return rt_raise("TypeError", "the __s_hash__ attribute of a type must be a Function");
-    if (c->callback == NULL && TVMFFIFunctionCreate(c, sh_callback, NULL, &c->callback) != 0)
+    if (c->callback == NULL && rt_st_callback_new(c, sh_callback, &c->callback, &c->cell) != 0)
       return -1;
     TVMFFIAny args[3], ret;
     rt_any_set_obj(&args[0], obj); /* views: no reference taken */
@@ -313,7 +314,7 @@ int rt_structural_hash(const TVMFFIAny* value, int map_free_vars, int skip_tenso
   rt_st_map_init(&c.memo);
   int r = sh_any(&c, value, out);
   rt_st_map_free(&c.memo);
-  rt_decref(c.callback);
+  rt_st_callback_close(c.cell, c.callback);
   return r;
 }
 

@@ -63,6 +63,14 @@ RT_HIDDEN int rt_st_field_get(void* obj, const TVMFFIFieldInfo* f, TVMFFIAny* ou
  * hook's sub-call asking for `requested`, kTVMFFIDefRegionKindNone: keep). */
 RT_HIDDEN int32_t rt_st_field_region(int32_t current, int64_t flags);
 RT_HIDDEN int32_t rt_st_callback_region(int32_t current, int64_t requested);
+/* The Function handed to custom hooks: calls fn(ctx, ...) while the walk
+ * runs. A hook may keep it; after rt_st_callback_close a call raises
+ * RuntimeError instead of reaching the finished walk's state. */
+typedef struct rt_st_cell rt_st_cell;
+RT_HIDDEN int rt_st_callback_new(void* ctx, TVMFFISafeCallType fn, TVMFFIObjectHandle* out,
+                                 rt_st_cell** cell);
+/* Detaches the walk and drops the walk's reference (f may be NULL). */
+RT_HIDDEN void rt_st_callback_close(rt_st_cell* cell, TVMFFIObjectHandle f);
 /* Raises ValueError when a walk nests deeper than RT_ST_MAX_DEPTH. */
 RT_HIDDEN int rt_st_too_deep(const char* what);
 
