@@ -187,10 +187,37 @@ void rt_st_callback_close(rt_st_cell* cell, TVMFFIObjectHandle f) {
   rt_decref(f);
 }
 
+/* The lowest stack address a walk may reach in this thread (0: not
+ * measured yet; 1: unknown, the depth bound alone applies). */
+static __thread uintptr_t st_stack_floor;
+
+int rt_st_too_deep_now(int depth) {
+  if (depth > RT_ST_MAX_DEPTH) return 1;
+  uintptr_t floor = st_stack_floor;
+  if (floor == 0) {
+    floor = 1;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* base = NULL;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &base, &size) == 0 && base != NULL && size > 0) {
+        /* a small stack keeps a quarter of itself */
+        size_t margin = size / 4 < (size_t)RT_ST_STACK_MARGIN ? size / 4 : RT_ST_STACK_MARGIN;
+        floor = (uintptr_t)base + margin;
+      }
+      pthread_attr_destroy(&attr);
+    }
+    st_stack_floor = floor;
+  }
+  char here;
+  return (uintptr_t)&here < floor;
+}
+
 int rt_st_too_deep(const char* what) {
   return rt_raise("ValueError",
-                  "%s: the value nests deeper than %d levels (or a container holds itself)", what,
-                  RT_ST_MAX_DEPTH);
+                  "%s: the value nests too deeply (over %d levels, or more than the thread's "
+                  "stack holds); a container that holds itself does too",
+                  what, RT_ST_MAX_DEPTH);
 }
 
 /* ---- tensors ---- */

@@ -311,7 +311,7 @@ static int seq_any_inner(seq_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b) {
 }
 
 static int seq_any(seq_ctx* c, const TVMFFIAny* a, const TVMFFIAny* b) {
-  if (++c->depth > RT_ST_MAX_DEPTH) {
+  if (rt_st_too_deep_now(++c->depth)) {
     --c->depth;
     return rt_st_too_deep("StructuralEqual");
   }

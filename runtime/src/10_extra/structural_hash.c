@@ -274,7 +274,7 @@ static int sh_any_inner(shash_ctx* c, const TVMFFIAny* v, uint64_t* out) {
 }
 
 static int sh_any(shash_ctx* c, const TVMFFIAny* v, uint64_t* out) {
-  if (++c->depth > RT_ST_MAX_DEPTH) {
+  if (rt_st_too_deep_now(++c->depth)) {
     --c->depth;
     return rt_st_too_deep("StructuralHash");
   }

@@ -16,9 +16,13 @@
 #include "container_internal.h"
 #include "structural.h"
 
-/* Nesting bound of one walk: deeper values (or a container that holds
- * itself) raise ValueError instead of exhausting the stack. */
-#define RT_ST_MAX_DEPTH 4096
+/* Bounds of one walk: deeper values (or a container that holds itself)
+ * raise ValueError instead of exhausting the stack. A walk stops at
+ * RT_ST_MAX_DEPTH levels, or earlier when less than RT_ST_STACK_MARGIN
+ * bytes (a quarter of a smaller stack) of the calling thread's stack are
+ * left. */
+#define RT_ST_MAX_DEPTH 20000
+#define RT_ST_STACK_MARGIN (256 * 1024)
 
 static inline uint64_t rt_st_combine(uint64_t key, uint64_t value) {
   return key ^ (value + 0x9e3779b9u + (key << 6) + (key >> 2));
@@ -71,7 +75,9 @@ RT_HIDDEN int rt_st_callback_new(void* ctx, TVMFFISafeCallType fn, TVMFFIObjectH
                                  rt_st_cell** cell);
 /* Detaches the walk and drops the walk's reference (f may be NULL). */
 RT_HIDDEN void rt_st_callback_close(rt_st_cell* cell, TVMFFIObjectHandle f);
-/* Raises ValueError when a walk nests deeper than RT_ST_MAX_DEPTH. */
+/* 1 when the walk at `depth` must stop (see RT_ST_MAX_DEPTH). */
+RT_HIDDEN int rt_st_too_deep_now(int depth);
+/* Raises the ValueError of a walk that went too deep; returns -1. */
 RT_HIDDEN int rt_st_too_deep(const char* what);
 
 /* ---- tensors ---- */
