@@ -3,9 +3,10 @@ ffi.StructuralHash, ffi.GetFirstStructuralMismatch, ffi.StructuralKey* and
 the C++ API (tvm::ffi::StructuralEqual/StructuralHash), compared with the
 official runtime on the same inputs.
 
-fixtures/cxx/structural_types.cc is built against the OFFICIAL headers: it
-defines user types of every structural kind with reflected fields and field
-flags, and a table of input pairs; fixtures/cxx/structural_driver.py runs it
+fixtures/cxx/structural_types.cc (+ structural_run.cc) is built against the
+OFFICIAL headers: it defines user types of every structural kind with
+reflected fields and field flags, and a table of input pairs;
+fixtures/cxx/structural_driver.py runs it
 (and a few calls with Python values) on one runtime in a child process.
 Everything must match, hash values bit for bit, except the hashes of free
 variables outside a def region: the official runtime hashes those by object
@@ -14,6 +15,7 @@ address, so only their pattern (which hashes agree) can match.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -63,9 +65,23 @@ def _child(args: list[str]) -> dict[str, Any]:
     return result
 
 
+def _fixture() -> Path:
+    """structural_types.cc + structural_run.cc (official headers); the digest
+    of their shared header joins the build key so an edit rebuilds them."""
+    header = fixturebuild.FIXTURES / "cxx" / "structural_types.h"
+    digest = hashlib.sha256(header.read_bytes()).hexdigest()[:12]
+    return Path(
+        fixturebuild.build(  # type: ignore[no-untyped-call]
+            ["cxx/structural_types.cc", "cxx/structural_run.cc"],
+            headers="official",
+            defines=(f"STEST_HEADER_DIGEST={digest}",),
+        )
+    )
+
+
 @pytest.fixture(scope="module")
 def results(official_runtime: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    lib = str(fixturebuild.build("cxx/structural_types.cc", headers="official"))  # type: ignore[no-untyped-call]
+    lib = str(_fixture())
     ours = _child([str(DRIVER), str(_ours()), lib, "--ours-only"])
     official = _child([str(DRIVER), str(official_runtime), lib])
     return ours, official
@@ -267,7 +283,7 @@ def test_structural_under_asan_ubsan(
     if libdir is None:
         pytest.skip("the sanitized runtime did not build")
     env = san.python_sanitize_env(libdir)  # type: ignore[no-untyped-call]
-    lib = fixturebuild.build("cxx/structural_types.cc", headers="official")  # type: ignore[no-untyped-call]
+    lib = _fixture()
     proc = subprocess.run(
         [sys.executable, str(DRIVER), str(libdir / "libtvm_ffi.so"), str(lib), "--ours-only"],
         capture_output=True,
