@@ -137,6 +137,11 @@ def test_exact_values(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     assert ours["nan_vs_nan"]["equal"] is True
     assert ours["zero_vs_negzero"]["equal"] is False
     assert ours["int_vs_bool"]["equal"] is False
+    # a heap string (or bytes) equals the inline one with the same content
+    assert ours["str_heap_vs_inline"]["equal"] is True
+    assert ours["str_inline_vs_heap"]["hash_lhs"] == ours["str_inline_vs_heap"]["hash_rhs"]
+    assert ours["bytes_inline_vs_heap"]["equal"] is True
+    assert ours["str_heap_vs_inline_bytes"]["equal"] is False
     # a small string hashes as the heap string of the same content
     assert ours["py hash str"] == {
         "ok": _combine(65, int.from_bytes(b"hello", "little") % (2**31 - 1))
