@@ -32,41 +32,19 @@ import fixturebuild
 
 HERE = Path(__file__).resolve().parent
 
-_STRUCTURAL = (
-    "structural equality/hash/visit/mutate over reflected fields (ffi.Structural*, "
-    "ffi.Recursive*, access paths) is not implemented in the C runtime yet"
-)
+# global function -> why ours does not have it (none today)
+MISSING_GLOBALS: dict[str, str] = {}
 
-# global function -> why ours does not have it
-MISSING_GLOBALS: dict[str, str] = {
-    **{
-        n: _STRUCTURAL
-        for n in [
-            "ffi.GetFirstStructuralMismatch",
-            "ffi.StructuralEqual",
-            "ffi.StructuralHash",
-            "ffi.StructuralKey",
-            "ffi.StructuralKeyEqual",
-        ]
-    },
-}
-
-_METHODS = "methods of reflection types follow with the structural/access-path work"
 # (type key, "field:name" or "method:name") -> why
 MISSING_MEMBERS: dict[tuple[str, str], str] = {
     ("ffi.Module", "field:imports_"): (
         "our Module keeps its imports in its own table; the "
         "ModuleObj layout belongs to the C++ surface"
     ),
-    ("ffi.StructuralKey", "method:__ffi_init__"): _METHODS,
 }
 
-# (column, type key) -> why the type has no value in our column
-MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {
-    ("__any_equal__", "ffi.StructuralKey"): _STRUCTURAL,
-    ("__any_hash__", "ffi.StructuralKey"): _STRUCTURAL,
-    ("__ffi_init__", "ffi.StructuralKey"): _METHODS,
-}
+# (column, type key) -> why the type has no value in our column (none today)
+MISSING_COLUMN_VALUES: dict[tuple[str, str], str] = {}
 
 
 def _official_dir() -> Path:

@@ -134,7 +134,7 @@ def module_sub_results(official_runtime: Path) -> tuple[dict[str, Any], dict[str
 
 
 # Where our runtime differs on purpose (checked separately below).
-KNOWN_DIFFERENCES = {"load missing file", "struct_equal", "json depth 2049"}
+KNOWN_DIFFERENCES = {"load missing file", "json depth 2049"}
 
 
 def test_module_sub_same_results_as_official(
@@ -212,12 +212,8 @@ def test_module_sub_known_differences(
         "raised": "ValueError",
         "message": "Maximum nesting depth exceeded: line 1 column 2049 (char 2048)",
     }
-    # reflection-based functions are exported but raise, naming themselves
-    assert official["struct_equal"] == {"ok": True}
-    assert ours["struct_equal"]["raised"] == "RuntimeError"
-    assert ours["struct_equal"]["message"].startswith(
-        "tvm::ffi::StructuralEqual::Equal is not implemented by the tvmffi runtime"
-    )
+    # tvm::ffi::StructuralEqual::Equal is implemented (tests/test_structural.py)
+    assert ours["struct_equal"] == official["struct_equal"] == {"ok": True}
 
 
 # ---- lazy binding -----------------------------------------------------------

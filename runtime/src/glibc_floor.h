@@ -56,6 +56,8 @@ RT_GLIBC_PIN(pthread_mutexattr_settype, RT_GLIBC_BASE);
 RT_GLIBC_PIN(pthread_create, RT_GLIBC_BASE);
 RT_GLIBC_PIN(pthread_join, RT_GLIBC_BASE);
 RT_GLIBC_PIN(pthread_detach, RT_GLIBC_BASE);
+RT_GLIBC_PIN(pthread_getattr_np, RT_GLIBC_BASE);
+RT_GLIBC_PIN(pthread_attr_getstack, RT_GLIBC_BASE);
 #undef RT_GLIBC_PIN
 #endif
 
