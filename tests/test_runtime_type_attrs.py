@@ -11,12 +11,7 @@ import pytest
 
 import fixturebuild
 
-EXPECTED = (
-    "none rc=0\n"
-    "first rc=0\n"
-    "second rc=-1 kind=RuntimeError already=1\n"
-    "kept 1\n"
-)
+EXPECTED = "none rc=0\nfirst rc=0\nsecond rc=-1 kind=RuntimeError already=1\nkept 1\n"
 
 
 def _run(libdir: Path) -> str:
