@@ -519,6 +519,26 @@ def steps(rt: Runtime, testing: str | None) -> dict[str, Any]:
             rt.call("testing.schema_id_list_int", rt.call("ffi.List", 1, 2)),
         )
         rec("testing.enum_variant_get", rt.call("testing.enum_variant_get", "Alpha"))
+        # ffi.Module's reflected field imports_ (read and written through the
+        # runtime's own getter/setter by canon() and ModuleImportModule)
+        outer = rt.call("ffi.ModuleLoadFromFile", testing)
+        inner = rt.call("ffi.ModuleLoadFromFile", testing)
+        rec("Module imports_ empty", outer)
+        rec("ModuleImportModule", rt.call("ffi.ModuleImportModule", outer, inner))
+        rec("Module imports_ one", outer)
+        rec("ModuleImportModule cycle", rt.call("ffi.ModuleImportModule", inner, outer))
+        rec("ModuleClearImports", rt.call("ffi.ModuleClearImports", outer))
+        rec("Module imports_ cleared", outer)
+        minfo = rt.lib.TVMFFIGetTypeInfo(outer.type_index).contents
+        (fld,) = [minfo.fields[i] for i in range(minfo.num_fields)]
+        setter_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(AnyC))
+        put = setter_t(fld.setter)
+        for label, value in [
+            ("Module imports_ set", rt.call("ffi.Array", inner)),
+            ("Module imports_ set int", rt.to_any(5)),
+        ]:
+            rc = put(outer.v + fld.offset, ctypes.byref(value))
+            rec(label, list(rt.take_error()) if rc else outer)
         rec(
             "GetGlobalFuncMetadata testing.add_one",
             rt.call("ffi.GetGlobalFuncMetadata", "testing.add_one"),

@@ -67,8 +67,9 @@ def _types_block():
     ]
     for i, k in STATIC_OBJECTS:
         anc = "" if i == 64 else "64"
-        # ffi.VisitInterrupt has its reflected `value` field, as in the official
-        fields = 1 if k == "ffi.VisitInterrupt" else 0
+        # ffi.VisitInterrupt has its reflected `value` field and ffi.Module its
+        # `imports_`, as in the official
+        fields = 1 if k in ("ffi.VisitInterrupt", "ffi.Module") else 0
         # these have metadata (structural kind Unsupported), as in the official
         md = "yes" if i in (64, 73, 77, 78) else "no"
         lines.append(

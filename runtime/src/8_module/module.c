@@ -12,6 +12,7 @@
  * loading point into their code for the rest of the process. */
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -944,7 +945,76 @@ static int g_doc(void* h, const TVMFFIAny* args, int32_t nargs, TVMFFIAny* ret) 
                        "__tvm_ffi__doc_");
 }
 
+/* ---- the reflected field ffi.Module.imports_ (the official registers it) ---- */
+static rt_module* module_of_field(void* field) {
+  return (rt_module*)((char*)field - offsetof(rt_module, imports_arr));
+}
+
+static int imports_get(void* field, TVMFFIAny* out) {
+  lock();
+  void* arr = *(void**)field;
+  if (arr) rt_incref(arr);
+  unlock();
+  if (arr) rt_any_set_obj(out, arr);
+  else rt_any_set_none(out);
+  return 0;
+}
+
+/* Replaces the imports with the modules of an Array (cycles refused, as by
+ * ffi.ModuleImportModule); our own list stays the source of truth. */
+static int imports_set(void* field, const TVMFFIAny* v) {
+  rt_module* m = module_of_field(field);
+  if (v->type_index != kTVMFFIArray) {
+    size_t n;
+    const char* k = rt_type_key(v->type_index, &n);
+    return rt_raise("TypeError", "Cannot convert from type `%.*s` to `Array<Any>`", (int)n, k);
+  }
+  int64_t n = 0;
+  const TVMFFIAny* items = rt_seq_items(v->v_obj, &n);
+  for (int64_t i = 0; i < n; ++i)
+    if (items[i].type_index != kTVMFFIModule)
+      return rt_raise("TypeError", "ffi.Module.imports_: element %lld is not a Module", (long long)i);
+  if (our_module(m) == NULL) { /* a C++ ModuleObj: imports_ is all it has */
+    void* old = *(void**)field;
+    rt_incref(v->v_obj);
+    *(void**)field = v->v_obj;
+    rt_decref(old);
+    return 0;
+  }
+  rt_incref(v->v_obj); /* the array may be our own imports_arr */
+  lock();
+  for (size_t i = 0; i < m->n_imports; ++i) rt_any_release(&m->imports[i]);
+  m->n_imports = 0;
+  int rc = sync_imports(m);
+  unlock();
+  for (int64_t i = 0; rc == 0 && i < n; ++i) rc = module_import(m, items[i].v_obj);
+  rt_decref(v->v_obj);
+  return rc;
+}
+
+static void register_imports_field(void) {
+  static const char name[] = "imports_";
+  static const char meta[] =
+      "{\"type_schema\":\"{\\\"type\\\":\\\"ffi.Array\\\",\\\"args\\\":"
+      "[{\\\"type\\\":\\\"Any\\\"}]}\"}";
+  TVMFFIFieldInfo f;
+  memset(&f, 0, sizeof(f));
+  f.name.data = name;
+  f.name.size = sizeof(name) - 1;
+  f.metadata.data = meta;
+  f.metadata.size = sizeof(meta) - 1;
+  f.size = 8;
+  f.alignment = 8;
+  f.offset = (int64_t)offsetof(rt_module, imports_arr);
+  f.getter = imports_get;
+  f.setter = (void*)imports_set;
+  f.field_static_type_index = kTVMFFIArray;
+  rt_any_set_none(&f.default_value_or_factory);
+  (void)TVMFFITypeRegisterField(kTVMFFIModule, &f);
+}
+
 RT_INIT(module_init) {
+  register_imports_field();
   rt_register_global("ffi.Module.load_from_file.so", g_load_so);
   rt_register_global("ffi.ModuleLoadFromFile", g_load_from_file);
   rt_register_global("ffi.ModuleGetFunction", g_get_function);
