@@ -101,6 +101,11 @@ static inline void rt_any_set_bool(TVMFFIAny* a, int v) {
   a->zero_padding = 0;
   a->v_int64 = v ? 1 : 0;
 }
+/* A NUL-terminated string as a byte array (no copy). */
+static inline TVMFFIByteArray rt_ba(const char* s) {
+  TVMFFIByteArray b = {s, __builtin_strlen(s)};
+  return b;
+}
 /* Takes ownership of `obj` (no IncRef). */
 static inline void rt_any_set_obj(TVMFFIAny* a, void* obj) {
   a->type_index = ((TVMFFIObject*)obj)->type_index;
@@ -197,6 +202,11 @@ RT_HIDDEN void rt_env_context_symbols_foreach(void (*fn)(const char* name, void*
                                               void* ctx);
 RT_HIDDEN void rt_env_system_lib_symbols_foreach(
     void (*fn)(const char* name, void* sym, void* ctx), void* ctx);
+
+/* Registers a native C function pointer (an opaque-pointer value) in the
+ * type attribute column `column` for `type_index` (4_type/type.c): the
+ * __any_hash__/__any_equal__ and __s_*__ hooks are read this way. */
+RT_HIDDEN int rt_type_set_native_attr(int32_t type_index, const char* column, void* fn);
 
 /* ------------------------------------------------------------------ */
 /* instrumentation (1_object/counters.c; reports in report.c)          */

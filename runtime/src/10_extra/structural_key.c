@@ -153,19 +153,8 @@ static void st_key_register_type(int32_t ti) {
     (void)TVMFFITypeRegisterAttr(ti, &m.name, &m.method);
     rt_decref(f);
   }
-  static const struct {
-    const char* column;
-    void* fn;
-  } natives[] = {{"__any_hash__", (void*)st_native_hash},
-                 {"__any_equal__", (void*)st_native_equal}};
-  for (size_t i = 0; i < sizeof(natives) / sizeof(natives[0]); ++i) {
-    TVMFFIByteArray col = {natives[i].column, strlen(natives[i].column)};
-    TVMFFIAny v;
-    rt_any_set_none(&v);
-    v.type_index = kTVMFFIOpaquePtr;
-    v.v_ptr = natives[i].fn;
-    (void)TVMFFITypeRegisterAttr(ti, &col, &v);
-  }
+  (void)rt_type_set_native_attr(ti, "__any_hash__", (void*)st_native_hash);
+  (void)rt_type_set_native_attr(ti, "__any_equal__", (void*)st_native_equal);
 }
 
 /* After the type exists (builtin types register at RT_INIT priority 200). */

@@ -32,11 +32,6 @@ typedef struct {
   size_t remap_size;
 } sm_mutator;
 
-static TVMFFIByteArray sm_ba(const char* s) {
-  TVMFFIByteArray b = {s, strlen(s)};
-  return b;
-}
-
 static TVMFFIAny sm_owned(const TVMFFIAny* v) {
   TVMFFIAny out;
   if (TVMFFIAnyViewToOwnedAny(v, &out) != 0) return rt_sv_take_raised();
@@ -60,7 +55,7 @@ static const TVMFFIAny* sm_attr(const TVMFFITypeAttrColumn** cache, const char* 
   static const TVMFFIAny none = {kTVMFFINone, {0}, {0}};
   const TVMFFITypeAttrColumn* c = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
   if (c == NULL) {
-    TVMFFIByteArray b = sm_ba(name);
+    TVMFFIByteArray b = rt_ba(name);
     c = TVMFFIGetTypeAttrColumn(&b);
     if (c == NULL) return &none;
     __atomic_store_n(cache, c, __ATOMIC_RELEASE);
@@ -753,16 +748,8 @@ static int sm_m_with(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) 
 
 static void sm_set_hooks(int32_t type_index, TVMFFIAny (*mutate)(void*, TVMFFIAny),
                          TVMFFIAny (*inplace)(void*, TVMFFIAny)) {
-  TVMFFIByteArray names[2] = {sm_ba("__s_mutate__"), sm_ba("__s_maybe_inplace_mutate__")};
-  TVMFFIAny (*hooks[2])(void*, TVMFFIAny) = {mutate, inplace};
-  for (int i = 0; i < 2; ++i) {
-    TVMFFIAny v;
-    v.type_index = kTVMFFIOpaquePtr;
-    v.zero_padding = 0;
-    v.v_int64 = 0;
-    v.v_ptr = (void*)hooks[i];
-    (void)TVMFFITypeRegisterAttr(type_index, &names[i], &v);
-  }
+  (void)rt_type_set_native_attr(type_index, "__s_mutate__", (void*)mutate);
+  (void)rt_type_set_native_attr(type_index, "__s_maybe_inplace_mutate__", (void*)inplace);
 }
 
 RT_INIT(rt_structural_mutate_init) {
@@ -793,7 +780,7 @@ __attribute__((constructor(201))) static void rt_structural_mutate_copy_init(voi
     TVMFFIErrorMoveFromRaised(NULL);
     return;
   }
-  TVMFFIByteArray name = sm_ba("__ffi_shallow_copy__");
+  TVMFFIByteArray name = rt_ba("__ffi_shallow_copy__");
   TVMFFIAny v;
   rt_any_set_obj(&v, f);
   (void)TVMFFITypeRegisterAttr(ti, &name, &v);

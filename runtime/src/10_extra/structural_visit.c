@@ -12,15 +12,10 @@
 /* ------------------------------------------------------------------ */
 /* shared helpers                                                      */
 /* ------------------------------------------------------------------ */
-static TVMFFIByteArray sv_ba(const char* s) {
-  TVMFFIByteArray b = {s, strlen(s)};
-  return b;
-}
-
 static int32_t sv_lookup_type(int32_t* cache, const char* key) {
   int32_t v = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
   if (v > 0) return v;
-  TVMFFIByteArray b = sv_ba(key);
+  TVMFFIByteArray b = rt_ba(key);
   int32_t idx = -1;
   if (TVMFFITypeKeyToIndex(&b, &idx) != 0) {
     TVMFFIErrorMoveFromRaised(NULL);
@@ -97,7 +92,7 @@ void rt_sv_attach_context(const TVMFFIAny* err, const TVMFFIAny* node) {
     return;
   }
   /* a fresh context through the type's own constructor (it makes the list) */
-  TVMFFIByteArray col_name = sv_ba("__ffi_new__");
+  TVMFFIByteArray col_name = rt_ba("__ffi_new__");
   const TVMFFITypeAttrColumn* col = TVMFFIGetTypeAttrColumn(&col_name);
   if (col == NULL || cti >= col->size || col->data[cti].type_index != kTVMFFIFunction) return;
   TVMFFIAny made;
@@ -250,7 +245,7 @@ static TVMFFIAny sv_as_visit_result(TVMFFIAny r) {
 static const TVMFFITypeAttrColumn* sv_column(const TVMFFITypeAttrColumn** cache, const char* name) {
   const TVMFFITypeAttrColumn* c = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
   if (c) return c;
-  TVMFFIByteArray b = sv_ba(name);
+  TVMFFIByteArray b = rt_ba(name);
   c = TVMFFIGetTypeAttrColumn(&b);
   if (c) __atomic_store_n(cache, c, __ATOMIC_RELEASE);
   return c;
@@ -578,13 +573,7 @@ static int sv_m_with(void* h, const TVMFFIAny* args, int32_t n, TVMFFIAny* ret) 
 }
 
 static void sv_set_hook(int32_t type_index, const char* column, TVMFFIAny (*hook)(void*, TVMFFIAny)) {
-  TVMFFIByteArray name = sv_ba(column);
-  TVMFFIAny v;
-  v.type_index = kTVMFFIOpaquePtr;
-  v.zero_padding = 0;
-  v.v_int64 = 0;
-  v.v_ptr = (void*)hook;
-  (void)TVMFFITypeRegisterAttr(type_index, &name, &v);
+  (void)rt_type_set_native_attr(type_index, column, (void*)hook);
 }
 
 RT_INIT(rt_structural_visit_init) {
@@ -612,7 +601,7 @@ __attribute__((constructor(201))) static void rt_structural_visit_copy_init(void
     TVMFFIErrorMoveFromRaised(NULL);
     return;
   }
-  TVMFFIByteArray name = sv_ba("__ffi_shallow_copy__");
+  TVMFFIByteArray name = rt_ba("__ffi_shallow_copy__");
   TVMFFIAny v;
   rt_any_set_obj(&v, f);
   (void)TVMFFITypeRegisterAttr(ti, &name, &v);

@@ -525,6 +525,15 @@ TVM_FFI_DLL int TVMFFITypeRegisterAttr(int32_t type_index, const TVMFFIByteArray
   return rc;
 }
 
+int rt_type_set_native_attr(int32_t type_index, const char* column, void* fn) {
+  TVMFFIByteArray name = rt_ba(column);
+  TVMFFIAny v;
+  rt_any_set_none(&v);
+  v.type_index = kTVMFFIOpaquePtr;
+  v.v_ptr = fn;
+  return TVMFFITypeRegisterAttr(type_index, &name, &v);
+}
+
 TVM_FFI_DLL const TVMFFITypeAttrColumn* TVMFFIGetTypeAttrColumn(const TVMFFIByteArray* attr_name) {
   if (!attr_name) return NULL;
   pthread_mutex_lock(&rt_tlock);

@@ -196,19 +196,8 @@ static TVMFFIAny native_any_equal(const TVMFFIAny* a, const TVMFFIAny* b) {
 }
 
 RT_INIT(rt_bigint_hooks_init) {
-  static const struct {
-    const char* column;
-    void* fn;
-  } natives[] = {{"__any_hash__", (void*)native_any_hash},
-                 {"__any_equal__", (void*)native_any_equal}};
-  for (size_t i = 0; i < sizeof(natives) / sizeof(natives[0]); ++i) {
-    TVMFFIByteArray col = {natives[i].column, strlen(natives[i].column)};
-    TVMFFIAny v;
-    rt_any_set_none(&v);
-    v.type_index = kTVMFFIOpaquePtr;
-    v.v_ptr = natives[i].fn;
-    (void)TVMFFITypeRegisterAttr(kTVMFFIBigInt, &col, &v);
-  }
+  (void)rt_type_set_native_attr(kTVMFFIBigInt, "__any_hash__", (void*)native_any_hash);
+  (void)rt_type_set_native_attr(kTVMFFIBigInt, "__any_equal__", (void*)native_any_equal);
   static const struct {
     const char* column;
     TVMFFISafeCallType fn;

@@ -8,7 +8,6 @@
 
 #include "container_internal.h"
 
-static TVMFFIByteArray rt_ba(const char* s);
 
 enum { F_OBJ, F_ANY, F_STR, F_I64, F_I32 };
 
@@ -288,11 +287,6 @@ static const char* const rt_final_types[] = {
     "ffi.StructuralVisitor", "ffi.VisitErrorContext", "ffi.StructuralMutator",
     "ffi.StructuralKey",
 };
-
-static TVMFFIByteArray rt_ba(const char* s) {
-  TVMFFIByteArray b = {s, strlen(s)};
-  return b;
-}
 
 static int32_t rt_index_of(const char* key) {
   TVMFFIByteArray b = rt_ba(key);
