@@ -982,11 +982,7 @@ static int imports_set(void* field, const TVMFFIAny* v) {
     return 0;
   }
   rt_incref(v->v_obj); /* the array may be our own imports_arr */
-  lock();
-  for (size_t i = 0; i < m->n_imports; ++i) rt_any_release(&m->imports[i]);
-  m->n_imports = 0;
-  int rc = sync_imports(m);
-  unlock();
+  int rc = rt_cmod_clear_imports(m);
   for (int64_t i = 0; rc == 0 && i < n; ++i) rc = module_import(m, items[i].v_obj);
   rt_decref(v->v_obj);
   return rc;
