@@ -8,19 +8,13 @@ $TVMFFI_WHEEL_CACHE or ~/.cache/tvmffi/wheels; a wheel that is neither cached
 nor downloadable (registry unreachable) skips its test with the reason."""
 
 import json
-import os
-import subprocess
-import sys
-import zipfile
-from pathlib import Path
 
 import pytest
 
 import fixturebuild
+from releases import extract, fetch_wheel
 from test_call_helpers import tvmffi, validate
 from tvmffi_cli.ffi import hosts
-
-CACHE_ENV = "TVMFFI_WHEEL_CACHE"
 
 # (distribution, version, library inside the wheel). Siblings of the library
 # (.so files in its directory) are extracted with it: they are its DT_NEEDED.
@@ -30,71 +24,6 @@ WHEELS = [
     ("apache-tvm-ffi-orcjit", "0.1.3", "tvm_ffi_orcjit/lib/libtvm_ffi_orcjit.so"),
     ("tilelang", "0.1.15", "tilelang/lib/libtvm_runtime.so"),
 ]
-
-
-def cache_dir():
-    d = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tvmffi" / "wheels")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def fetch_wheel(dist, version):
-    """Path of the cached wheel, downloading it when absent; skip when that fails."""
-    d = cache_dir()
-    stem = dist.replace("-", "_")
-    found = sorted(d.glob(f"{stem}-{version}-*.whl"))
-    if found:
-        return found[0]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--disable-pip-version-check",
-            "-q",
-            f"{dist}=={version}",
-            "-d",
-            str(d),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    found = sorted(d.glob(f"{stem}-{version}-*.whl"))
-    if r.returncode != 0 or not found:
-        last = (r.stderr.strip().splitlines() or ["no wheel"])[-1]
-        pytest.skip(
-            f"{dist}=={version} is not cached in {d} and could not be downloaded "
-            f"(registry unreachable?): {last[:200]}"
-        )
-    return found[0]
-
-
-def extract(wheel, member):
-    """The library `member` of `wheel` and its sibling .so files, extracted once."""
-    out = cache_dir() / "extracted" / wheel.stem
-    lib = out / member
-    if lib.is_file():
-        return lib
-    folder = member.rsplit("/", 1)[0] + "/"
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    with zipfile.ZipFile(wheel) as z:
-        names = [
-            n
-            for n in z.namelist()
-            if n.startswith(folder) and n.endswith(".so") and "/" not in n[len(folder) :]
-        ]
-        if member not in names:
-            pytest.fail(f"{wheel.name} has no {member}")
-        for n in names:
-            z.extract(n, tmp)
-    if not out.exists():
-        tmp.rename(out)
-    return lib
 
 
 def _inspect(lib, runtime_sel):
