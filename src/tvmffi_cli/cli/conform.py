@@ -80,6 +80,13 @@ MAX_JOBS = 256
     help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.",
 )
 @click.option(
+    "--max-runtime",
+    "max_runtime",
+    metavar="VERSION",
+    help="Fail when the apache-tvm-ffi runtime of VERSION lacks a symbol the library "
+    "imports (a C++ symbol a newer release dropped).",
+)
+@click.option(
     "--runtime",
     "runtime",
     metavar="auto|builtin|official|PATH",
@@ -104,6 +111,7 @@ def command(
     jobs: str | None,
     threads: str | None,
     min_runtime: str | None,
+    max_runtime: str | None,
     runtime: str | None,
     strict: bool,
     verbose: bool,
@@ -137,6 +145,9 @@ def command(
     if min_runtime is not None:
         min_runtime = conf.check_version(min_runtime, "--min-runtime")
     min_runtime = min_runtime or cfg.min_runtime
+    if max_runtime is not None:
+        max_runtime = conf.check_version(max_runtime, "--max-runtime")
+    max_runtime = max_runtime or cfg.max_runtime
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
     rt = resolve_runtime(runtime, library)
@@ -152,6 +163,7 @@ def command(
         strict,
         cfg,
         runtime,
+        max_runtime,
     )
     sandbox_opts.apply(no_sandbox, memory_limit)
 
