@@ -12,12 +12,12 @@ from .results import FAIL, PASS, Result
 
 
 def needed(binary: Any, context_apis: list[str]) -> RuntimeRange:
-    """The RuntimeRange of a library: the runtime symbols it imports that no
-    sibling library defines, plus the C API functions it receives through
-    __TVMFFI<name> context symbols."""
-    from ..binary.deps import runtime_imports
+    """The RuntimeRange of a library: the runtime symbols it and the sibling
+    libraries it loads import and none of them defines, plus the C API
+    functions it receives through __TVMFFI<name> context symbols."""
+    from ..binary.deps import runtime_needs
 
-    return runtime_range(runtime_imports(binary) + context_apis)
+    return runtime_range(list(runtime_needs(binary).closure) + context_apis)
 
 
 def lacking(rr: RuntimeRange, version: str) -> tuple[str, ...]:

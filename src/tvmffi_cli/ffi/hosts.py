@@ -103,13 +103,13 @@ def _defined(path: PathLike) -> set[str]:
 
 
 def runtime_imports(library: PathLike) -> list[str]:
-    """Sorted runtime symbols (C API and C++ tvm::ffi) a library imports and
-    none of its sibling libraries defines (binary.deps)."""
+    """Sorted runtime symbols (C API and C++ tvm::ffi) a library and the
+    sibling libraries it loads import, and none of them defines (binary.deps)."""
     from ..binary import open_binary
-    from ..binary.deps import runtime_imports as imports_of
+    from ..binary.deps import runtime_needs
 
     with open_binary(library) as b:
-        return imports_of(b)
+        return list(runtime_needs(b).closure)
 
 
 def missing_symbols(library: PathLike, runtime: PathLike) -> list[str]:

@@ -133,14 +133,19 @@ def static_report(binary: Binary) -> Report:
     # Imports: what the hosting libtvm_ffi.so must provide (C functions and
     # tvm::ffi C++ symbols no sibling library defines), and which of them the
     # builtin runtime lacks (abi/release_exports.py, one table for every verdict).
-    from ..binary.deps import runtime_imports
+    # Loading it loads its siblings (DT_NEEDED found next to it or on its
+    # RUNPATH): their runtime imports count for hosting it and for its range.
+    from ..binary.deps import runtime_needs
 
-    rt_imports = runtime_imports(b)
-    rep["runtime_imports"] = [n for n in rt_imports if n.startswith(C_API_PREFIX)]
+    needs = runtime_needs(b)
+    rt_imports = list(needs.closure)
+    rep["runtime_imports"] = [n for n in needs.own if n.startswith(C_API_PREFIX)]
     rep["unsupported_imports"] = list(builtin_missing(rt_imports))
     rep["needs_runtime"] = bool(
         rt_imports or any(n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed)
     )
+    if needs.siblings:
+        rep["siblings"] = [os.path.basename(p) for p in needs.siblings]
 
     # Context symbols: writable pointers the loader fills with C API entries.
     for s in sorted(ctx_syms, key=lambda s: s.name):
