@@ -120,9 +120,10 @@ def command(
 ) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
-    Exit 0 when no error-severity check fails, 1 when one does, 2 when what
-    was given is wrong (not a shared library, a bad runtime, option value or
-    configuration).
+    Exit 0 when no error-severity check fails, 1 when one does (library-load
+    fails for a library that cannot be loaded, e.g. for a missing dependency),
+    2 when what was given is wrong (not a shared library, a bad runtime,
+    option value or configuration).
     """
     from ..conform import config as conf
     from ..conform import registry, runner

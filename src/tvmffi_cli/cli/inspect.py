@@ -151,9 +151,10 @@ def _make_command() -> Any:
         """Show what a library exports, embeds and imports.
 
         Exit 0 when the file was fully understood, 1 when it was read but
-        something in it is malformed or loading it crashed (results are still
-        printed), 2 when what was given is wrong (not a shared library, cannot
-        be loaded, bad runtime or option value).
+        something in it is malformed or loading it failed or crashed (a
+        missing dependency such as libcuda.so.1; results are still printed),
+        2 when what was given is wrong (not a shared library, bad runtime or
+        option value).
         """
         from .numbers import seconds
 
