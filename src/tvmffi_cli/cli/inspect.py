@@ -5,9 +5,10 @@ and the click-free fast path the entry point uses for the plain forms.
 `--static` never runs any code of the library.
 
 Exit codes: 0 fully understood; 1 read but something in it is malformed (or
-loading it crashed or hung); 2 what was given is wrong: cannot be read as a
-library, a program rather than a shared library, the loader refuses it, a bad
-runtime or option value (InputError/FormatError, reported by the CLI).
+loading it failed, crashed or hung: a missing dependency such as libcuda.so.1);
+2 what was given is wrong: cannot be read as a library, a program rather than
+a shared library, a bad runtime or option value (InputError/FormatError,
+reported by the CLI).
 """
 
 from __future__ import annotations
