@@ -44,7 +44,7 @@ needs_binutils = pytest.mark.skipif(
 
 
 # --- the independent oracle: nm -D and readelf -d ----------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _nm(path, which):
     r = subprocess.run(
         ["nm", "-D", which, str(path)], capture_output=True, text=True, check=True, timeout=120
