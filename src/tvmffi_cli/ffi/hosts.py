@@ -6,7 +6,9 @@
     choice.instrumented  # True when it exports our tvmffi_rt_* API
 
 `auto` (the default) picks the builtin runtime when it defines every runtime
-symbol the library imports (C API functions and C++ tvm::ffi symbols), else
+symbol the library and its sibling libraries import (C API functions and C++
+tvm::ffi symbols; the builtin runtime's exports are the table of
+abi/release_exports.py, the one `inspect` and `diff` read), else
 the official runtime when the `tvm_ffi` package is installed (found with
 importlib.util.find_spec: never imported in this process, its runtime aborts
 next to ours), else it refuses with InputError (exit 2) naming the missing
