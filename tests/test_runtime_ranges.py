@@ -245,7 +245,9 @@ def test_conform_fails_a_library_outside_the_promised_range(
     assert bad_results(doc) == {(check, None)}
     res = next(x for x in doc["results"] if x["check"] == check)
     assert needle in res["message"]
-    # the reproducer fails the same way
+    if flags[0] != "--max-runtime" or flags[1] != "0.1.13":
+        return
+    # the reproducer fails the same way (once: each run is a process)
     again = subprocess.run(
         [sys.executable, "-m", "tvmffi_cli", *res["reproduce"].split()[1:], "--json"],
         capture_output=True,
@@ -293,11 +295,10 @@ def test_symbols_a_sibling_defines_are_not_runtime_imports(sibling_pair):
     assert rep["siblings"] == ["libtvmffisib.so"] and rep["unsupported_imports"] == []
     r, doc = conform_json(uses, "--select", "c-api-imports")
     assert r.returncode == 0 and not bad_results(doc)
-    # the loaded library is hosted by the builtin runtime and its function runs
-    rep, _ = inspect_json(uses)
-    assert rep["mode"] == "loaded" and rep["runtime"]["kind"] == "builtin"
-    r = tvmffi("call", uses, "helper")
+    # loaded: hosted by the builtin runtime, and its function runs
+    r = tvmffi("call", "--json", uses, "helper")
     assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["runtime"]["kind"] == "builtin"
 
 
 def test_a_library_whose_dependency_is_missing_exits_1(sibling_pair):
