@@ -158,6 +158,11 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             else:
                 phase = "call"
                 reply = w.call(task, request, timeout)
+                if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
+                    # Observed here, not taken from the library's words.
+                    reached = w.memory_limit_reached()
+                    if reached:
+                        reply["error"]["memory_limit_reached"] = reached
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(
@@ -176,7 +181,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             msg = f"{lib_name} crashed the worker process ({how}) while loading" + (
                 f": {said}" if said else ""
             )
-        if isinstance(e, sandbox.MemoryLimitExceeded):
+        if getattr(e, "after_reply", False):
+            msg = f"{func} returned, then crashed the worker process ({how})"
+        if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
             msg = f"{func}: {e}"
         extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
         return ChildFailure("Crash", msg, extra, getattr(e, "stderr", "") or "")
@@ -189,7 +196,7 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         request["timeout"] = timeout
         shutil.rmtree(inputs, ignore_errors=True)
         if stage:
-            shutil.rmtree(stage, ignore_errors=True)
+            sandbox.remove_tree(stage)  # the worker wrote there: no link followed
         if final_out:
             request["out"] = final_out
     if not isinstance(reply, dict):
@@ -242,6 +249,8 @@ def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any
     """The --json document of a call whose function raised (reply status "raised")."""
     err = reply["error"]
     extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
+    if err.get("memory_limit_reached"):
+        extra["memory_limit_reached"] = err["memory_limit_reached"]
     return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
 
 

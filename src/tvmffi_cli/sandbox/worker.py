@@ -140,10 +140,13 @@ def _read_exact(fd: int, n: int) -> bytes:
     return out
 
 
-def _set_limits(memory: int | None, cpu: int | None) -> None:
+def _set_limits(memory: int | None, cpu: int | None, fsize: int | None = None) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if fsize:
+        # No one file over the scratch bound (the parent bounds the total).
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     if memory:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     if cpu:
@@ -164,7 +167,9 @@ def _python_paths() -> list[str]:
     return sorted(out)
 
 
-def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protocol.Endpoint:
+def _start(
+    req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int
+) -> tuple[protocol.Endpoint, int]:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -175,7 +180,12 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         raise SystemExit(2)
     enabled = bool(config.get("sandbox", True))
     memory, cpu = config.get("memory_limit"), config.get("cpu_limit")
-    _set_limits(memory if isinstance(memory, int) else None, cpu if isinstance(cpu, int) else None)
+    fsize = config.get("scratch_limit")
+    _set_limits(
+        memory if isinstance(memory, int) else None,
+        cpu if isinstance(cpu, int) else None,
+        fsize if isinstance(fsize, int) else None,
+    )
 
     want_launch = kernel.LIFETIME + (("net-namespace",) if enabled else ())
     got, notes = kernel.launch(want_launch, lifeline_fd, status_fd)
@@ -211,20 +221,22 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         cpu_limit=cpu if isinstance(cpu, int) else None,
     )
     chan.send({"hello": 1, "pid": os.getpid(), "sandbox": info.to_json()})
-    return chan
+    fault = config.get("fault_fd")
+    return chan, fault if isinstance(fault, int) else -1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     serve, req_fd, rep_fd, lifeline_fd, status_fd = argv[0], *map(int, argv[1:5])
-    chan = _start(req_fd, rep_fd, lifeline_fd, status_fd)
+    chan, fault_fd = _start(req_fd, rep_fd, lifeline_fd, status_fd)
     try:
         import faulthandler
 
-        # The worker's own stack on a crash goes to a file in the scratch
-        # directory (read by the parent for -v), not into the library's output.
-        log = open("faulthandler.log", "w")
-        faulthandler.enable(file=log)
+        # The worker's own stack on a crash goes to a file the parent created
+        # and handed over (read for -v), not into the library's output, and
+        # not to a name in the scratch directory the library could replace.
+        if fault_fd >= 0:
+            faulthandler.enable(file=fault_fd)
     except (ImportError, RuntimeError, ValueError, OSError):
         pass
     if serve:
