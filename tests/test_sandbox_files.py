@@ -309,3 +309,52 @@ def test_memory_limit_named_whatever_the_library_said():
     # An error far from the limit says nothing about memory.
     r = unprivileged.run("call", lib, "open_path", "/nonexistent/x")
     assert r.returncode == 1 and "memory limit" not in r.stderr
+
+
+# -- 5. --allow-read / --allow-write, denials named, GPU device nodes -------------
+def test_denial_named_with_option(tmp_path):
+    lib = planter()
+    outside = tmp_path / "cache"
+    outside.mkdir()
+    r = unprivileged.run("call", lib, "write_in", outside, "--json")
+    if r.returncode == 0:
+        pytest.skip("no Landlock here: nothing is denied")
+    err = validate(json.loads(r.stdout), "call")["error"]
+    assert err["sandbox_denied"] == [
+        {
+            "path": f"{outside}/tvmffi-test-file",
+            "option": "--allow-write",
+            "value": str(outside),
+        }
+    ]
+    r = unprivileged.run("call", lib, "write_in", outside)
+    assert f"rerun with --allow-write {outside}" in r.stderr
+    r = unprivileged.run("call", lib, "write_in", outside, "--allow-write", outside)
+    assert (r.returncode, r.stdout.strip()) == (0, "0"), r.stderr
+    (tmp_path / "data").write_text("d")
+    r = unprivileged.run("call", lib, "open_path", tmp_path / "data")
+    assert f"rerun with --allow-read {tmp_path / 'data'}" in r.stderr
+    r = unprivileged.run("call", lib, "open_path", tmp_path / "data", "--allow-read", tmp_path)
+    assert (r.returncode, r.stdout.strip()) == (0, "0"), r.stderr
+    # A path the library names that the sandbox allows is no denial of ours.
+    r = unprivileged.run("call", lib, "open_path", "/usr/nonexistent-x", "--json")
+    assert "sandbox_denied" not in json.loads(r.stdout)["error"]
+
+
+def test_device_nodes_usable(tmp_path):
+    """A stand-in device node (listed through TVMFFI_DEVICE_NODES, as the
+    real /dev/nvidia*, /dev/dri/*, /dev/kfd are by default) opens read-write."""
+    node = tmp_path / "dev" / "nvidia-standin"
+    node.parent.mkdir()
+    if os.geteuid() == 0:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+    else:
+        node.write_bytes(b"")
+    lib = planter()
+    r = unprivileged.run("call", lib, "open_device", node)
+    if r.stdout.strip() == "0":
+        pytest.skip("no Landlock here: every node opens anyway")
+    assert r.stdout.strip() == "13", r.stderr  # EACCES
+    env = {"TVMFFI_DEVICE_NODES": f"{tmp_path}/dev/nvidia*"}
+    r = unprivileged.run("call", lib, "open_device", node, env=env)
+    assert (r.returncode, r.stdout.strip()) == (0, "0"), r.stderr

@@ -163,6 +163,11 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
                     reached = w.memory_limit_reached()
                     if reached:
                         reply["error"]["memory_limit_reached"] = reached
+                    err = reply["error"]
+                    said = f"{err.get('message', '')}\n{w.stderr_text()}"
+                    denied = [d.to_json() for d in w.denials(said)]
+                    if denied:
+                        err["sandbox_denied"] = denied
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(
@@ -249,8 +254,9 @@ def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any
     """The --json document of a call whose function raised (reply status "raised")."""
     err = reply["error"]
     extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
-    if err.get("memory_limit_reached"):
-        extra["memory_limit_reached"] = err["memory_limit_reached"]
+    for key in ("memory_limit_reached", "sandbox_denied"):
+        if err.get(key):
+            extra[key] = err[key]
     return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
 
 

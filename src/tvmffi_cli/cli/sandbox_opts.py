@@ -64,8 +64,11 @@ CONFINE_HELP: dict[str, tuple[str, str]] = {
         f"(default {sbpolicy.format_size(sbpolicy.DEFAULT_SCRATCH_LIMIT)}).",
     ),
     "--require-sandbox": ("", REQUIRE_HELP),
-    "--allow-read": ("DIR", "Let the library read DIR too; repeatable."),
-    "--allow-write": ("DIR", "Let the library write (and read) DIR too; repeatable."),
+    "--allow-read": (
+        "PATH",
+        "Let the library read PATH (a directory: beneath it) too; repeatable.",
+    ),
+    "--allow-write": ("PATH", "Let the library write (and read) PATH too; repeatable."),
 }
 #: option -> takes a value? (for call's and bench's own parser)
 CONFINE_OPTIONS = {k: bool(v[0]) for k, v in CONFINE_HELP.items()}
@@ -93,8 +96,8 @@ def _dirs(values: Any, option: str) -> tuple[str, ...]:
 
     out = []
     for v in values or ():
-        if not os.path.isdir(v):
-            raise InputError(f"{option} {v}: not a directory")
+        if not os.path.exists(v):
+            raise InputError(f"{option} {v}: no such file or directory")
         out.append(os.path.abspath(v))
     return tuple(out)
 

@@ -41,6 +41,11 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
             f"memory limit reached (--memory-limit {limit}, "
             f"peak address space {reached['peak'] >> 20} MiB): allocations may have failed"
         )
+    for d in err.get("sandbox_denied") or ():
+        lines.append(
+            f"the sandbox denies {d['path']}: if the library needs it, "
+            f"rerun with {d['option']} {d['value']}"
+        )
     if verbose:
         bt = (err.get("backtrace") or "").rstrip()
         lines.append("Backtrace:" if bt else "(no backtrace recorded)")

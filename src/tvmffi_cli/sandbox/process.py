@@ -34,6 +34,7 @@ from typing import Any
 from .. import errors, text
 from ..errors import TvmffiError
 from . import environ, files, kernel, protocol
+from .denials import Denial, suggest
 from .failures import (
     ChannelTampered as ChannelTampered,
 )
@@ -70,7 +71,7 @@ from .policy import policy as policy
 from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
-from .worker import BOOT
+from .worker import BOOT, SYSTEM_READ, python_paths
 
 _STDERR_TAIL = 4096
 _STATIC_TLS_RESERVE = 65536
@@ -358,6 +359,19 @@ class Worker:
             pass
 
     # -- I/O -------------------------------------------------------------------
+    def denials(self, said: str) -> list[Denial]:
+        """Paths the library's words (`said`) name as denied that the sandbox
+        keeps from it, each with the option that would allow it."""
+        info = self.sandbox
+        if not self.use_sandbox or info is None or "landlock-fs" not in info.applied:
+            return []
+        # Our sys.path may hold our current directory (python -m); the
+        # worker's (python -I) never does.
+        ours = [p for p in python_paths() if p not in ("/", os.getcwd())]
+        reads = [*self.read_paths, *SYSTEM_READ, *ours]
+        writes = [*filter(None, [self._scratch]), *self.write_paths, "/dev/null"]
+        return suggest(said, reads, writes)
+
     def worker_host_pid(self) -> int | None:
         """The worker proper's pid as we see it: the supervisor's grandchild
         (its child is the namespace's init, or a subreaper without one)."""

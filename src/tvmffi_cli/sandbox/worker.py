@@ -177,7 +177,8 @@ def _set_limits(memory: int | None, cpu: int | None, fsize: int | None = None) -
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
+    """The interpreter's and tvmffi's own directories (readable in the sandbox)."""
     out = {
         sys.prefix,
         sys.base_prefix,
@@ -226,7 +227,7 @@ def _start(
     if enabled:
         confine_want = tuple(n for n in kernel.CONFINEMENT if n != "net-namespace")
         reads = [str(p) for p in config.get("read", []) if isinstance(p, str)]
-        reads += list(SYSTEM_READ) + _python_paths()
+        reads += list(SYSTEM_READ) + python_paths()
         writes = [scratch] if scratch else []
         writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
         writes.append("/dev/null")
