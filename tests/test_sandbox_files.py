@@ -284,6 +284,19 @@ def test_require_sandbox_env_and_conflict(tmp_path):
     assert "pid-namespace" in sb["missing"] and "pid-namespace" not in sb["applied"]
 
 
+def test_require_sandbox_from_config(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.tvmffi.conform]\nrequire-sandbox = true\nallow-read = ['data']\n"
+    )
+    (tmp_path / "data").mkdir()
+    r = unprivileged.run("conform", planter(), wrap=True, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "--require-sandbox: this system does not give the worker pid-namespace" in r.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.tvmffi.conform]\nrequire-sandbox = 1\n")
+    r = unprivileged.run("conform", planter(), cwd=tmp_path)
+    assert r.returncode == 2 and "require-sandbox must be true or false" in r.stderr
+
+
 # -- 6. crashes after the reply; a reached memory limit ----------------------------
 @pytest.mark.parametrize("where", MATRIX, indirect=True)
 def test_crash_after_reply_fails(where):

@@ -99,7 +99,7 @@ def tvmffi_argv(user="root", wrap=False):
     return argv
 
 
-def run(*args, user="root", wrap=False, env=None, home=None, timeout=120):
+def run(*args, user="root", wrap=False, env=None, home=None, timeout=120, cwd="/"):
     """tvmffi ARGS as `user`, optionally inside the namespace-refusing wrapper.
     home: a directory nobody owns, used as HOME and TMPDIR (the worker's
     scratch goes there)."""
@@ -118,5 +118,5 @@ def run(*args, user="root", wrap=False, env=None, home=None, timeout=120):
         text=True,
         env=e,
         timeout=timeout,
-        cwd="/",
+        cwd=cwd,
     )

@@ -155,7 +155,7 @@ def command(
         cfg,
         runtime,
     )
-    sandbox_opts.apply(no_sandbox, memory_limit, **confine)
+    sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
 
     progress = None
     bar = None

@@ -132,6 +132,19 @@ def apply(no_sandbox: bool, memory_limit: str | None, **confine: Any) -> None:
     sbpolicy.set_policy(**changes)
 
 
+def with_config(confine: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """The click options merged with a config table's sandbox keys
+    ("require-sandbox", ...): lists add up, the command line wins otherwise."""
+    out = dict(confine)
+    for key, value in table.items():
+        name = "confine_" + key.replace("-", "_")
+        if isinstance(value, tuple):
+            out[name] = (*value, *(out.get(name) or ()))
+        elif not out.get(name):
+            out[name] = value
+    return out
+
+
 def confine_from(opts: dict[str, Any]) -> dict[str, Any]:
     """The confinement options out of call's parsed option dict."""
     return {k: opts[k] for k in CONFINE_OPTIONS if k in opts}

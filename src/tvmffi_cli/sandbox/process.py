@@ -280,6 +280,9 @@ class Worker:
                 p.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 self._kill()
+                # Killed by us for lingering at exit: not a crash of its own.
+                self._cleanup()
+                return
         if check and p is not None and ((p.returncode or 0) < 0 or self.scratch_exceeded):
             death = self._death()
             death.after_reply = True
