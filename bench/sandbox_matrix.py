@@ -126,6 +126,7 @@ def device(c):
     node = os.path.join(d, "nvidia-standin")
     if not os.path.exists(node):
         os.mknod(node, 0o666 | 0o020000, os.makedev(1, 3))
+        os.chmod(node, 0o666)  # mknod's mode went through the umask
     r = c.run("call", c.lib, "open_device", node)
     r2 = c.run("call", c.lib, "open_device", node, env={"TVMFFI_DEVICE_NODES": node})
     a, b = r.stdout.strip(), r2.stdout.strip()

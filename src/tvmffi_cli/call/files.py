@@ -82,7 +82,7 @@ def _copy_checked(src: str, dst: str) -> str:
         raise CheckFailed(
             f"--out: {os.path.basename(src)} is not a regular file the worker staged"
         ) from None
-    with f, open(dst, "xb") as o:
+    with f, open(dst, "wb") as o:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
             o.write(chunk)

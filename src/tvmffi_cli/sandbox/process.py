@@ -33,32 +33,8 @@ from typing import Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, files, kernel, protocol
+from . import environ, failures, files, kernel, protocol
 from .denials import Denial, suggest
-from .failures import (
-    ChannelTampered as ChannelTampered,
-)
-from .failures import (
-    ChildCrashed as ChildCrashed,
-)
-from .failures import (
-    ChildTimeout as ChildTimeout,
-)
-from .failures import (
-    MemoryLimitExceeded as MemoryLimitExceeded,
-)
-from .failures import (
-    SandboxUnavailable as SandboxUnavailable,
-)
-from .failures import (
-    ScratchLimitExceeded as ScratchLimitExceeded,
-)
-from .failures import (
-    WorkerError as WorkerError,
-)
-from .failures import (
-    signal_name as signal_name,
-)
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
@@ -72,6 +48,16 @@ from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
 from .worker import BOOT, SYSTEM_READ, python_paths
+
+# How a worker fails (failures.py), under the names callers use.
+ChildCrashed = failures.ChildCrashed
+MemoryLimitExceeded = failures.MemoryLimitExceeded
+ScratchLimitExceeded = failures.ScratchLimitExceeded
+SandboxUnavailable = failures.SandboxUnavailable
+ChildTimeout = failures.ChildTimeout
+ChannelTampered = failures.ChannelTampered
+WorkerError = failures.WorkerError
+signal_name = failures.signal_name
 
 _STDERR_TAIL = 4096
 _STATIC_TLS_RESERVE = 65536
