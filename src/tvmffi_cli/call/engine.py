@@ -106,7 +106,6 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     worker crashed, ran out of memory, timed out or tampered with its channel.
     A reply of status "input_error" (no such function, arguments that cannot
     be passed) raises InputError."""
-    import shutil
     import tempfile
 
     from ..binary.deps import load_read_paths
@@ -199,9 +198,11 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         return ChildFailure("Timeout", msg, {"timeout": timeout}, getattr(e, "stderr", "") or "")
     finally:
         request["timeout"] = timeout
-        shutil.rmtree(inputs, ignore_errors=True)
+        # Places the worker could reach (with --no-sandbox, change): removed
+        # without following a link, whatever modes it set.
+        sandbox.remove_tree(inputs)
         if stage:
-            sandbox.remove_tree(stage)  # the worker wrote there: no link followed
+            sandbox.remove_tree(stage)
         if final_out:
             request["out"] = final_out
     if not isinstance(reply, dict):
