@@ -364,3 +364,28 @@ def test_device_nodes_usable(tmp_path):
     env = {"TVMFFI_DEVICE_NODES": f"{tmp_path}/dev/nvidia*"}
     r = unprivileged.run("call", lib, "open_device", node, env=env)
     assert (r.returncode, r.stdout.strip()) == (0, "0"), r.stderr
+
+
+def test_staged_outputs_not_followed(tmp_path):
+    """--out: a staged name the worker replaced by a link or a FIFO is refused
+    at once (no read through the link, no blocking), and nothing is written."""
+    import hashlib
+
+    from tvmffi_cli.call.files import publish_outputs
+    from tvmffi_cli.errors import CheckFailed
+
+    key = secret_file(tmp_path, "root")
+    stage, out = tmp_path / "stage", tmp_path / "out"
+    stage.mkdir()
+    os.symlink(key, stage / "arg0.npy")
+    os.mkfifo(stage / "arg1.npy")
+    (stage / "result.npy").write_bytes(b"ok")
+    good = {"path": str(stage / "result.npy"), "sha256": hashlib.sha256(b"ok").hexdigest()}
+    digest = hashlib.sha256((SECRET + "\n").encode()).hexdigest()
+    for name in ("arg0.npy", "arg1.npy"):
+        bad = {"path": str(stage / name), "sha256": digest}
+        with pytest.raises(CheckFailed, match="not a regular file the worker staged"):
+            publish_outputs(str(stage), str(out), [good, bad], force=False)
+        assert os.listdir(out) == []
+    got = publish_outputs(str(stage), str(out), [good], force=False)
+    assert got == [{"path": str(out / "result.npy")}] and (out / "result.npy").read_bytes() == b"ok"
