@@ -13,7 +13,10 @@ figures of issue 15.
               of a library whose __tvm_ffi__library_bin is 32+ MB
               (300,000 kernels).
 
-Usage: python bench/bench_sandbox.py [-n 20] [--figures]
+    --matrix: issue 23's table, every case as root and nobody, with and
+              without namespaces (bench/sandbox_matrix.py).
+
+Usage: python bench/bench_sandbox.py [-n 20] [--figures] [--matrix]
 """
 
 import argparse
@@ -136,10 +139,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=20)
     ap.add_argument("--figures", action="store_true")
+    ap.add_argument("--matrix", action="store_true", help="issue 23's table (sandbox_matrix.py)")
     a = ap.parse_args()
     overhead(a.n)
     if a.figures:
         figures()
+    if a.matrix:
+        import sandbox_matrix
+
+        sandbox_matrix.main()
 
 
 if __name__ == "__main__":

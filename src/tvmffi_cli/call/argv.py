@@ -275,6 +275,10 @@ class ArgvSpec:
         self.help = False
 
 
+#: Options that may be given more than once (their value is a list).
+REPEATABLE = frozenset({"--env", "--allow-read", "--allow-write"})
+
+
 def parse_argv(
     tokens: Sequence[str], options: Mapping[str, bool], cwd: Optional[str] = None
 ) -> ArgvSpec:
@@ -329,7 +333,10 @@ def parse_argv(
                     i += 1
                 else:
                     raise InputError(f"{name} needs a value")
-                out.options[name] = value
+                if name in REPEATABLE:
+                    out.options.setdefault(name, []).append(value)
+                else:
+                    out.options[name] = value
             else:
                 if eq:
                     raise InputError(f"{name} takes no value")

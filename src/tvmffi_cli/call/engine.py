@@ -106,7 +106,6 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     worker crashed, ran out of memory, timed out or tampered with its channel.
     A reply of status "input_error" (no such function, arguments that cannot
     be passed) raises InputError."""
-    import shutil
     import tempfile
 
     from ..binary.deps import load_read_paths
@@ -158,6 +157,16 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             else:
                 phase = "call"
                 reply = w.call(task, request, timeout)
+                if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
+                    # Observed here, not taken from the library's words.
+                    reached = w.memory_limit_reached()
+                    if reached:
+                        reply["error"]["memory_limit_reached"] = reached
+                    err = reply["error"]
+                    said = f"{err.get('message', '')}\n{w.stderr_text()}"
+                    denied = [d.to_json() for d in w.denials(said)]
+                    if denied:
+                        err["sandbox_denied"] = denied
         if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
             # The worker is gone: check what it staged, then publish it.
             reply["published"] = files.publish_outputs(
@@ -176,7 +185,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             msg = f"{lib_name} crashed the worker process ({how}) while loading" + (
                 f": {said}" if said else ""
             )
-        if isinstance(e, sandbox.MemoryLimitExceeded):
+        if getattr(e, "after_reply", False):
+            msg = f"{func} returned, then crashed the worker process ({how})"
+        if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
             msg = f"{func}: {e}"
         extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
         return ChildFailure("Crash", msg, extra, getattr(e, "stderr", "") or "")
@@ -187,9 +198,11 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         return ChildFailure("Timeout", msg, {"timeout": timeout}, getattr(e, "stderr", "") or "")
     finally:
         request["timeout"] = timeout
-        shutil.rmtree(inputs, ignore_errors=True)
+        # Places the worker could reach (with --no-sandbox, change): removed
+        # without following a link, whatever modes it set.
+        sandbox.remove_tree(inputs)
         if stage:
-            shutil.rmtree(stage, ignore_errors=True)
+            sandbox.remove_tree(stage)
         if final_out:
             request["out"] = final_out
     if not isinstance(reply, dict):
@@ -242,6 +255,9 @@ def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any
     """The --json document of a call whose function raised (reply status "raised")."""
     err = reply["error"]
     extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
+    for key in ("memory_limit_reached", "sandbox_denied"):
+        if err.get(key):
+            extra[key] = err[key]
     return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
 
 

@@ -69,40 +69,63 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+def _copy_checked(src: str, dst: str) -> str:
+    """Copy a staged file (a place the worker could write: no link followed,
+    regular files only, never blocking) to dst; returns the SHA-256 of
+    exactly the bytes copied."""
+    from ..sandbox.files import Untrusted, open_untrusted
+
+    h = hashlib.sha256()
+    try:
+        f = open_untrusted(src)
+    except (Untrusted, OSError):
+        raise CheckFailed(
+            f"--out: {os.path.basename(src)} is not a regular file the worker staged"
+        ) from None
+    with f, open(dst, "wb") as o:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            o.write(chunk)
+    return h.hexdigest()
+
+
 def publish_outputs(
     stage: str, out_dir: str, files: list[dict[str, Any]], force: bool
 ) -> list[dict[str, Any]]:
     """Check the staged files against the hashes the worker reported and put
-    them into out_dir. Returns the file entries with their final paths."""
+    them into out_dir. Returns the file entries with their final paths. Each
+    file is read once, hashed while copied next to its destination; nothing
+    is published unless every hash matches."""
     os.makedirs(out_dir, exist_ok=True)
     checked: list[tuple[dict[str, Any], str | None, str | None]] = []
-    for f in files:
-        staged = f.get("path")
-        if not staged:
-            checked.append((f, None, None))
-            continue
-        name = os.path.basename(str(staged))
-        staged_file = os.path.join(stage, name)
-        if (
-            os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage)
-            or not os.path.isfile(staged_file)
-            or os.path.islink(staged_file)
-        ):
-            raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
-        if sha256_file(staged_file) != f.get("sha256"):
-            raise CheckFailed(
-                f"--out: {name} changed after tvmffi wrote it (the library "
-                "rewrote its output); nothing written"
-            )
-        checked.append((f, staged_file, os.path.join(out_dir, name)))
+    try:
+        for f in files:
+            staged = f.get("path")
+            if not staged:
+                checked.append((f, None, None))
+                continue
+            name = os.path.basename(str(staged))
+            if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage):
+                raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
+            dst = os.path.join(out_dir, name)
+            tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{name}.tmp")
+            checked.append((f, tmp, dst))
+            if _copy_checked(os.path.join(stage, name), tmp) != f.get("sha256"):
+                raise CheckFailed(
+                    f"--out: {name} changed after tvmffi wrote it (the library "
+                    "rewrote its output); nothing written"
+                )
+    except BaseException:
+        for _, tmp_, _ in checked:
+            if tmp_ is not None and os.path.exists(tmp_):
+                os.unlink(tmp_)
+        raise
     out = []
-    for f, maybe_src, maybe_dst in checked:
-        if maybe_src is None or maybe_dst is None:
+    for f, maybe_tmp, maybe_dst in checked:
+        if maybe_tmp is None or maybe_dst is None:
             out.append(f)
             continue
-        src, dst = maybe_src, maybe_dst
-        tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{os.path.basename(dst)}.tmp")
-        shutil.copyfile(src, tmp)
+        tmp, dst = maybe_tmp, maybe_dst
         if force:
             os.replace(tmp, dst)
         else:

@@ -20,6 +20,7 @@ from .call import (
     run_in_child,
     with_runtime,
 )
+from .sandbox_opts import CONFINE_ROWS
 
 BENCH_OPTIONS = {**SHARED_OPTIONS, "--repeat": True, "--rounds": True}
 
@@ -37,6 +38,7 @@ OPTION_HELP = [
         ),
     ),
     ("-v, --verbose", "Show the backtrace of a raised error."),
+    *CONFINE_ROWS,
     ("-h, --help", "Show this message and exit."),
 ]
 

@@ -14,6 +14,7 @@ import click
 
 from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
+from .sandbox_opts import CONFINE_OPTIONS, CONFINE_ROWS
 
 # option: takes a value? (shared with `tvmffi bench`)
 SHARED_OPTIONS = {
@@ -25,6 +26,7 @@ SHARED_OPTIONS = {
     "--verbose": False,
     "--no-sandbox": False,
     "--memory-limit": True,
+    **CONFINE_OPTIONS,
 }
 CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
 
@@ -49,6 +51,7 @@ OPTION_HELP = [
     ),
     ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
     ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    *CONFINE_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
 ]
@@ -166,7 +169,11 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
     )
     from . import sandbox_opts
 
-    sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
+    sandbox_opts.apply(
+        bool(opts.get("--no-sandbox")),
+        opts.get("--memory-limit"),
+        **sandbox_opts.confine_from(opts),
+    )
     return request
 
 

@@ -99,6 +99,7 @@ MAX_JOBS = 256
 @click.option(
     "--memory-limit", "memory_limit", metavar="SIZE", default=None, help=sandbox_opts.MEMORY_HELP
 )
+@sandbox_opts.confine_options
 def command(
     library: str,
     as_json: bool,
@@ -117,6 +118,7 @@ def command(
     verbose: bool,
     no_sandbox: bool,
     memory_limit: str | None,
+    **confine: Any,
 ) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
@@ -166,7 +168,7 @@ def command(
         runtime,
         max_runtime,
     )
-    sandbox_opts.apply(no_sandbox, memory_limit)
+    sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
 
     progress = None
     bar = None

@@ -140,6 +140,7 @@ def _make_command() -> Any:
         default=None,
         help=sandbox_opts.MEMORY_HELP,
     )
+    @sandbox_opts.confine_options
     def command(
         path: str,
         static: bool,
@@ -148,6 +149,7 @@ def _make_command() -> Any:
         runtime: str | None,
         no_sandbox: bool,
         memory_limit: str | None,
+        **confine: Any,
     ) -> int:
         """Show what a library exports, embeds and imports.
 
@@ -160,7 +162,7 @@ def _make_command() -> Any:
         from .numbers import seconds
 
         secs = seconds(timeout, "--timeout")
-        sandbox_opts.apply(no_sandbox, memory_limit)
+        sandbox_opts.apply(no_sandbox, memory_limit, **confine)
         return emit(run(path, static=static, timeout=secs, runtime=runtime), as_json, path)
 
     return command

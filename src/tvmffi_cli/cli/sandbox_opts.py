@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, TypeVar
 
-from ..sandbox import process
+from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported on use
 
 NO_SANDBOX_HELP = (
     "Run the library without kernel confinement (Landlock, seccomp, network "
@@ -15,7 +15,7 @@ NO_SANDBOX_HELP = (
 )
 MEMORY_HELP = (
     "Address-space limit of the worker, e.g. 512M, 2G (default "
-    f"{process.format_size(process.DEFAULT_MEMORY_LIMIT)}); going over is a failure."
+    f"{sbpolicy.format_size(sbpolicy.DEFAULT_MEMORY_LIMIT)}); going over is a failure."
 )
 
 
@@ -50,21 +50,117 @@ def runtime(what: str = "the library") -> Callable[[F], F]:
     )
 
 
-def apply(no_sandbox: bool, memory_limit: str | None) -> None:
-    """Set the policy every worker of this command starts with."""
+# -- confinement options (--env, --scratch-limit, --require-sandbox,
+# --allow-read, --allow-write): call's raw parser, the click commands, apply().
+REQUIRE_HELP = (
+    "Refuse to run library code (exit 2, naming what is missing) unless every "
+    f"confinement feature is applied; also {sbpolicy.REQUIRE_ENV}=1."
+)
+CONFINE_HELP: dict[str, tuple[str, str]] = {
+    "--env": ("NAME", "Pass the variable NAME (or NAME=VALUE) to the library; repeatable."),
+    "--scratch-limit": (
+        "SIZE",
+        "Disk the library may fill in its scratch directory, also per file "
+        f"(default {sbpolicy.format_size(sbpolicy.DEFAULT_SCRATCH_LIMIT)}).",
+    ),
+    "--require-sandbox": ("", REQUIRE_HELP),
+    "--allow-read": (
+        "PATH",
+        "Let the library read PATH (a directory: beneath it) too; repeatable.",
+    ),
+    "--allow-write": ("PATH", "Let the library write (and read) PATH too; repeatable."),
+}
+#: option -> takes a value? (for call's and bench's own parser)
+CONFINE_OPTIONS = {k: bool(v[0]) for k, v in CONFINE_HELP.items()}
+CONFINE_ROWS = [(f"{k} {m}".strip(), h) for k, (m, h) in CONFINE_HELP.items()]
+
+
+def confine_options(f: F) -> F:
+    """The confinement options as click options (inspect, conform)."""
+    import click
+
+    for name, (meta, help_) in reversed(CONFINE_HELP.items()):
+        dest = "confine_" + name[2:].replace("-", "_")
+        if meta:
+            multiple = name != "--scratch-limit"
+            f = click.option(name, dest, metavar=meta, multiple=multiple, help=help_)(f)
+        else:
+            f = click.option(name, dest, is_flag=True, help=help_)(f)
+    return f
+
+
+def _dirs(values: Any, option: str) -> tuple[str, ...]:
+    import os
+
+    from ..errors import InputError
+
+    out = []
+    for v in values or ():
+        if not os.path.exists(v):
+            raise InputError(f"{option} {v}: no such file or directory")
+        out.append(os.path.abspath(v))
+    return tuple(out)
+
+
+def apply(no_sandbox: bool, memory_limit: str | None, **confine: Any) -> None:
+    """Set the policy every worker of this command starts with. `confine`:
+    the confinement options by click name (confine_env=...) or spelling
+    ("--env": [...]); absent ones keep their defaults."""
+    import os
+
+    from ..sandbox import environ
+
+    get: dict[str, Any] = {}
+    for k, v in confine.items():
+        get[k.removeprefix("confine_").removeprefix("--").replace("-", "_")] = v
     changes: dict[str, Any] = {"sandbox": not no_sandbox}
     if memory_limit is not None:
-        changes["memory_limit"] = process.parse_size(memory_limit)
-    process.set_policy(**changes)
+        changes["memory_limit"] = sbpolicy.parse_size(memory_limit)
+    if get.get("scratch_limit") is not None:
+        changes["scratch_limit"] = sbpolicy.parse_size(
+            str(get["scratch_limit"]), "--scratch-limit", 1 << 20
+        )
+    changes["env"] = environ.check_names(get.get("env") or ())
+    changes["allow_read"] = _dirs(get.get("allow_read"), "--allow-read")
+    changes["allow_write"] = _dirs(get.get("allow_write"), "--allow-write")
+    require = bool(get.get("require_sandbox")) or os.environ.get(sbpolicy.REQUIRE_ENV) == "1"
+    if require and no_sandbox:
+        from ..errors import InputError
+
+        raise InputError("--require-sandbox and --no-sandbox contradict each other")
+    changes["require"] = require
+    sbpolicy.set_policy(**changes)
+
+
+def with_config(confine: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """The click options merged with a config table's sandbox keys
+    ("require-sandbox", ...): lists add up, the command line wins otherwise."""
+    out = dict(confine)
+    for key, value in table.items():
+        name = "confine_" + key.replace("-", "_")
+        if isinstance(value, tuple):
+            out[name] = (*value, *(out.get(name) or ()))
+        elif not out.get(name):
+            out[name] = value
+    return out
+
+
+def confine_from(opts: dict[str, Any]) -> dict[str, Any]:
+    """The confinement options out of call's parsed option dict."""
+    return {k: opts[k] for k in CONFINE_OPTIONS if k in opts}
 
 
 def field() -> dict[str, Any]:
     """The `sandbox` field of a --json output."""
+    from ..sandbox import process
+
     return process.sandbox_field()
 
 
 def line() -> str | None:
     """One line for people: what was applied and what was not (None if no worker ran)."""
+    from ..sandbox import process
+
     info = process.last_sandbox()
     if info is None:
         return None
@@ -80,6 +176,8 @@ def line() -> str | None:
 
 def report(verbose: bool) -> None:
     """Print the sandbox line on stderr when something is missing or off, or with -v."""
+    from ..sandbox import process
+
     info = process.last_sandbox()
     msg = line()
     if msg is None or info is None:

@@ -7,6 +7,10 @@
     min-runtime = "0.1.8"         # as --min-runtime
     max-runtime = "0.1.15"        # as --max-runtime
     timeout = 5.0                 # as --timeout
+    require-sandbox = true        # as --require-sandbox (sandbox options:
+    env = ["HF_HOME"]             #   --env, --allow-read, --allow-write,
+    allow-write = [".cache"]      #   --scratch-limit; paths relative to
+    scratch-limit = "2G"          #   this file; lists add to the options)
 
     [[tool.tvmffi.conform.suppress]]
     check = "no-leak"             # required, a check id
@@ -55,6 +59,8 @@ class Config:
     timeout: float | None = None
     suppress: tuple[Suppression, ...] = field(default_factory=tuple)
     max_runtime: str | None = None
+    #: Sandbox options by their option name without dashes ("require-sandbox").
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def apply(self, results: list[Result]) -> list[Result]:
         """Mark the findings a suppression covers (they stay in the report)."""
@@ -136,7 +142,16 @@ def _ids(value: Any, where: str) -> frozenset[str]:
 
 def parse(table: dict[str, Any], source: str) -> Config:
     where = f"{source} [tool.tvmffi.conform]"
-    known = {"select", "ignore", "threads", "min-runtime", "max-runtime", "timeout", "suppress"}
+    known = {
+        "select",
+        "ignore",
+        "threads",
+        "min-runtime",
+        "max-runtime",
+        "timeout",
+        "suppress",
+        *SANDBOX_KEYS,
+    }
     extra = set(table) - known
     if extra:
         raise InputError(
@@ -185,7 +200,34 @@ def parse(table: dict[str, Any], source: str) -> Config:
         None if timeout is None else float(timeout),
         tuple(sups),
         max_runtime=maxrt,
+        sandbox=_sandbox(table, where, Path(source).parent),
     )
+
+
+SANDBOX_KEYS = ("require-sandbox", "env", "allow-read", "allow-write", "scratch-limit")
+
+
+def _sandbox(table: dict[str, Any], where: str, base: Path) -> dict[str, Any]:
+    """The sandbox options of the table, checked; paths made absolute."""
+    out: dict[str, Any] = {}
+    req = table.get("require-sandbox")
+    if req is not None:
+        if not isinstance(req, bool):
+            raise InputError(f"{where}: require-sandbox must be true or false")
+        out["require-sandbox"] = req
+    for key in ("env", "allow-read", "allow-write"):
+        v = table.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise InputError(f"{where}: {key} must be a list of strings")
+        out[key] = tuple(v) if key == "env" else tuple(str(base / x) for x in v)
+    lim = table.get("scratch-limit")
+    if lim is not None:
+        if not isinstance(lim, str):
+            raise InputError(f'{where}: scratch-limit must be a size like "2G"')
+        out["scratch-limit"] = lim
+    return out
 
 
 def check_version(text: str, where: str) -> str:

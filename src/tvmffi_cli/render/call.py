@@ -33,6 +33,19 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
     cause = err.get("cause")
     if cause:
         lines.append(f"  caused by {cause.get('kind')}: {cause.get('message')}")
+    reached = err.get("memory_limit_reached")
+    if reached:
+        mib = reached["limit"] >> 20
+        limit = f"{mib >> 10}G" if mib % 1024 == 0 else f"{mib}M"
+        lines.append(
+            f"memory limit reached (--memory-limit {limit}, "
+            f"peak address space {reached['peak'] >> 20} MiB): allocations may have failed"
+        )
+    for d in err.get("sandbox_denied") or ():
+        lines.append(
+            f"the sandbox denies {d['path']}: if the library needs it, "
+            f"rerun with {d['option']} {d['value']}"
+        )
     if verbose:
         bt = (err.get("backtrace") or "").rstrip()
         lines.append("Backtrace:" if bt else "(no backtrace recorded)")

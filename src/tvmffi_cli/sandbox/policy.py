@@ -4,6 +4,8 @@ command line spells them."""
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -11,17 +13,26 @@ from typing import Any
 from ..errors import InputError
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
+#: Bytes the worker may keep in its scratch directory (and per file written).
+DEFAULT_SCRATCH_LIMIT = 1 << 30
+#: Set to 1 to demand the full sandbox (CI), like --require-sandbox.
+REQUIRE_ENV = "TVMFFI_REQUIRE_SANDBOX"
+#: GPU device nodes the worker may open (read, write, ioctl) when they exist.
+DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/kfd")
+#: More device nodes (paths or patterns, ':'-separated), e.g. for a stand-in.
+DEVICE_ENV = "TVMFFI_DEVICE_NODES"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def parse_size(s: str) -> int:
+def parse_size(s: str, what: str = "memory size", minimum: int = 64 << 20) -> int:
     """ "512M", "2G", "1.5G", "4096" (bytes) -> bytes; InputError otherwise."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", s, re.IGNORECASE)
     if m is None or len(s) > 32:
-        raise InputError(f"memory size {s!r}: expected a number with K, M, G or T (e.g. 512M, 2G)")
+        raise InputError(f"{what} {s!r}: expected a number with K, M, G or T (e.g. 512M, 2G)")
     n = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-    if n < (64 << 20):
-        raise InputError(f"memory size {s!r}: at least 64M (the worker's Python needs it)")
+    if n < minimum:
+        need = "the worker's Python needs it" if minimum == 64 << 20 else "the smallest bound"
+        raise InputError(f"{what} {s!r}: at least {format_size(minimum)} ({need})")
     return n
 
 
@@ -35,11 +46,21 @@ def format_size(n: int) -> str:
 @dataclass(frozen=True)
 class Policy:
     """How workers are started: sandbox on/off, address-space limit (bytes),
-    and where library output goes ("relay": our stderr, marked)."""
+    and where library output goes ("relay": our stderr, marked).
+    env: names passed to the worker besides the allow-list (--env);
+    scratch_limit: bytes on disk in its scratch (--scratch-limit);
+    require: refuse to run library code without every confinement feature
+    (--require-sandbox); allow_read / allow_write: more directories
+    (--allow-read, --allow-write)."""
 
     sandbox: bool = True
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
     output: str = "relay"
+    env: tuple[str, ...] = ()
+    scratch_limit: int = DEFAULT_SCRATCH_LIMIT
+    require: bool = False
+    allow_read: tuple[str, ...] = ()
+    allow_write: tuple[str, ...] = ()
 
 
 _policy = Policy()
@@ -54,3 +75,12 @@ def set_policy(**changes: Any) -> Policy:
 
 def policy() -> Policy:
     return _policy
+
+
+def device_nodes() -> list[str]:
+    """The GPU device nodes present here (DEVICE_NODES, and DEVICE_ENV's)."""
+    pats = [*DEVICE_NODES, *filter(None, os.environ.get(DEVICE_ENV, "").split(":"))]
+    out: list[str] = []
+    for pat in pats:
+        out += [p for p in sorted(glob.glob(pat)) if p not in out]
+    return out

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,20 +33,35 @@ from typing import Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import kernel, protocol
+from . import environ, failures, files, kernel, protocol
+from .denials import Denial, suggest
+from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
+from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
+from .policy import REQUIRE_ENV as REQUIRE_ENV
 from .policy import Policy as Policy
+from .policy import device_nodes
 from .policy import format_size as format_size
 from .policy import parse_size as parse_size
 from .policy import policy as policy
 from .policy import set_policy as set_policy
-from .worker import BOOT
+from .relay import RELAY_CAP as RELAY_CAP
+from .relay import Relay
+from .worker import BOOT, SYSTEM_READ, python_paths
+
+# How a worker fails (failures.py), under the names callers use.
+ChildCrashed = failures.ChildCrashed
+MemoryLimitExceeded = failures.MemoryLimitExceeded
+ScratchLimitExceeded = failures.ScratchLimitExceeded
+SandboxUnavailable = failures.SandboxUnavailable
+ChildTimeout = failures.ChildTimeout
+ChannelTampered = failures.ChannelTampered
+WorkerError = failures.WorkerError
+signal_name = failures.signal_name
 
 _STDERR_TAIL = 4096
 _STATIC_TLS_RESERVE = 65536
 _START_TIMEOUT = 60.0
-#: Library output relayed to our stderr per worker; the rest is counted, not shown.
-RELAY_CAP = 1 << 20
 _last_sandbox: kernel.Applied | None = None
 
 
@@ -56,89 +70,13 @@ def last_sandbox() -> kernel.Applied | None:
     return _last_sandbox
 
 
-class ChildCrashed(errors.CheckFailed):
-    """The child died: by a signal (signal = "SIGSEGV", ...) or by exiting."""
-
-    def __init__(
-        self,
-        signal_name: str | None = None,
-        returncode: int | None = None,
-        stderr: str = "",
-        message: str | None = None,
-    ) -> None:
-        self.signal = signal_name
-        self.signame = signal_name
-        self.returncode = returncode
-        self.stderr = stderr
-        what = signal_name or f"exit status {returncode}"
-        super().__init__(message or f"the library crashed the worker process ({what})")
-
-
-class MemoryLimitExceeded(ChildCrashed):
-    """The worker ran out of its memory limit (died of it or raised MemoryError)."""
-
-    def __init__(
-        self,
-        limit: int,
-        peak_kb: int | None,
-        signal_name: str | None = None,
-        returncode: int | None = None,
-        stderr: str = "",
-    ) -> None:
-        self.limit = limit
-        self.peak_kb = peak_kb
-        peak = f", peak RSS {peak_kb // 1024} MiB" if peak_kb else ""
-        super().__init__(
-            signal_name,
-            returncode,
-            stderr,
-            f"memory limit exceeded (--memory-limit {format_size(limit)}{peak})",
-        )
-
-
-class ChildTimeout(errors.CheckFailed):
-    """The child did not answer within `seconds` and was killed."""
-
-    def __init__(self, seconds: float, stderr: str = "") -> None:
-        self.seconds = seconds
-        self.stderr = stderr
-        super().__init__(f"no answer within {seconds:g} s; the worker process was killed")
-
-
-class ChannelTampered(errors.CheckFailed):
-    """Bytes on the reply channel were not tvmffi's: the library wrote there."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(
-            f"the library tampered with tvmffi's channel to the worker ({detail}); "
-            "no result from this worker is trusted"
-        )
-
-
-class WorkerError(TvmffiError):
-    """A task failed in the child with an unexpected exception (a tvmffi bug)."""
-
-    exit_code = errors.EXIT_INTERNAL
-
-    def __init__(self, message: str, child_traceback: str | None = None) -> None:
-        super().__init__(message)
-        self.child_traceback = child_traceback
-
-
-def signal_name(returncode: int | None) -> str | None:
-    """ "SIGSEGV" for a returncode of -11; None for a normal exit."""
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 def _child_env(
-    runtime: str | os.PathLike[str] | None, env: dict[str, str] | None
+    runtime: str | os.PathLike[str] | None,
+    env: dict[str, str] | None,
+    scratch: str | None = None,
+    passthrough: Iterable[str] = (),
 ) -> dict[str, str]:
-    e = dict(os.environ)
+    e = environ.worker_env(os.environ, scratch, passthrough)
     if env:
         e.update(env)
     if runtime is not None:
@@ -150,70 +88,6 @@ def _child_env(
         tun = f"glibc.rtld.optional_static_tls={_STATIC_TLS_RESERVE}"
         e["GLIBC_TUNABLES"] = f"{e['GLIBC_TUNABLES']}:{tun}" if e.get("GLIBC_TUNABLES") else tun
     return e
-
-
-class _Relay(threading.Thread):
-    """Copies the worker's stdout+stderr to ours, each line marked `[lib] `
-    and sanitized, up to RELAY_CAP bytes; keeps the last bytes for reports."""
-
-    def __init__(self, fd: int, mode: Any) -> None:
-        super().__init__(daemon=True, name="tvmffi-lib-output")
-        self.fd = fd
-        self.mode = mode
-        self.tail = bytearray()
-        self.relayed = 0
-        self.dropped = 0
-
-    def _show(self, line: bytes) -> None:
-        if self.mode == "relay":
-            if self.relayed >= RELAY_CAP:
-                self.dropped += len(line)
-                return
-            self.relayed += len(line)
-            msg = text.terminal(text.from_bytes(line.rstrip(b"\n")), one_line=True)
-            try:
-                sys.stderr.write(f"[lib] {msg}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-        elif hasattr(self.mode, "write"):
-            try:
-                self.mode.write(line)
-            except (OSError, ValueError, TypeError):
-                pass
-
-    def run(self) -> None:
-        pending = b""
-        while True:
-            try:
-                chunk = os.read(self.fd, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.tail += chunk
-            del self.tail[:-_STDERR_TAIL]
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                self._show(line + b"\n")
-            if len(pending) > 4096:
-                self._show(pending)
-                pending = b""
-        if pending:
-            self._show(pending)
-        if self.dropped and self.mode == "relay":
-            try:
-                sys.stderr.write(
-                    f"[lib] ({self.dropped} more bytes of library output "
-                    f"not shown: cap {RELAY_CAP})\n"
-                )
-            except (OSError, ValueError):
-                pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
 
 
 class Worker:
@@ -248,19 +122,28 @@ class Worker:
             self.stderr_mode = "capture"
         self.python = python or sys.executable
         self.serve = serve
-        self.read_paths = [str(Path(p).resolve()) for p in read_paths]
-        self.write_paths = [str(Path(p).resolve()) for p in write_paths]
+        self.read_paths = [str(Path(p).resolve()) for p in (*read_paths, *pol.allow_read)]
+        self.write_paths = [
+            str(Path(p).resolve()) for p in (*write_paths, *pol.allow_write, *device_nodes())
+        ]
         self.use_sandbox = pol.sandbox if sandbox is None else sandbox
+        self.env_pass = pol.env
+        self.scratch_limit = pol.scratch_limit
+        self.require = pol.require or os.environ.get(REQUIRE_ENV) == "1"
         self.memory_limit = pol.memory_limit if memory_limit == -1 else memory_limit
         self.cpu_limit = cpu_limit
         self.proc: subprocess.Popen[bytes] | None = None
         self.chan: protocol.Endpoint | None = None
         self.sandbox: kernel.Applied | None = None
         self.worker_pid: int | None = None
-        self._relay: _Relay | None = None
+        self._relay: Relay | None = None
         self._lifeline_w: int | None = None
         self._status_r: int | None = None
         self._scratch: str | None = None
+        self._fault_fd: int | None = None
+        self._watch: threading.Thread | None = None
+        self._stop_watch = threading.Event()
+        self.scratch_exceeded = False
         self._lock = threading.Lock()
         self.starts = 0
 
@@ -277,6 +160,8 @@ class Worker:
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         self._scratch = tempfile.mkdtemp(prefix="tvmffi-scratch-")
+        self._fault_fd = fault_fd = files.fault_log()
+        self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])
         cmd = [
             self.python,
@@ -296,16 +181,16 @@ class Worker:
                 stdin=subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=out_w,
-                pass_fds=(req_r, rep_w, life_r, stat_w),
+                pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
                 cwd=self._scratch,
-                env=_child_env(self.runtime, self.env),
+                env=_child_env(self.runtime, self.env, self._scratch, self.env_pass),
                 start_new_session=True,
             )
         finally:
             for fd in (req_r, rep_w, life_r, stat_w, out_w):
                 os.close(fd)
         self._lifeline_w, self._status_r = life_w, stat_r
-        self._relay = _Relay(out_r, self.stderr_mode)
+        self._relay = Relay(out_r, self.stderr_mode)
         self._relay.start()
         self.chan = protocol.Endpoint(key, rep_r, req_w, parent=True)
         self.starts += 1
@@ -318,6 +203,8 @@ class Worker:
                     "memory_limit": self.memory_limit,
                     "cpu_limit": self.cpu_limit,
                     "scratch": self._scratch,
+                    "scratch_limit": self.scratch_limit,
+                    "fault_fd": fault_fd,
                     "read": self.read_paths,
                     "write": self.write_paths,
                     "ncpu": ncpu,
@@ -333,6 +220,28 @@ class Worker:
         pid = hello.get("pid")
         self.worker_pid = pid if isinstance(pid, int) else None
         _last_sandbox = self.sandbox
+        if self.require and (self.sandbox.missing or not self.sandbox.enabled):
+            self._kill()
+            self._cleanup()
+            raise SandboxUnavailable(require_message(self.sandbox))
+        self._stop_watch.clear()
+        self._watch = threading.Thread(target=self._watch_scratch, daemon=True)
+        self._watch.start()
+
+    def _watch_scratch(self) -> None:
+        """Kill the worker when its scratch directory grows past the bound
+        (RLIMIT_FSIZE bounds each file; this bounds them all)."""
+        scratch, p = self._scratch, self.proc
+        while scratch and p is not None and not self._stop_watch.wait(0.1):
+            if p.poll() is not None:
+                return
+            if files.tree_usage(scratch) > self.scratch_limit:
+                self.scratch_exceeded = True
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
 
     @property
     def pid(self) -> int | None:
@@ -341,7 +250,10 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def close(self) -> None:
+    def close(self, check: bool = False) -> None:
+        """End the worker. check: a worker that then dies by a signal (a crash
+        after its last reply, e.g. in a thread the library started) raises
+        ChildCrashed, as does one that went over a limit."""
         p = self.proc
         if p is not None and p.poll() is None:
             if self.chan is not None:
@@ -354,6 +266,13 @@ class Worker:
                 p.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 self._kill()
+                # Killed by us for lingering at exit: not a crash of its own.
+                self._cleanup()
+                return
+        if check and p is not None and ((p.returncode or 0) < 0 or self.scratch_exceeded):
+            death = self._death()
+            death.after_reply = True
+            raise death
         self._cleanup()
 
     def kill(self) -> None:
@@ -402,9 +321,16 @@ class Worker:
             self._status_r = None
         if self._relay is not None:
             self._relay.join(timeout=1.0)
+        self._stop_watch.set()
+        if self._watch is not None and self._watch is not threading.current_thread():
+            self._watch.join(timeout=1.0)
+            self._watch = None
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            files.remove_tree(self._scratch)
             self._scratch = None
+        if self._fault_fd is not None:
+            os.close(self._fault_fd)
+            self._fault_fd = None
         self.proc = None
 
     def __enter__(self) -> Worker:
@@ -412,7 +338,7 @@ class Worker:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.close(check=exc[0] is None)
 
     def __del__(self) -> None:
         try:
@@ -422,6 +348,62 @@ class Worker:
             pass
 
     # -- I/O -------------------------------------------------------------------
+    def denials(self, said: str) -> list[Denial]:
+        """Paths the library's words (`said`) name as denied that the sandbox
+        keeps from it, each with the option that would allow it."""
+        info = self.sandbox
+        if not self.use_sandbox or info is None or "landlock-fs" not in info.applied:
+            return []
+        # Our sys.path may hold our current directory (python -m); the
+        # worker's (python -I) never does.
+        ours = [p for p in python_paths() if p not in ("/", os.getcwd())]
+        reads = [*self.read_paths, *SYSTEM_READ, *ours]
+        writes = [*filter(None, [self._scratch]), *self.write_paths, "/dev/null"]
+        return suggest(said, reads, writes)
+
+    def worker_host_pid(self) -> int | None:
+        """The worker proper's pid as we see it: the supervisor's grandchild
+        (its child is the namespace's init, or a subreaper without one)."""
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return None
+        pid = p.pid
+        for _ in range(2):
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                    kids = f.read(4096).split()
+            except OSError:
+                return None
+            if not kids:
+                return None
+            pid = int(kids[0])
+        return pid
+
+    def peak_address_space(self) -> int | None:
+        """The worker's peak address space (VmPeak, bytes) as the kernel
+        counts it; what RLIMIT_AS (--memory-limit) bounds. None if gone."""
+        pid = self.worker_host_pid()
+        if pid is None:
+            return None
+        try:
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f.read(1 << 16).splitlines():
+                    if line.startswith(b"VmPeak:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+    def memory_limit_reached(self) -> dict[str, int] | None:
+        """{"limit", "peak"} (bytes) when the worker's address space came
+        within a quarter of --memory-limit: its allocations may have failed
+        for that reason, whatever the library then said."""
+        limit = self.memory_limit
+        peak = self.peak_address_space() if limit else None
+        if not limit or peak is None or peak * 4 < limit * 3:
+            return None
+        return {"limit": limit, "peak": peak}
+
     def stderr_text(self, limit: int = _STDERR_TAIL) -> str:
         """The last `limit` bytes the child wrote to stdout/stderr."""
         r = self._relay
@@ -464,13 +446,9 @@ class Worker:
 
     def _fault_log(self) -> str:
         """The worker's Python stack at a crash (faulthandler), if it wrote one."""
-        if self._scratch is None:
+        if self._fault_fd is None:
             return ""
-        try:
-            with open(os.path.join(self._scratch, "faulthandler.log"), "rb") as f:
-                data = f.read(_STDERR_TAIL)
-        except OSError:
-            return ""
+        data = files.read_log(self._fault_fd, _STDERR_TAIL)
         return text.terminal(text.from_bytes(data))
 
     def _status(self) -> tuple[int | None, int | None]:
@@ -505,6 +483,8 @@ class Worker:
         tail = self.stderr_text() + self._fault_log()
         self._cleanup()
         sig = signal_name(rc)
+        if self.scratch_exceeded:
+            return ScratchLimitExceeded(self.scratch_limit, tail)
         limit = self.memory_limit
         if limit and sig is not None and peak_kb is not None and peak_kb * 1024 >= limit // 2:
             return MemoryLimitExceeded(limit, peak_kb, sig, rc, tail)
@@ -537,6 +517,17 @@ class Worker:
             f"task {task} failed in the worker: {err.get('type')}: {err.get('message')}",
             err.get("traceback"),
         )
+
+
+def require_message(info: kernel.Applied) -> str:
+    """What --require-sandbox reports when the sandbox is not complete."""
+    if not info.enabled:
+        return "--require-sandbox: the sandbox is off (--no-sandbox)"
+    why = f" ({'; '.join(info.notes)})" if info.notes else ""
+    return (
+        f"--require-sandbox: this system does not give the worker {', '.join(info.missing)}{why}; "
+        "no library code was run (docs/security.md says what a container needs)"
+    )
 
 
 def cpu_seconds(timeout: float | None) -> int | None:

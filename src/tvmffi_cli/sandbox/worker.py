@@ -106,11 +106,34 @@ def handle(msg: Any) -> dict[str, Any]:
         }
 
 
+#: Seconds the worker waits, after its last request, for threads the library
+#: started to end, so a crash in one shortly after the reply is still this
+#: step's (the parent judges it from the exit status).
+LINGER = 0.25
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def _linger(base: int) -> None:
+    import time
+
+    deadline = time.monotonic() + LINGER
+    while _threads() > base and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def serve_requests(chan: protocol.Endpoint) -> None:
+    base = _threads()
     while True:
         try:
             msg = chan.recv()
         except protocol.ChannelClosed:
+            _linger(base)
             return
         reply = handle(msg)
         try:
@@ -140,10 +163,13 @@ def _read_exact(fd: int, n: int) -> bytes:
     return out
 
 
-def _set_limits(memory: int | None, cpu: int | None) -> None:
+def _set_limits(memory: int | None, cpu: int | None, fsize: int | None = None) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if fsize:
+        # No one file over the scratch bound (the parent bounds the total).
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     if memory:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     if cpu:
@@ -151,7 +177,8 @@ def _set_limits(memory: int | None, cpu: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
+    """The interpreter's and tvmffi's own directories (readable in the sandbox)."""
     out = {
         sys.prefix,
         sys.base_prefix,
@@ -164,7 +191,9 @@ def _python_paths() -> list[str]:
     return sorted(out)
 
 
-def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protocol.Endpoint:
+def _start(
+    req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int
+) -> tuple[protocol.Endpoint, int]:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -175,7 +204,12 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         raise SystemExit(2)
     enabled = bool(config.get("sandbox", True))
     memory, cpu = config.get("memory_limit"), config.get("cpu_limit")
-    _set_limits(memory if isinstance(memory, int) else None, cpu if isinstance(cpu, int) else None)
+    fsize = config.get("scratch_limit")
+    _set_limits(
+        memory if isinstance(memory, int) else None,
+        cpu if isinstance(cpu, int) else None,
+        fsize if isinstance(fsize, int) else None,
+    )
 
     want_launch = kernel.LIFETIME + (("net-namespace",) if enabled else ())
     got, notes = kernel.launch(want_launch, lifeline_fd, status_fd)
@@ -193,7 +227,7 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
     if enabled:
         confine_want = tuple(n for n in kernel.CONFINEMENT if n != "net-namespace")
         reads = [str(p) for p in config.get("read", []) if isinstance(p, str)]
-        reads += list(SYSTEM_READ) + _python_paths()
+        reads += list(SYSTEM_READ) + python_paths()
         writes = [scratch] if scratch else []
         writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
         writes.append("/dev/null")
@@ -211,20 +245,22 @@ def _start(req_fd: int, rep_fd: int, lifeline_fd: int, status_fd: int) -> protoc
         cpu_limit=cpu if isinstance(cpu, int) else None,
     )
     chan.send({"hello": 1, "pid": os.getpid(), "sandbox": info.to_json()})
-    return chan
+    fault = config.get("fault_fd")
+    return chan, fault if isinstance(fault, int) else -1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     serve, req_fd, rep_fd, lifeline_fd, status_fd = argv[0], *map(int, argv[1:5])
-    chan = _start(req_fd, rep_fd, lifeline_fd, status_fd)
+    chan, fault_fd = _start(req_fd, rep_fd, lifeline_fd, status_fd)
     try:
         import faulthandler
 
-        # The worker's own stack on a crash goes to a file in the scratch
-        # directory (read by the parent for -v), not into the library's output.
-        log = open("faulthandler.log", "w")
-        faulthandler.enable(file=log)
+        # The worker's own stack on a crash goes to a file the parent created
+        # and handed over (read for -v), not into the library's output, and
+        # not to a name in the scratch directory the library could replace.
+        if fault_fd >= 0:
+            faulthandler.enable(file=fault_fd)
     except (ImportError, RuntimeError, ValueError, OSError):
         pass
     if serve:
