@@ -77,7 +77,7 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
 
     caught = {c for c, _ in bad_results(zoo[2])}
     # Library-level checks have their own fixtures (here, in test_conform_ci.py, and
-    # has-functions in test_sandbox_results.py).
+    # has-functions in test_sandbox_results.py; declared-runtime in test_wheels_input.py).
     library_level = {
         "library-bin",
         "context-symbols",
@@ -86,6 +86,7 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
         "min-runtime",
         "exit-clean",
         "has-functions",
+        "declared-runtime",
     }
     assert caught | library_level == set(registry.BY_ID)
 

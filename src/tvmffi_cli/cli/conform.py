@@ -112,6 +112,10 @@ def command(
 ) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
+    LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
+    is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
+    releases they run on (declared-runtime).
+
     Exit 0 when no error-severity check fails, 1 when one does, 2 when what
     was given is wrong (not a shared library, a bad runtime, option value or
     configuration).
@@ -137,22 +141,30 @@ def command(
     if min_runtime is not None:
         min_runtime = conf.check_version(min_runtime, "--min-runtime")
     min_runtime = min_runtime or cfg.min_runtime
-    if os.path.isdir(library):
-        raise InputError(f"{library}: is a directory")
-    rt = resolve_runtime(runtime, library)
-    opts = runner.Options(
-        sel,
-        ign,
-        secs,
-        n_jobs,
-        n_threads,
-        min_runtime,
-        rt,
-        frozenset(functions),
-        strict,
-        cfg,
-        runtime,
-    )
+
+    def options_for(lib: str) -> runner.Options:
+        rt = resolve_runtime(runtime, lib)
+        return runner.Options(
+            sel,
+            ign,
+            secs,
+            n_jobs,
+            n_threads,
+            min_runtime,
+            rt,
+            frozenset(functions),
+            strict,
+            cfg,
+            runtime,
+        )
+
+    from . import wheel_input
+
+    if wheel_input.is_bundle(library):
+        sandbox_opts.apply(no_sandbox, memory_limit)
+        declared = "declared-runtime" in registry.selected(sel, ign)
+        return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
+    opts = options_for(library)
     sandbox_opts.apply(no_sandbox, memory_limit)
 
     progress = None
