@@ -227,15 +227,26 @@ def conform_bundle(
 
 def _conform_report(b: Bundle, lib: LibraryFile, rep: Any) -> Any:
     """The runner's Report with the library named as in the wheel and every
-    reproducer pointed at the wheel (the temporary copy is gone afterwards)."""
+    reproducer pointed at the wheel (the temporary copy is gone afterwards;
+    `tvmffi call` takes one library, so those become a narrowed conform)."""
     quoted = shlex.quote(rep.path)
     src = shlex.quote(b.source)
     fix = _relocator(b)
+
+    def again(r: Any) -> str | None:
+        if not r.reproduce:
+            return None
+        if r.reproduce.startswith("tvmffi call "):
+            cmd = ["tvmffi", "conform", b.source, "--select", r.check]
+            return " ".join(shlex.quote(c) for c in cmd + ["--function", r.function or ""])
+        return str(r.reproduce).replace(quoted, src)
+
     results = [
         replace(
             r,
             message=fix(r.message),
-            reproduce=r.reproduce.replace(quoted, src) if r.reproduce else None,
+            details=None if r.details is None else text.map_strings(r.details, fix),
+            reproduce=again(r),
         )
         for r in rep.results
     ]
