@@ -194,7 +194,7 @@ def test_human_output_is_a_table(tmp_path):
     assert "not checked: 1 other library (wpkg/deps/libwsib.so: other)" in r.stdout
     r = tvmffi("conform", whl, "--select", "declared-runtime")
     assert r.returncode == 1
-    assert f"FAIL declared-runtime: declares apache-tvm-ffi>=0.1.0, which admits 0.1.0" in " ".join(
+    assert "FAIL declared-runtime: declares apache-tvm-ffi>=0.1.0, which admits 0.1.0" in " ".join(
         r.stdout.split()
     )
 
