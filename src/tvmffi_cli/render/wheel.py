@@ -32,7 +32,7 @@ def _runs_on(rr: Any) -> str:
     if not rr.ok_releases:
         return "[red]no known release[/]"
     ok = rr.ok_releases
-    return _esc(ok[0] if len(ok) == 1 else f"{ok[0]} .. {ok[-1]} ({len(ok)} releases)")
+    return _esc(ok[0] if len(ok) == 1 else f"{ok[0]} .. {ok[-1]} ({len(ok)})")
 
 
 def _details(command: str, o: LibraryOutcome) -> str:
@@ -40,13 +40,15 @@ def _details(command: str, o: LibraryOutcome) -> str:
     if o.note or o.error:
         return _esc(o.note or o.error)
     if command == "inspect":
-        text = f"{len(r['functions'])} function(s), {len(r['modules'])} module(s)"
+        text = f"{len(r['functions'])} function(s)"
+        text += f", {len(r['modules'])} module(s)" if r["modules"] else ""
+        text += f", {len(r['globals'])} global(s)" if r["globals"] else ""
         if r["errors"]:
             text += f"; {len(r['errors'])} problem(s): {r['errors'][0]['message']}"
         return _esc(text)
     if command == "conform":
         c = r.counts()
-        return _esc(f"{c['pass']} pass, {c['fail']} fail, {c['error']} error, {c['skip']} skip")
+        return _esc(", ".join(f"{n} {k}" for k, n in c.items() if n) or "no checks")
     if command == "extract":
         return _esc(f"{len(r.entries)} file(s), {len(r.modules)} module(s) -> {r.directory}")
     if command == "stubs":
@@ -73,22 +75,26 @@ def render_bundle(res: BundleResult) -> None:
         )
         title += f"  ({_esc(b.metadata.name)} {_esc(b.metadata.version)}, {_esc(declared)})"
     t = Table(title=title, title_justify="left")
-    t.add_column("library", overflow="fold")
+    t.add_column("library", no_wrap=True)
     t.add_column("status")
-    t.add_column("runs on", overflow="fold")
+    t.add_column("runs on (known releases)", overflow="fold")
     t.add_column("details", overflow="fold")
     for o in res.outcomes:
         t.add_row(_esc(o.member), _status(o), _runs_on(o.range), _details(res.command, o))
     con.print(t)
     con.print(f"all libraries together run on: {_runs_on(res.combined_range())}")
-    skipped = [f for f in b.files if f.role != "tvm-ffi"]
-    if skipped:
-        con.print(
-            f"[dim]not checked: {len(skipped)} other librar{'y' if len(skipped) == 1 else 'ies'} ("
-            + _esc(", ".join(f"{f.member}: {f.role}" for f in skipped[:6]))
-            + (", ..." if len(skipped) > 6 else "")
-            + ")[/]"
-        )
+    by_role: dict[str, list[str]] = {}
+    for f in b.files:
+        if f.role != "tvm-ffi":
+            by_role.setdefault(f.role, []).append(f.member.rsplit("/", 1)[-1])
+    what = {
+        "runtime": "its own runtime (defines the C API)",
+        "other": "without TVM-FFI",
+        "unreadable": "not a library we read",
+    }
+    for role, names in by_role.items():
+        shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
+        con.print(f"[dim]not checked, {what.get(role, role)}: {_esc(shown)}[/]")
     for c in res.checks:
         mark = (
             "[green]PASS[/]" if not c.bad else "[red]FAIL[/]" if c.blocking else "[yellow]WARN[/]"
