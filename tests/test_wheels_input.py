@@ -300,6 +300,14 @@ def _hostile(tmp_path, kind):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 z.writestr("evil/lib/libwuser.so", b"again")
+    if kind == "notzip":
+        whl.write_bytes(b"\x7fELF not a zip")
+    if kind == "method":
+        # An unknown compression method (99) on the library member.
+        data = bytearray(whl.read_bytes())
+        at = data.find(b"PK\x01\x02")
+        struct.pack_into("<H", data, at + 10, 99)
+        whl.write_bytes(bytes(data))
     if kind in ("huge", "bomb"):
         # Rewrite the declared uncompressed size in the central directory.
         data = bytearray(whl.read_bytes())
@@ -321,6 +329,8 @@ HOSTILE = {
     "huge": "declares 4294967280 bytes, more than the 3221225472 allowed; refused",
     "bomb": "a zip bomb; refused",
     "duplicate": "appears twice; refused",
+    "method": "(That compression method is not supported); refused",
+    "notzip": "not a wheel (not a zip archive",
 }
 
 

@@ -31,6 +31,16 @@ from ..errors import InputError
 
 #: A shared library by its name: lib.so, lib.so.1.2, lib.dylib, lib.dll, mod.pyd.
 LIBRARY_NAME = re.compile(r"\.(so(\.\d+)*|dylib|dll|pyd)$", re.IGNORECASE)
+#: What reading a damaged or unusual member raises (encrypted members and
+#: unknown compression methods included): all mean "refused", exit 2.
+UNREADABLE = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    zlib.error,
+    RuntimeError,
+    NotImplementedError,
+)
 #: Deflate tops out near 1032:1; a member claiming more is a bomb or a lie.
 MAX_RATIO = 1100
 _CHUNK = 1 << 20
@@ -116,8 +126,11 @@ def read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
     """The bytes of a small member (METADATA), never more than `limit`."""
     if info.file_size > limit:
         raise InputError(f"{info.filename}: {info.file_size} bytes, more than {limit}; refused")
-    with z.open(info) as fh:
-        data = fh.read(limit + 1)
+    try:
+        with z.open(info) as fh:
+            data = fh.read(limit + 1)
+    except UNREADABLE as e:
+        raise InputError(f"cannot read member {info.filename!r} ({e}); refused") from None
     if len(data) > limit:
         raise InputError(f"{info.filename}: longer than it declares; refused")
     return data
@@ -166,8 +179,10 @@ def extract_libraries(
             continue
         try:
             _copy_member(z, info, root)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as e:
-            raise InputError(f"{where}: member {info.filename!r} is damaged ({e})") from None
+        except UNREADABLE as e:
+            raise InputError(
+                f"{where}: cannot read member {info.filename!r} ({e}); refused"
+            ) from None
         except OSError as e:
             raise InputError(
                 f"{where}: cannot extract {info.filename!r} ({e.strerror or e})"

@@ -81,11 +81,11 @@ def open_bundle(path: str, limits: archive.Limits | None = None) -> Iterator[Bun
 
 def _require(b: Bundle) -> Bundle:
     if not b.libraries:
-        what = "wheel" if b.kind == WHEEL else "directory"
         seen = len(b.files)
+        where = "in this wheel" if b.kind == WHEEL else "is a directory with"
+        lead = f"no TVM-FFI library {where}" if b.kind == WHEEL else f"{where} no TVM-FFI library"
         raise InputError(
-            f"{b.source}: no TVM-FFI library in this {what} ({seen} shared "
-            f"librar{'y' if seen == 1 else 'ies'} looked at; none exports __tvm_ffi_ "
-            "symbols, imports the TVM-FFI C API or links libtvm_ffi)"
+            f"{b.source}: {lead} ({seen} shared librar{'y' if seen == 1 else 'ies'} looked "
+            "at; none exports __tvm_ffi_ symbols, imports the TVM-FFI C API or links libtvm_ffi)"
         )
     return b
