@@ -71,6 +71,10 @@ class BundleResult:
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
+            # The JSON contract of every command: library (the path given),
+            # runtime (null here: each library's report names its own).
+            "library": self.bundle.source,
+            "runtime": None,
             "command": self.command,
             "input": self.bundle.to_json(),
             "libraries": [
