@@ -454,3 +454,60 @@ def test_official_release_ships_its_own_runtime(version):
     roles = {f["member"]: f["role"] for f in doc["input"]["files"]}
     assert roles["tvm_ffi/lib/libtvm_ffi.so"] == "runtime"
     assert roles["tvm_ffi/lib/libtvm_ffi_testing.so"] == "tvm-ffi"
+
+
+@pytest.mark.parametrize(
+    "dist, version, declared_spec, admitted_from",
+    [
+        ("jax-tvm-ffi", "0.1.3", ">=0.1.8.post2", "0.1.8.post2"),
+        ("xgrammar", "0.2.8", ">=0.1.11", "0.1.11"),
+        ("apache-tvm-ffi-orcjit", "0.1.3", ">=0.1.14.post1", "0.1.14.post1"),
+    ],
+)
+def test_other_public_wheels_in_process(dist, version, declared_spec, admitted_from):
+    """The engine without the CLI (only the wheel check runs, nothing is loaded)."""
+    from tvmffi_cli.abi.versions import KNOWN_RELEASES
+    from tvmffi_cli.conform import runner
+    from tvmffi_cli.wheel import conform_bundle, open_bundle
+
+    whl = fetch_wheel(dist, version)
+    opts = runner.Options(select=frozenset({"declared-runtime"}))
+    with open_bundle(str(whl)) as b:
+        res = conform_bundle(b, lambda _lib: opts)
+    validate(res.to_json(), "wheel")
+    (c,) = res.checks
+    assert c.status == "pass" and res.exit_code == 0, c.message
+    assert c.details["declared"] == declared_spec
+    assert c.details["admitted"] == list(KNOWN_RELEASES[KNOWN_RELEASES.index(admitted_from) :])
+    assert len(res.outcomes) == 1 and set(c.details["admitted"]) <= set(c.details["runs_on"])
+
+
+def test_declared_runtime_verdicts_unit():
+    """Each branch of the check, from imports alone."""
+    from tvmffi_cli.conform.checks_wheel import declared_runtime
+
+    stringify = "_ZN3tvm3ffi4json9StringifyERKNS0_3AnyENS0_8OptionalIivEE"
+    libs_ = [("w/a.so", [ALLOC]), ("w/b.so", ["TVMFFIFunctionCall"])]
+    # A range past every known release: nothing to judge it by.
+    r = declared_runtime(">=9", libs_)
+    assert r.status == "pass" and "admits no known release" in r.message
+    # No version named ("apache-tvm-ffi"): every release is admitted.
+    r = declared_runtime("", libs_)
+    assert r.status == "fail" and r.message.startswith("declares apache-tvm-ffi (any version)")
+    # A ship-your-own-runtime wheel without a requirement passes.
+    r = declared_runtime(None, libs_, ["w/libtvm_ffi.so"])
+    assert r.status == "pass" and "ships its own runtime (w/libtvm_ffi.so)" in r.message
+    # Two libraries that together run on no release: each admitted one fails.
+    r = declared_runtime(">=0.1.12", [("w/a.so", [ALLOC]), ("w/c.so", [stringify])])
+    assert r.status == "fail" and r.details["runs_on"] == []
+    assert "admits 0.1.12, but w/a.so cannot run on 0.1.12: it lacks " + ALLOC in r.message
+    by_release = {f["release"]: f["library"] for f in r.details["failing"]}
+    assert by_release == {
+        "0.1.12": "w/a.so",
+        "0.1.13.post3": "w/c.so",
+        "0.1.14.post1": "w/c.so",
+        "0.1.15.post2": "w/c.so",
+    }
+    # Post releases count: >=0.1.13 admits 0.1.13.post3, <0.1.13 does not.
+    r = declared_runtime("<0.1.13", [("w/c.so", [stringify])])
+    assert r.status == "pass" and r.details["admitted"][-1] == "0.1.12"
