@@ -116,8 +116,13 @@ def test_too_wide_a_range_fails_naming_release_and_symbol(tmp_path):
 
 def test_no_range_fails_when_some_release_cannot_run_it(tmp_path):
     whl = build_wheel(tmp_path, ["numpy>=1.21"])
-    r, doc = run_json("conform", whl, "--select", "declared-runtime")
+    r = tvmffi(
+        "conform", whl, "--select", "declared-runtime", "--json", env={"GITHUB_ACTIONS": "true"}
+    )
+    doc = json.loads(r.stdout)
     assert r.returncode == 1
+    (note,) = [x for x in r.stderr.splitlines() if x.startswith("::")]
+    assert note.startswith(f"::error file={whl},title=tvmffi conform declared-runtime (error)")
     validate(doc, "wheel")
     c = declared(doc)
     assert c["status"] == "fail"

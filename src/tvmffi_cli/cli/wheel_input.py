@@ -109,10 +109,12 @@ def conform(
                 render(o.report, con, verbose=verbose)
     rc = _finish(res, as_json)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from ..conform.results import github_annotations
+        from ..conform.results import Report, github_annotations
 
-        for o in res.outcomes:
-            if o.report is not None:
-                for line in github_annotations(o.report):
-                    print(line, file=sys.stderr if as_json else sys.stdout)
+        reports = [o.report for o in res.outcomes if o.report is not None]
+        if res.checks:  # the wheel's own findings, with file= the wheel
+            reports.append(Report(path, list(res.checks), []))
+        for rep in reports:
+            for line in github_annotations(rep):
+                print(line, file=sys.stderr if as_json else sys.stdout)
     return rc
