@@ -229,6 +229,13 @@ def test_stubs_one_per_library(tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(out)) == ["wpkg_lib_libthree.pyi", "wpkg_lib_libwuser.pyi"]
     assert "def answer(" in (out / "wpkg_lib_libwuser.pyi").read_text()
+    from tvmffi_cli.wheel import open_bundle, stubs_bundle
+
+    with open_bundle(str(whl)) as b:
+        doc = stubs_bundle(b, True, 30.0, None, str(tmp_path / "s2")).to_json()
+    validate(doc, "wheel")
+    assert libs(doc)["wpkg/lib/libwuser.so"]["report"]["exports"] == 1
+    assert doc["written"]["wpkg/lib/libwuser.so"].endswith("wpkg_lib_libwuser.pyi")
     r = tvmffi("stubs", whl, "--static")
     assert r.returncode == 0
     assert "# ---- wpkg-1.0-py3-none-linux_x86_64.whl/wpkg/lib/libwuser.so ----" in r.stdout

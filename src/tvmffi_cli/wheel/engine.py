@@ -12,7 +12,7 @@ import os
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
 from .. import text
@@ -34,7 +34,11 @@ class LibraryOutcome:
 
     def report_json(self) -> Any:
         r = self.report
-        return r.to_json() if hasattr(r, "to_json") else r
+        if hasattr(r, "to_json"):
+            return r.to_json()
+        if is_dataclass(r) and not isinstance(r, type):  # a StubResult: its summary
+            return {k: v for k, v in asdict(r).items() if k != "text"}
+        return r
 
 
 @dataclass(frozen=True)
