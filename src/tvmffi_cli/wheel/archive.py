@@ -98,9 +98,9 @@ def check_members(z: zipfile.ZipFile, where: str, limits: Limits) -> list[zipfil
             raise InputError(f"{where}: member {shown!r} has {why}; refused")
         if _is_symlink(info):
             raise InputError(f"{where}: member {shown!r} is a symbolic link; refused")
-        if name.rstrip("/").lower() in seen:
+        if name.rstrip("/") in seen:
             raise InputError(f"{where}: member {shown!r} appears twice; refused")
-        seen.add(name.rstrip("/").lower())
+        seen.add(name.rstrip("/"))
         if info.is_dir():
             continue
         if info.file_size > limits.member_size:
