@@ -99,11 +99,9 @@ def fast_main(argv: list[str]) -> int | None:
             from . import sandbox_opts
 
             sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
-        from .wheel_input import is_bundle
+        from . import wheel_input
 
-        if is_bundle(paths[0]):
-            from . import wheel_input
-
+        if wheel_input.is_bundle(paths[0]):
             return wheel_input.inspect(
                 paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
             )
