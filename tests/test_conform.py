@@ -84,6 +84,7 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
         "c-api-imports",
         "library-load",
         "min-runtime",
+        "max-runtime",  # tests/test_runtime_ranges.py
         "exit-clean",
         "has-functions",
         "declared-runtime",

@@ -186,6 +186,7 @@ def test_wheel_contents_and_license_metadata(wheel: Path) -> None:
         "tvmffi_cli/include/dlpack/dlpack.h",
         "tvmffi_cli/share/cmake/tvm_ffi/tvm_ffi-config.cmake",
         "tvmffi_cli/cli/main.py",
+        "tvmffi_cli/abi/release_exports.py",  # the release export table
         "tvmffi_cli/schemas/config.schema.json",
     ):
         assert need in names, need

@@ -168,11 +168,39 @@ class Requirement:
         return {"version": self.version, "reasons": list(self.reasons)}
 
 
+@dataclass(frozen=True)
+class LayoutFact:
+    """A struct layout that changed in `since`; a library that uses `trigger`
+    was built against the new layout and reads past the old one."""
+
+    what: str
+    since: str
+    trigger: str
+
+
+#: Layout changes: the Error object grew its cause chain and extra context in
+#: 0.1.8 (a library creating errors with them reads the larger object).
+LAYOUTS: tuple[LayoutFact, ...] = (
+    LayoutFact(
+        "the Error object with cause chain and extra context",
+        "0.1.8",
+        "TVMFFIErrorCreateWithCauseAndExtraContext",
+    ),
+)
+
+
 def min_runtime(imports: Iterable[str]) -> Requirement:
     """The oldest release providing every import (C and C++), with the
-    imports that decide it; unknown names are ignored."""
-    r = runtime_range(imports)
-    return Requirement(r.min_version, tuple(f"{n} needs {r.min_version}" for n in r.min_because))
+    imports (and the layouts they imply) that decide it; unknown names are ignored."""
+    names = set(imports)
+    r = runtime_range(names)
+    reasons = [f"{n} needs {r.min_version}" for n in r.min_because]
+    reasons += [
+        f"{f.what} needs {f.since}"
+        for f in LAYOUTS
+        if f.trigger in names and f.since == r.min_version
+    ]
+    return Requirement(r.min_version, tuple(reasons))
 
 
 def newer(a: str, b: str) -> bool:

@@ -10,6 +10,7 @@ found next to it or on its RUNPATH) and so what it needs from the runtime
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -100,22 +101,43 @@ def sibling_libraries(binary: Binary) -> list[str]:
     return found
 
 
-def runtime_imports(binary: Binary) -> list[str]:
-    """Sorted runtime symbols (C API functions, mangled tvm::ffi C++ names)
-    `binary` imports and none of its sibling libraries defines: what the
-    libtvm_ffi.so hosting it must provide."""
+@dataclass(frozen=True)
+class RuntimeNeeds:
+    """What the libtvm_ffi.so hosting a library must provide: runtime symbols
+    (C API functions, mangled tvm::ffi C++ names) that no library of its
+    DT_NEEDED closure defines. `own`: those `binary` itself imports; `closure`:
+    with those its sibling libraries import (loading it loads them too)."""
+
+    own: tuple[str, ...]
+    closure: tuple[str, ...]
+    siblings: tuple[str, ...]  # paths of the sibling libraries read
+
+
+def runtime_needs(binary: Binary) -> RuntimeNeeds:
+    """The RuntimeNeeds of an opened library (its siblings are read, never run)."""
     from ..abi.versions import is_runtime_symbol
     from . import open_binary
 
-    need = {n for n in binary.imports if is_runtime_symbol(n)}
-    if not need:
-        return []
-    for path in sibling_libraries(binary):
+    own = {n for n in binary.imports if is_runtime_symbol(n)}
+    sibs = sibling_libraries(binary)
+    if not sibs:
+        return RuntimeNeeds(tuple(sorted(own)), tuple(sorted(own)), ())
+    defined: set[str] = set()
+    theirs: set[str] = set()
+    for path in sibs:
         try:
             with open_binary(path) as sib:
-                need -= {s.name for s in sib.symbols}
+                defined.update(s.name for s in sib.symbols)
+                theirs.update(n for n in sib.imports if is_runtime_symbol(n))
         except Exception:  # unreadable sibling: its symbols stay imports
             continue
-        if not need:
-            break
-    return sorted(need)
+    own -= defined
+    theirs -= defined
+    theirs -= {s.name for s in binary.symbols}
+    return RuntimeNeeds(tuple(sorted(own)), tuple(sorted(own | theirs)), tuple(sibs))
+
+
+def runtime_imports(binary: Binary) -> list[str]:
+    """Sorted runtime symbols `binary` imports and none of its sibling
+    libraries defines."""
+    return list(runtime_needs(binary).own)

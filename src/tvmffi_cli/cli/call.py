@@ -102,8 +102,8 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     literal such as float32[2,3]:arange, otherwise a string.
 
     Input files are never modified: .npy files are mapped copy-on-write.
-    Exit status: 0 success, 1 the function raised, crashed or timed out,
-    2 bad arguments.
+    Exit status: 0 success, 1 the function raised, crashed or timed out, or
+    the library could not be loaded (a missing dependency), 2 bad arguments.
     """
     parsed = argv.parse_argv(list(tokens), CALL_OPTIONS, cwd=os.getcwd())
     if parsed.help:

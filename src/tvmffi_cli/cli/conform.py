@@ -80,6 +80,13 @@ MAX_JOBS = 256
     help="Fail when the library needs an apache-tvm-ffi runtime newer than VERSION.",
 )
 @click.option(
+    "--max-runtime",
+    "max_runtime",
+    metavar="VERSION",
+    help="Fail when the apache-tvm-ffi runtime of VERSION lacks a symbol the library "
+    "imports (a C++ symbol a newer release dropped).",
+)
+@click.option(
     "--runtime",
     "runtime",
     metavar="auto|builtin|official|PATH",
@@ -104,6 +111,7 @@ def command(
     jobs: str | None,
     threads: str | None,
     min_runtime: str | None,
+    max_runtime: str | None,
     runtime: str | None,
     strict: bool,
     verbose: bool,
@@ -116,9 +124,10 @@ def command(
     is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
     releases they run on (declared-runtime).
 
-    Exit 0 when no error-severity check fails, 1 when one does, 2 when what
-    was given is wrong (not a shared library, a bad runtime, option value or
-    configuration).
+    Exit 0 when no error-severity check fails, 1 when one does (library-load
+    fails for a library that cannot be loaded, e.g. for a missing dependency),
+    2 when what was given is wrong (not a shared library, a bad runtime,
+    option value or configuration).
     """
     from ..conform import config as conf
     from ..conform import registry, runner
@@ -141,6 +150,9 @@ def command(
     if min_runtime is not None:
         min_runtime = conf.check_version(min_runtime, "--min-runtime")
     min_runtime = min_runtime or cfg.min_runtime
+    if max_runtime is not None:
+        max_runtime = conf.check_version(max_runtime, "--max-runtime")
+    max_runtime = max_runtime or cfg.max_runtime
 
     def options_for(lib: str) -> runner.Options:
         rt = resolve_runtime(runtime, lib)
@@ -156,6 +168,7 @@ def command(
             strict,
             cfg,
             runtime,
+            max_runtime,
         )
 
     from . import wheel_input

@@ -5,9 +5,10 @@ and the click-free fast path the entry point uses for the plain forms.
 `--static` never runs any code of the library.
 
 Exit codes: 0 fully understood; 1 read but something in it is malformed (or
-loading it crashed or hung); 2 what was given is wrong: cannot be read as a
-library, a program rather than a shared library, the loader refuses it, a bad
-runtime or option value (InputError/FormatError, reported by the CLI).
+loading it failed, crashed or hung: a missing dependency such as libcuda.so.1);
+2 what was given is wrong: cannot be read as a library, a program rather than
+a shared library, a bad runtime or option value (InputError/FormatError,
+reported by the CLI).
 """
 
 from __future__ import annotations
@@ -160,9 +161,10 @@ def _make_command() -> Any:
         is inspected, with the libraries it ships next to it.
 
         Exit 0 when the file was fully understood, 1 when it was read but
-        something in it is malformed or loading it crashed (results are still
-        printed), 2 when what was given is wrong (not a shared library, cannot
-        be loaded, bad runtime or option value).
+        something in it is malformed or loading it failed or crashed (a
+        missing dependency such as libcuda.so.1; results are still printed),
+        2 when what was given is wrong (not a shared library, bad runtime or
+        option value).
         """
         from .numbers import seconds
 

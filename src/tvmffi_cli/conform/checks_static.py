@@ -217,9 +217,12 @@ def check_context_symbols(binary: Binary, inv: Inventory) -> list[Result]:
 
 
 def check_c_api_imports(binary: Binary, inv: Inventory) -> list[Result]:
+    from ..binary.deps import runtime_imports
     from ..ffi.runtime import C_API
 
-    imported = sorted({n for n in binary.imports if n.startswith("TVMFFI")})
+    # A TVMFFI* name a sibling library defines (DT_NEEDED next to it) is not
+    # the runtime's to provide.
+    imported = [n for n in runtime_imports(binary) if n.startswith("TVMFFI")]
     unknown = [n for n in imported if n not in C_API]
     if unknown:
         return [

@@ -5,6 +5,7 @@
     ignore = ["thread-safety"]
     threads = 8                   # as --threads
     min-runtime = "0.1.8"         # as --min-runtime
+    max-runtime = "0.1.15"        # as --max-runtime
     timeout = 5.0                 # as --timeout
 
     [[tool.tvmffi.conform.suppress]]
@@ -53,6 +54,7 @@ class Config:
     min_runtime: str | None = None
     timeout: float | None = None
     suppress: tuple[Suppression, ...] = field(default_factory=tuple)
+    max_runtime: str | None = None
 
     def apply(self, results: list[Result]) -> list[Result]:
         """Mark the findings a suppression covers (they stay in the report)."""
@@ -134,7 +136,7 @@ def _ids(value: Any, where: str) -> frozenset[str]:
 
 def parse(table: dict[str, Any], source: str) -> Config:
     where = f"{source} [tool.tvmffi.conform]"
-    known = {"select", "ignore", "threads", "min-runtime", "timeout", "suppress"}
+    known = {"select", "ignore", "threads", "min-runtime", "max-runtime", "timeout", "suppress"}
     extra = set(table) - known
     if extra:
         raise InputError(
@@ -150,6 +152,9 @@ def parse(table: dict[str, Any], source: str) -> Config:
     minrt = table.get("min-runtime")
     if minrt is not None:
         minrt = check_version(str(minrt), f"{where}: min-runtime")
+    maxrt = table.get("max-runtime")
+    if maxrt is not None:
+        maxrt = check_version(str(maxrt), f"{where}: max-runtime")
     sups = []
     raw = table.get("suppress", [])
     if not isinstance(raw, list):
@@ -179,6 +184,7 @@ def parse(table: dict[str, Any], source: str) -> Config:
         minrt,
         None if timeout is None else float(timeout),
         tuple(sups),
+        max_runtime=maxrt,
     )
 
 

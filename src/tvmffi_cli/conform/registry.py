@@ -140,16 +140,34 @@ CHECKS: list[Check] = [
         ERROR,
         LIBRARY,
         STATIC,
-        what="With `--min-runtime VERSION` (or `min-runtime` in the configuration), every C "
-        "API function the library imports (or receives through a `__TVMFFI<name>` "
-        "context symbol), and every struct layout those imply, exists in apache-tvm-ffi "
-        "VERSION. Without it the check passes and reports the oldest runtime the "
-        "library needs (the table is `src/tvmffi_cli/abi/versions.py`).",
+        what="With `--min-runtime VERSION` (or `min-runtime` in the configuration), the "
+        "runtime of apache-tvm-ffi VERSION exports every runtime symbol the library imports: "
+        "C API functions (also those received through a `__TVMFFI<name>` context symbol) "
+        "and tvm::ffi C++ symbols, except those its sibling libraries (DT_NEEDED next to it) "
+        "define. Without it the check passes and reports the oldest release the library "
+        "needs (the table of every release's exports is "
+        "`src/tvmffi_cli/abi/release_exports.py`).",
         why="A library built against a newer runtime than its users have fails to load with "
         "an unresolved symbol, or reads past a struct that was smaller in the older "
         "release.",
         fix="Build against the headers of the oldest runtime you support, or raise the "
         "minimum version you declare (`apache-tvm-ffi>=VERSION`).",
+    ),
+    Check(
+        "max-runtime",
+        "The library runs on the newest runtime it must support",
+        ERROR,
+        LIBRARY,
+        STATIC,
+        what="With `--max-runtime VERSION` (or `max-runtime` in the configuration), the "
+        "runtime of apache-tvm-ffi VERSION still exports every runtime symbol the library "
+        "imports (releases drop C++ symbols: the by-value `tvm::ffi::json::Stringify` is "
+        "gone from 0.1.13). Without it the check passes and reports the newest release "
+        "that can host the library.",
+        why="A library importing a C++ symbol a newer runtime dropped loads lazily and dies "
+        "with an undefined symbol when the function is first called.",
+        fix="Rebuild against the newer release's headers, or cap the version you declare "
+        "(`apache-tvm-ffi<NEXT`).",
     ),
     Check(
         "declared-runtime",
@@ -427,7 +445,8 @@ def markdown() -> str:
         "Every exported `__tvm_ffi_<name>` function and every global function the library "
         "registers while it loads is probed. Each failed check carries a `reproduce` command "
         "(printed in the report, a field in `--json`) that shows the failure again and exits "
-        "1. `--min-runtime VERSION` fails a library that needs a newer apache-tvm-ffi runtime; "
+        "1. `--min-runtime VERSION` fails a library that needs a newer apache-tvm-ffi runtime, "
+        "`--max-runtime VERSION` one that needs an older one; "
         "`--runtime official|PATH` runs the checks against another runtime (checks that need "
         "tvmffi's instrumented runtime are then skipped with the reason). `--threads N` makes "
         "`thread-safety` an error checked with N threads.\n"

@@ -79,6 +79,7 @@ class Report:
     jobs: int = 1
     globals: list[str] = field(default_factory=list)  # globals registered while loading
     min_runtime: str | None = None  # the oldest runtime the imports need
+    max_runtime: str | None = None  # the newest runtime providing them (None: newest known)
 
     @property
     def passed(self) -> bool:
@@ -131,6 +132,7 @@ class Report:
         }
         if self.min_runtime is not None:
             d["min_runtime_version"] = self.min_runtime
+            d["max_runtime_version"] = self.max_runtime
         if self.elapsed is not None:
             d["elapsed_s"] = round(self.elapsed, 3)
         return d

@@ -335,6 +335,7 @@ class Options:
     strict: bool = False  # warnings fail the run too
     config: Config = field(default_factory=Config)
     runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
+    max_runtime: str | None = None  # --max-runtime: the newest release it must run on
 
 
 def run(
@@ -365,6 +366,8 @@ def run(
         )
         if "min-runtime" in ids:
             results.append(checks_version.check_min_runtime(req, o.min_runtime))
+        if "max-runtime" in ids:
+            results.append(checks_version.check_max_runtime(req, o.max_runtime))
     finally:
         binary.close()
 
@@ -477,7 +480,8 @@ def run(
         time.monotonic() - t0,
         jobs or 1,
         globals=globals_,
-        min_runtime=req.version,
+        min_runtime=req.min_version,
+        max_runtime=req.max_version,
     )
 
 
@@ -510,6 +514,8 @@ def reproducer(r: Result, path: str, o: Options) -> str:
         cmd += ["--function", r.function]
     if r.check == "min-runtime" and o.min_runtime:
         cmd += ["--min-runtime", o.min_runtime]
+    if r.check == "max-runtime" and o.max_runtime:
+        cmd += ["--max-runtime", o.max_runtime]
     if r.check == "thread-safety":
         cmd += ["--threads", str(o.threads or DEFAULT_THREADS)]
     elif r.severity == registry.WARNING or (o.strict and r.severity_override):

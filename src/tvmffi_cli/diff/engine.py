@@ -50,7 +50,10 @@ KINDS: dict[str, tuple[bool, str]] = {
     "cubin.removed": (False, "an embedded GPU binary (__tvm_ffi__cubin_) is gone"),
     "cubin.added": (True, "a new embedded GPU binary"),
     "runtime.newer_required": (False, "NEW imports runtime functions OLD's runtime may lack"),
-    "runtime.cxx_imports_added": (False, "NEW needs C++ symbols of the official runtime"),
+    "runtime.cxx_imports_added": (
+        False,
+        "NEW needs runtime symbols the builtin runtime lacks (abi/release_exports.py)",
+    ),
     "runtime.import_added": (True, "NEW uses another C API function of the stable ABI"),
 }
 

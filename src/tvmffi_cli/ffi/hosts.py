@@ -6,7 +6,9 @@
     choice.instrumented  # True when it exports our tvmffi_rt_* API
 
 `auto` (the default) picks the builtin runtime when it defines every runtime
-symbol the library imports (C API functions and C++ tvm::ffi symbols), else
+symbol the library and its sibling libraries import (C API functions and C++
+tvm::ffi symbols; the builtin runtime's exports are the table of
+abi/release_exports.py, the one `inspect` and `diff` read), else
 the official runtime when the `tvm_ffi` package is installed (found with
 importlib.util.find_spec: never imported in this process, its runtime aborts
 next to ours), else it refuses with InputError (exit 2) naming the missing
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from ..abi.symbols import C_API_PREFIX
+from ..abi.versions import builtin_missing
 from ..errors import InputError, TvmffiError
 
 #: The named choices of --runtime; anything else is a path.
@@ -102,18 +104,14 @@ def _defined(path: PathLike) -> set[str]:
         return {s.name for s in b.symbols}
 
 
-def _is_runtime_symbol(name: str) -> bool:
-    # C API functions, and Itanium-mangled C++ names in namespace tvm::ffi
-    # (_ZN3tvm3ffi..., _ZTVN3tvm3ffi..., _ZNK3tvm3ffi...).
-    return name.startswith(C_API_PREFIX) or (name.startswith("_Z") and "3tvm3ffi" in name)
-
-
 def runtime_imports(library: PathLike) -> list[str]:
-    """Sorted runtime symbols (C API and C++ tvm::ffi) a library imports."""
+    """Sorted runtime symbols (C API and C++ tvm::ffi) a library and the
+    sibling libraries it loads import, and none of them defines (binary.deps)."""
     from ..binary import open_binary
+    from ..binary.deps import runtime_needs
 
     with open_binary(library) as b:
-        return sorted({n for n in b.imports if _is_runtime_symbol(n)})
+        return list(runtime_needs(b).closure)
 
 
 def missing_symbols(library: PathLike, runtime: PathLike) -> list[str]:
@@ -175,7 +173,8 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
     if library is None:
         return RuntimeChoice("builtin", str(p), req, True, "auto: the builtin runtime")
     try:
-        missing = missing_symbols(library, p)
+        # The one table of what the builtin runtime exports (abi/release_exports.py).
+        missing = list(builtin_missing(runtime_imports(library)))
     except (TvmffiError, OSError, ValueError):  # unreadable: the loader reports the file
         missing = []
     if not missing:

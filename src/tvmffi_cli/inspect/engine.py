@@ -30,7 +30,7 @@ from ..abi.symbols import (
     RUNTIME_LIBS,
     SPECIAL_PREFIX,
 )
-from ..abi.versions import BASELINE, min_runtime
+from ..abi.versions import BASELINE, builtin_missing, runtime_range
 
 if TYPE_CHECKING:
     from ..binary.model import Binary, Symbol
@@ -46,13 +46,6 @@ def _err(report: Report, where: str, message: str, offset: int | None = None) ->
     if offset is not None:
         e["offset"] = offset
     report["errors"].append(e)
-
-
-def _is_cxx_runtime_import(name: str) -> bool:
-    # Itanium-mangled names in namespace tvm::ffi (e.g. _ZN3tvm3ffi...,
-    # _ZNK3tvm3ffi...): the official C++ runtime's exports, which a C runtime
-    # cannot provide.
-    return name.startswith("_Z") and "3tvm3ffi" in name
 
 
 def static_report(binary: Binary) -> Report:
@@ -80,6 +73,9 @@ def static_report(binary: Binary) -> Report:
         "needs_runtime": False,
         "min_runtime_version": BASELINE,
         "min_runtime_reasons": [],
+        "max_runtime_version": None,
+        "max_runtime_reasons": [],
+        "runtime_releases": [],
         "errors": [],
         "warnings": list(b.warnings),
     }
@@ -134,15 +130,22 @@ def static_report(binary: Binary) -> Report:
     for n in sorted((meta | docs) - names):
         rep["warnings"].append(f"metadata/doc getter for {n} but no {FUNC_PREFIX}{n} function")
 
-    # Imports: which runtime C functions, and C++ runtime symbols we cannot host.
-    imports = b.imports
-    rep["runtime_imports"] = sorted({n for n in imports if n.startswith(C_API_PREFIX)})
-    rep["unsupported_imports"] = sorted({n for n in imports if _is_cxx_runtime_import(n)})
+    # Imports: what the hosting libtvm_ffi.so must provide (C functions and
+    # tvm::ffi C++ symbols no sibling library defines), and which of them the
+    # builtin runtime lacks (abi/release_exports.py, one table for every verdict).
+    # Loading it loads its siblings (DT_NEEDED found next to it or on its
+    # RUNPATH): their runtime imports count for hosting it and for its range.
+    from ..binary.deps import runtime_needs
+
+    needs = runtime_needs(b)
+    rt_imports = list(needs.closure)
+    rep["runtime_imports"] = [n for n in needs.own if n.startswith(C_API_PREFIX)]
+    rep["unsupported_imports"] = list(builtin_missing(rt_imports))
     rep["needs_runtime"] = bool(
-        rep["runtime_imports"]
-        or rep["unsupported_imports"]
-        or any(n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed)
+        rt_imports or any(n.rsplit("/", 1)[-1].lower().startswith(RUNTIME_LIBS) for n in b.needed)
     )
+    if needs.siblings:
+        rep["siblings"] = [os.path.basename(p) for p in needs.siblings]
 
     # Context symbols: writable pointers the loader fills with C API entries.
     for s in sorted(ctx_syms, key=lambda s: s.name):
@@ -167,10 +170,13 @@ def static_report(binary: Binary) -> Report:
         if not c["known"]:
             rep["warnings"].append(f"context symbol {s.name} names no C API function")
 
-    # The oldest runtime whose C API the imports (and context symbols) need.
-    req = min_runtime(rep["runtime_imports"] + [c["api"] for c in rep["context_symbols"]])
-    rep["min_runtime_version"] = req.version
-    rep["min_runtime_reasons"] = list(req.reasons)
+    # The releases whose runtime exports every import (and context symbol's API).
+    rr = runtime_range(rt_imports + [c["api"] for c in rep["context_symbols"]])
+    rep["min_runtime_version"] = rr.min_version
+    rep["min_runtime_reasons"] = [f"{n} needs {rr.min_version}" for n in rr.min_because]
+    rep["max_runtime_version"] = rr.max_version
+    rep["max_runtime_reasons"] = [f"{n} is gone after {rr.max_version}" for n in rr.max_because]
+    rep["runtime_releases"] = list(rr.ok_releases)
 
     # __tvm_ffi__library_ctx: a writable void* the loader points at the module.
     ctx = by_name.get(LIBRARY_CTX)

@@ -45,14 +45,20 @@ def build(rep: dict[str, Any]) -> Tree:
     else:
         deps.add("runtime C functions: none imported")
     if rep.get("min_runtime_version"):
-        why = rep.get("min_runtime_reasons") or []
-        deps.add(
-            f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}"
-            + (f" ({escape('; '.join(why))})" if why else "")
+        why = list(rep.get("min_runtime_reasons") or []) + list(
+            rep.get("max_runtime_reasons") or []
         )
+        top = rep.get("max_runtime_version")
+        if "runtime_releases" in rep and not rep["runtime_releases"]:
+            span = "[red]no known apache-tvm-ffi release provides every runtime import[/]"
+        else:
+            span = f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}" + (
+                f", <= {top}" if top else ""
+            )
+        deps.add(span + (f" ({escape('; '.join(why))})" if why else ""))
     if rep["unsupported_imports"]:
         node = deps.add(
-            f"[red]C++ symbols of the official runtime "
+            f"[red]runtime symbols the builtin runtime lacks "
             f"({len(rep['unsupported_imports'])}): only the official runtime can "
             f"host this library[/]"
         )
