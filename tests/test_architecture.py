@@ -33,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "stubs": {"text", "inspect", "binary", "abi", "errors"},
     "diff": {"text", "inspect", "binary", "abi", "errors"},
     "extract": {"text", "inspect", "binary", "abi", "errors"},
+    # Wheels and directories as input: the engines above, once per library.
+    "wheel": {"text", "inspect", "conform", "stubs", "extract", "binary", "abi", "errors"},
     "render": {
         "text",
         "inspect",
@@ -41,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
         "stubs",
         "diff",
         "extract",
+        "wheel",
         "binary",
         "abi",
         "errors",

@@ -77,7 +77,7 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
 
     caught = {c for c, _ in bad_results(zoo[2])}
     # Library-level checks have their own fixtures (here, in test_conform_ci.py, and
-    # has-functions in test_sandbox_results.py).
+    # has-functions in test_sandbox_results.py; declared-runtime in test_wheels_input.py).
     library_level = {
         "library-bin",
         "context-symbols",
@@ -87,6 +87,7 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
         "max-runtime",  # tests/test_runtime_ranges.py
         "exit-clean",
         "has-functions",
+        "declared-runtime",
     }
     assert caught | library_level == set(registry.BY_ID)
 
@@ -367,7 +368,7 @@ def test_registry_records_are_complete():
     for c in registry.CHECKS:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", c.id), c.id
         assert c.severity in (registry.ERROR, registry.WARNING)
-        assert c.scope in (registry.LIBRARY, registry.FUNCTION)
+        assert c.scope in (registry.LIBRARY, registry.FUNCTION, registry.WHEEL)
         assert c.stage in (registry.STATIC, registry.LOAD, registry.PROBE)
         assert all(len(t) > 20 for t in (c.what, c.why, c.fix)), c.id
 

@@ -12,7 +12,7 @@ import pytest
 import tools_fixtures as tf
 from test_call_helpers import tvmffi, validate
 from tvmffi_cli import extract
-from tvmffi_cli.binary import open_binary
+from tvmffi_cli.binary import libbin, open_binary
 
 NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,95}$")
 
@@ -243,3 +243,49 @@ def test_engine_without_click(tmp_path):
     assert [e.file for e in res.entries][:2] == ["module1-cuda.bin", "module1-cuda.cubin"]
     with pytest.raises(AttributeError):
         res.entries[0].size = 1  # frozen
+
+
+def _tree(kinds, imports, i=0, seen=()):
+    """(kind, [subtrees]) of module i: the shape a loader builds from the tree."""
+    assert i not in seen, "cycle"
+    return (kinds[i], [_tree(kinds, imports, j, (*seen, i)) for j in imports[i]])
+
+
+@pytest.mark.parametrize("which", ["three", "diamond"])
+def test_manifest_rebuilds_the_module_tree(tmp_path, which):
+    """The manifest alone (kinds, indices, imports, module files) rebuilds the
+    tree the decoder reads from the library, and re-encoding it gives the
+    symbol's bytes back, byte for byte."""
+    lib = tf.three_module_tree() if which == "three" else tf.diamond_module_tree()
+    out = tmp_path / "o"
+    r, doc = _extract(lib, out)
+    assert r.returncode == 0, r.stderr
+    validate(doc, "extract")
+    lb = libbin.decode(_symbol_bytes(lib, "__tvm_ffi__library_bin"))
+    assert lb.errors == []
+    mods = doc["modules"]
+    assert [m["index"] for m in mods] == list(range(len(lb.modules)))
+    assert doc["root"] == lb.root == 0
+    kinds = [m["kind"] for m in mods]
+    imports = [m["imports"] for m in mods]
+    assert _tree(kinds, imports) == _tree(
+        [m.kind for m in lb.modules], [m.imports for m in lb.modules]
+    )
+    lib_entries = [m for m in mods if m["kind"] == "_lib"]
+    assert len(lib_entries) == 1 and lib_entries[0]["file"] is None
+    assert lib_entries[0]["blob_size"] is None
+    blobs = [None if m["file"] is None else (out / m["file"]).read_bytes() for m in mods]
+    for m, d in zip(mods, blobs):
+        assert (m["blob_size"] is None) == (d is None)
+        if d is not None:
+            assert len(d) == m["blob_size"]
+    rebuilt = libbin.encode(list(zip(kinds, blobs)), imports)
+    data = _symbol_bytes(lib, "__tvm_ffi__library_bin")
+    assert rebuilt == data[: len(rebuilt)] and len(rebuilt) == 8 + lb.nbytes
+
+
+def test_manifest_without_modules(tmp_path):
+    r, doc = _extract(tf.plain(), tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    validate(doc, "extract")
+    assert doc["modules"] == [] and doc["root"] is None

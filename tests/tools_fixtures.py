@@ -87,6 +87,22 @@ def three_module_tree():
 
 
 @functools.cache
+def diamond_module_tree():
+    """A module tree that is not a chain: _lib at index 1 (not the root),
+    cuda 0 imports _lib and two opencl modules, both of which import module 4 (kind x)."""
+    blob = b"\x00" * 8
+    opencl = modformats.encode_gpu(
+        "cl", [("copy", [F32, F32], ["get_group_id(0)"], [0, 0])], OPENCL_SRC
+    )
+    cuda = cuda_module([("k", [F32])], fake_cubin(80))
+    lb = libbin.encode(
+        [("cuda", cuda), ("_lib", None), ("opencl", opencl), ("opencl", opencl), ("x", blob)],
+        [[1, 2, 3], [], [4], [4], []],
+    )
+    return build_c("diamond_modules", c_source(lb))
+
+
+@functools.cache
 def tvm_cuda_output():
     """Like `tvm.compile(..., target="cuda")` + export_library: host functions
     as __tvm_ffi_<name>, the device code as a cuda module holding PTX, and a

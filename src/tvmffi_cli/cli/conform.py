@@ -122,6 +122,10 @@ def command(
 ) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
 
+    LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
+    is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
+    releases they run on (declared-runtime).
+
     Exit 0 when no error-severity check fails, 1 when one does (library-load
     fails for a library that cannot be loaded, e.g. for a missing dependency),
     2 when what was given is wrong (not a shared library, a bad runtime,
@@ -151,23 +155,33 @@ def command(
     if max_runtime is not None:
         max_runtime = conf.check_version(max_runtime, "--max-runtime")
     max_runtime = max_runtime or cfg.max_runtime
-    if os.path.isdir(library):
-        raise InputError(f"{library}: is a directory")
-    rt = resolve_runtime(runtime, library)
-    opts = runner.Options(
-        sel,
-        ign,
-        secs,
-        n_jobs,
-        n_threads,
-        min_runtime,
-        rt,
-        frozenset(functions),
-        strict,
-        cfg,
-        runtime,
-        max_runtime,
-    )
+
+    def options_for(lib: str) -> runner.Options:
+        rt = resolve_runtime(runtime, lib)
+        return runner.Options(
+            sel,
+            ign,
+            secs,
+            n_jobs,
+            n_threads,
+            min_runtime,
+            rt,
+            frozenset(functions),
+            strict,
+            cfg,
+            runtime,
+            max_runtime,
+        )
+
+    from . import wheel_input
+
+    if wheel_input.is_bundle(library):
+        sandbox_opts.apply(
+            no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox)
+        )
+        declared = "declared-runtime" in registry.selected(sel, ign)
+        return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
+    opts = options_for(library)
     sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
 
     progress = None

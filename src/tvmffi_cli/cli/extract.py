@@ -7,7 +7,7 @@ import click
 
 
 @click.command("extract")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=True))
 @click.option(
     "-o",
     "--output",
@@ -20,11 +20,16 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def command(path: str, directory: str, force: bool, as_json: bool) -> int:
     """Write every embedded module, GPU binary (cubin, fatbin, PTX) and a
-    manifest.json to a directory, reading the file only.
+    manifest.json to a directory, reading the file only. A wheel (.whl) or
+    a directory of libraries gives one subdirectory per TVM-FFI library.
 
     Exit 0 on success, 1 when the embedded data is malformed (what could be
     read is still written), 2 on bad input or when files would be overwritten.
     """
+    from . import wheel_input
+
+    if wheel_input.is_bundle(path):
+        return wheel_input.extract(path, directory, force, as_json)
     from ..extract import run
 
     r = run(path, directory, force=force)

@@ -100,6 +100,12 @@ def fast_main(argv: list[str]) -> int | None:
             from . import sandbox_opts
 
             sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
+        from . import wheel_input
+
+        if wheel_input.is_bundle(paths[0]):
+            return wheel_input.inspect(
+                paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
+            )
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
     except TvmffiError as e:
@@ -153,6 +159,9 @@ def _make_command() -> Any:
     ) -> int:
         """Show what a library exports, embeds and imports.
 
+        PATH may be a wheel (.whl) or a directory: every TVM-FFI library in it
+        is inspected, with the libraries it ships next to it.
+
         Exit 0 when the file was fully understood, 1 when it was read but
         something in it is malformed or loading it failed or crashed (a
         missing dependency such as libcuda.so.1; results are still printed),
@@ -163,6 +172,10 @@ def _make_command() -> Any:
 
         secs = seconds(timeout, "--timeout")
         sandbox_opts.apply(no_sandbox, memory_limit, **confine)
+        from . import wheel_input
+
+        if wheel_input.is_bundle(path):
+            return wheel_input.inspect(path, static, as_json, secs, runtime)
         return emit(run(path, static=static, timeout=secs, runtime=runtime), as_json, path)
 
     return command

@@ -10,13 +10,14 @@ from . import sandbox_opts
 
 
 @click.command("stubs")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=True))
 @click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Write the stub to this file (default: standard output).",
+    help="Write the stub to this file (default: standard output); for a wheel or a "
+    "directory, a directory that gets one stub per library.",
 )
 @click.option(
     "--static", is_flag=True, help="Read the file only (exports, untyped); never load the library."
@@ -40,7 +41,8 @@ def command(
 ) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.
 
-    Types come from the type schemas in the library's metadata (loaded in a
+    PATH may be a wheel (.whl) or a directory of libraries: one stub per
+    TVM-FFI library in it. Types come from the type schemas in the library's metadata (loaded in a
     child process unless --static). Exit 0 on success (or --check: equal),
     1 when --check finds a difference or loading failed, 2 on bad input.
     """
@@ -48,6 +50,14 @@ def command(
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
+    from . import wheel_input
+
+    if wheel_input.is_bundle(path):
+        if check_file is not None:
+            from ..errors import InputError
+
+            raise InputError("--check compares one library's stub; give a library, not a wheel")
+        return wheel_input.stubs(path, static, timeout, runtime, output)
 
     r = generate(path, static=static, timeout=timeout, runtime=runtime)
     if check_file is not None:

@@ -40,7 +40,8 @@ def _case(suite: ET.Element, cls: str, r: Result) -> None:
         ET.SubElement(case, "skipped", message=r.message)
 
 
-def to_xml(report: Report) -> str:
+def suite(report: Report) -> ET.Element:
+    """The <testsuite> of one library's report."""
     lib = Path(report.path).name
     # Dots in a classname mean packages to JUnit viewers: keep the file name one level.
     cls = lib.replace(".", "_")
@@ -58,17 +59,29 @@ def to_xml(report: Report) -> str:
         _case(suite, cls, r)
     out = ET.SubElement(suite, "system-out")
     out.text = report.summary_line()
+    return suite
+
+
+def to_xml(report: Report) -> str:
+    return suites_xml([suite(report)])
+
+
+def suites_xml(suites: list[ET.Element]) -> str:
     root = ET.Element("testsuites")
-    root.append(suite)
+    root.extend(suites)
     # Library text may hold characters XML 1.0 cannot: make them visible escapes.
     return text.xml(ET.tostring(root, encoding="unicode", xml_declaration=False))
 
 
-def write(report: Report, path: str) -> None:
+def write_xml(xml: str, path: str) -> None:
     from ..errors import InputError
 
-    doc = '<?xml version="1.0" encoding="UTF-8"?>\n' + to_xml(report) + "\n"
+    doc = '<?xml version="1.0" encoding="UTF-8"?>\n' + xml + "\n"
     try:
         Path(path).write_text(doc, encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot write JUnit XML to {path}: {e.strerror}") from None
+
+
+def write(report: Report, path: str) -> None:
+    write_xml(to_xml(report), path)

@@ -16,6 +16,7 @@ WARNING = "warning"
 
 LIBRARY = "library"  # one result for the whole file
 FUNCTION = "function"  # one result per exported function (or per offending symbol)
+WHEEL = "wheel"  # one result per wheel given as input
 
 STATIC = "static"  # reads the file only
 LOAD = "load"  # loads the library in a worker process
@@ -167,6 +168,24 @@ CHECKS: list[Check] = [
         "with an undefined symbol when the function is first called.",
         fix="Rebuild against the newer release's headers, or cap the version you declare "
         "(`apache-tvm-ffi<NEXT`).",
+    ),
+    Check(
+        "declared-runtime",
+        "The wheel's declared runtime range runs its libraries",
+        ERROR,
+        WHEEL,
+        STATIC,
+        what="With a wheel as input: every apache-tvm-ffi release (of those known, "
+        "`src/tvmffi_cli/abi/versions.py`) that the wheel's `Requires-Dist` on apache-tvm-ffi "
+        "admits exports every C function and C++ symbol each TVM-FFI library of the wheel "
+        "imports. No requirement admits every release. A wheel that ships its own runtime "
+        "(a library defining the C API) and declares no requirement passes.",
+        why="The declared range decides which runtime users get. A release inside it that "
+        "lacks an imported symbol makes the library fail to load, or (lazy binding) die with "
+        "an undefined symbol at the first call of the function that needs it.",
+        fix="Narrow `Requires-Dist: apache-tvm-ffi` to the releases the libraries run on (the "
+        "message names the first release that breaks and the symbols it lacks), or stop "
+        "importing those symbols.",
     ),
     Check(
         "library-load",

@@ -1,5 +1,5 @@
 """`tvmffi extract`: embedded modules and GPU binaries to files (engine.py; no click)."""
 
-from .engine import MANIFEST, Entry, ExtractResult, collect, run, safe_name
+from .engine import MANIFEST, Entry, ExtractResult, ModuleNode, collect, run, safe_name
 
-__all__ = ["MANIFEST", "Entry", "ExtractResult", "collect", "run", "safe_name"]
+__all__ = ["MANIFEST", "Entry", "ExtractResult", "ModuleNode", "collect", "run", "safe_name"]

@@ -10,7 +10,10 @@ What is written (names are built from the library's own strings, sanitized):
 * for kinds with one payload per kernel (metal, vulkan, webgpu):
   `module<index>-<kind>-<kernel>.<metal|spv|wgsl|...>`;
 * every `__tvm_ffi__cubin_<name>` blob: `cubin-<name>.<cubin|fatbin|ptx|...>`;
-* `manifest.json`: one entry per file (see schemas/extract.schema.json).
+* `manifest.json`: one entry per file, and the module tree of
+  `__tvm_ffi__library_bin`: every module (`_lib`, which has no blob, too) with
+  its kind, index and imports, so the tree can be rebuilt from the manifest
+  alone (see schemas/extract.schema.json).
 
 Safety: names keep only [A-Za-z0-9._-] (no separators, no leading dot, so
 never `..`), are at most MAX_NAME characters, and are unique; nothing that
@@ -27,7 +30,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..abi.symbols import LIBRARY_BIN
@@ -85,11 +88,35 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class ModuleNode:
+    """One module of `__tvm_ffi__library_bin`'s tree, as the decoder read it."""
+
+    index: int
+    kind: str  # "_lib" is the library itself (no blob)
+    imports: tuple[int, ...]  # indices of the modules it imports, in order
+    blob_size: int | None  # None for _lib
+    blob_offset: int | None  # within the symbol; None for _lib
+    file: str | None = None  # the module<index>-<kind>.bin written for it (None for _lib)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "imports": list(self.imports),
+            "blob_size": self.blob_size,
+            "blob_offset": self.blob_offset,
+            "file": self.file,
+        }
+
+
+@dataclass(frozen=True)
 class ExtractResult:
     library: str
     directory: str
     entries: tuple[Entry, ...]
     errors: tuple[str, ...]  # malformations found while reading (files still written)
+    modules: tuple[ModuleNode, ...] = ()
+    root: int | None = None  # index of the root module (the loader returns module 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +124,8 @@ class ExtractResult:
             "directory": self.directory,
             "manifest": MANIFEST,
             "files": [e.to_json() for e in self.entries],
+            "modules": [m.to_json() for m in self.modules],
+            "root": self.root,
             "errors": list(self.errors),
         }
 
@@ -148,7 +177,15 @@ def _payload_info(data: bytes) -> tuple[str, str | None]:
     return str(info.get("type", "binary")), info.get("arch")
 
 
-def collect(path: str) -> tuple[list[_Item], list[str]]:
+@dataclass(frozen=True)
+class Collected:
+    items: list[_Item]
+    errors: list[str]
+    modules: tuple[ModuleNode, ...]
+    root: int | None
+
+
+def collect(path: str) -> Collected:
     """Read what there is to extract (static only: the file's bytes)."""
     from ..binary import libbin, modformats
     from ..binary import open_binary as _open
@@ -161,6 +198,8 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
     decode_gpu: Callable[[str, bytes], tuple[dict[str, Any], bytes | None]] = modformats.decode_gpu
     items: list[_Item] = []
     errors: list[str] = []
+    nodes: list[ModuleNode] = []
+    root: int | None = None
     b = open_binary(path)
     try:
         rep = static_report(b)
@@ -173,6 +212,11 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
                 data = b""
                 errors.append(f"{LIBRARY_BIN}: {e}")
             lb = decode(data, decode_kinds=False)
+            root = lb.root
+            nodes = [
+                ModuleNode(m.index, m.kind, tuple(m.imports), m.blob_size, m.blob_offset)
+                for m in lb.modules
+            ]
             for m in lb.modules:
                 if m.blob is None:
                     continue
@@ -270,7 +314,7 @@ def collect(path: str) -> tuple[list[_Item], list[str]]:
             )
     finally:
         b.close()
-    return items, errors
+    return Collected(items, errors, tuple(nodes), root)
 
 
 def _umask() -> int:
@@ -308,7 +352,8 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
     """Extract everything embedded in `path` into `directory` (created when
     missing). InputError (exit 2) when DIR is unusable or would be
     overwritten without `force`."""
-    items, errors = collect(path)
+    got = collect(path)
+    items, errors = got.items, got.errors
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise InputError(f"{directory}: exists and is not a directory")
     taken: set[str] = set()
@@ -350,7 +395,13 @@ def run(path: str, directory: str, force: bool = False) -> ExtractResult:
                 it.kernels,
             )
         )
-    result = ExtractResult(os.path.basename(path), directory, tuple(entries), tuple(errors))
+    module_file = {
+        e.module_index: e.file for e in entries if e.kind == "module" and e.module_index is not None
+    }
+    nodes = tuple(replace(m, file=module_file.get(m.index)) for m in got.modules)
+    result = ExtractResult(
+        os.path.basename(path), directory, tuple(entries), tuple(errors), nodes, got.root
+    )
     text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
     _write_atomic(directory, MANIFEST, text.encode("utf-8"), mode)
     return result

@@ -1,0 +1,261 @@
+"""`inspect`, `conform`, `stubs` and `extract` over a bundle (a wheel or a
+directory): the command's own engine on every TVM-FFI library, one result per
+library, and the bundle's summary (no click).
+
+Results name libraries as `<wheel file>/<member>`; a wheel's temporary
+directory never shows in them (reproducers say the wheel instead).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from typing import Any
+
+from .. import text
+from ..errors import InputError, TvmffiError
+from .bundle import Bundle
+from .libraries import LibraryFile
+
+
+@dataclass(frozen=True)
+class LibraryOutcome:
+    library: str  # <wheel file>/<member>
+    member: str
+    exit_code: int  # the command's exit code on this library alone
+    report: Any = None  # the command's own result (report dict, conform Report, ...)
+    error: str | None = None  # why there is no report (exit 2 on this library)
+    note: str | None = None  # why the library was left out (--function), exit 0
+    #: abi.versions.RuntimeRange of what its runtime must provide
+    range: Any = None
+
+    def report_json(self) -> Any:
+        r = self.report
+        if hasattr(r, "to_json"):
+            return r.to_json()
+        if is_dataclass(r) and not isinstance(r, type):  # a StubResult: its summary
+            return {k: v for k, v in asdict(r).items() if k != "text"}
+        return r
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    command: str
+    bundle: Bundle
+    outcomes: tuple[LibraryOutcome, ...]
+    elapsed: float
+    #: wheel-level conform results (declared-runtime), conform.results.Result
+    checks: tuple[Any, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        codes = [o.exit_code for o in self.outcomes]
+        codes += [1 for c in self.checks if c.blocking]
+        return max(codes or [0])
+
+    def combined_range(self) -> Any:
+        """The releases every TVM-FFI library of the bundle runs on."""
+        from ..abi.versions import runtime_range
+
+        return runtime_range(n for lib in self.bundle.libraries for n in lib.runtime_imports)
+
+    def summary_line(self) -> str:
+        bad = sum(o.exit_code != 0 for o in self.outcomes) + sum(c.blocking for c in self.checks)
+        verdict = "PASSED" if self.exit_code == 0 else "FAILED"
+        name = os.path.basename(self.bundle.source.rstrip(os.sep))
+        return (
+            f"tvmffi {self.command} {verdict} {name}: {len(self.outcomes)} TVM-FFI "
+            f"librar{'y' if len(self.outcomes) == 1 else 'ies'}, {bad} failing "
+            f"({self.elapsed:.2f} s)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            # The JSON contract of every command: library (the path given),
+            # runtime (null here: each library's report names its own).
+            "library": self.bundle.source,
+            "runtime": None,
+            "command": self.command,
+            "input": self.bundle.to_json(),
+            "libraries": [
+                {
+                    "library": o.library,
+                    "member": o.member,
+                    "exit_code": o.exit_code,
+                    "report": o.report_json(),
+                    "error": o.error,
+                    "note": o.note,
+                    "runtime_range": None if o.range is None else o.range.to_json(),
+                }
+                for o in self.outcomes
+            ],
+            "runtime_range": self.combined_range().to_json(),
+            "checks": [c.to_json() for c in self.checks],
+            "passed": self.exit_code == 0,
+            "exit_code": self.exit_code,
+            "summary_line": self.summary_line(),
+            "elapsed_s": round(self.elapsed, 3),
+            "errors": [f"{o.library}: {o.error}" for o in self.outcomes if o.error],
+        }
+        doc.update(self.extra)
+        return doc
+
+
+def _relocator(b: Bundle) -> Callable[[str], str]:
+    """A string with the temporary root shown as the wheel's name."""
+    name = os.path.basename(b.source) + "/"
+    root = b.root + os.sep
+    if b.root == b.source:
+        return lambda s: s
+    return lambda s: s.replace(root, name) if root in s else s
+
+
+def _relocate(b: Bundle, obj: Any) -> Any:
+    return text.map_strings(obj, _relocator(b))
+
+
+def _each(b: Bundle, command: str, one: Callable[[LibraryFile], tuple[int, Any]]) -> BundleResult:
+    from ..abi.versions import runtime_range
+
+    out: list[LibraryOutcome] = []
+    for lib in b.libraries:
+        rr = runtime_range(lib.runtime_imports)
+        try:
+            code, rep = one(lib)
+            out.append(LibraryOutcome(b.display(lib), lib.member, code, rep, range=rr))
+        except TvmffiError as e:
+            msg = str(e).replace(lib.path, lib.member)
+            out.append(LibraryOutcome(b.display(lib), lib.member, e.exit_code, error=msg, range=rr))
+    return BundleResult(command, b, tuple(out), time.monotonic() - b.started)
+
+
+def inspect_bundle(b: Bundle, static: bool, timeout: float, runtime: str | None) -> BundleResult:
+    from ..inspect.engine import run
+
+    def one(lib: LibraryFile) -> tuple[int, Any]:
+        rep = run(lib.path, static=static, timeout=timeout, runtime=runtime)
+        rep = _relocate(b, dict(rep, path=b.display(lib)))
+        return (1 if rep["errors"] else 0), rep
+
+    return _each(b, "inspect", one)
+
+
+def stubs_bundle(
+    b: Bundle, static: bool, timeout: float, runtime: str | None, directory: str | None
+) -> BundleResult:
+    """One .pyi per library: written to `directory` as `<member with / as _>.pyi`
+    (never replacing a directory), or kept in the results for stdout."""
+    from ..stubs.engine import generate, write
+
+    if directory is not None:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"{directory}: cannot create ({e.strerror or e})") from None
+    written: dict[str, str] = {}
+
+    def one(lib: LibraryFile) -> tuple[int, Any]:
+        r = generate(lib.path, static=static, timeout=timeout, runtime=runtime)
+        if directory is not None:
+            target = os.path.join(directory, stub_name(lib.member))
+            try:
+                write(r, target)
+            except OSError as e:
+                raise InputError(f"{target}: cannot write ({e.strerror or e})") from None
+            written[lib.member] = target
+        return 0, r
+
+    res = _each(b, "stubs", one)
+    return replace(res, extra={"written": written})
+
+
+def stub_name(member: str) -> str:
+    """libs/libfoo.so.1 -> libs_libfoo.pyi (one flat directory of stubs)."""
+    stem = member.split("/")
+    last = stem[-1].split(".")[0] or "_"
+    return "_".join([*stem[:-1], last]).replace("-", "_") + ".pyi"
+
+
+def extract_bundle(b: Bundle, directory: str, force: bool) -> BundleResult:
+    """Every library's embedded modules into `directory/<member with / as _>/`."""
+    from ..extract.engine import run
+
+    def one(lib: LibraryFile) -> tuple[int, Any]:
+        sub = os.path.join(directory, lib.member.replace("/", "_"))
+        r = run(lib.path, sub, force=force)
+        return r.exit_code, r
+
+    return _each(b, "extract", one)
+
+
+def conform_bundle(
+    b: Bundle,
+    options_for: Callable[[str], Any],
+    declared: bool = True,
+    progress: Callable[[int, int, str], object] | None = None,
+) -> BundleResult:
+    """`options_for(library path)` gives the conform runner's Options of one
+    library (the CLI resolves --runtime per library). With --function, a
+    library holding none of the names is left out with a note; InputError
+    when no library holds them. Then, with `declared` (the check is selected)
+    and a wheel, the wheel's declared-runtime check."""
+    from ..conform import runner
+    from ..conform.checks_wheel import declared_runtime
+
+    def one(lib: LibraryFile) -> tuple[int, Any]:
+        o = options_for(lib.path)
+        rep = runner.run(lib.path, progress=progress, options=o)
+        return rep.exit_code(), _conform_report(b, lib, rep)
+
+    res = _each(b, "conform", one)
+    outcomes = []
+    for o in res.outcomes:
+        if o.error and o.error.startswith("--function "):
+            o = replace(o, exit_code=0, error=None, note=o.error)
+        outcomes.append(o)
+    if outcomes and all(o.note for o in outcomes):
+        raise InputError(outcomes[0].note or "")
+    checks: tuple[Any, ...] = ()
+    if b.metadata is not None and declared:
+        checks = (
+            declared_runtime(
+                b.metadata.runtime_specifier,
+                [(b.display(lib), lib.runtime_imports) for lib in b.libraries],
+                [b.display(r) for r in b.runtimes],
+            ),
+        )
+    return replace(
+        res, outcomes=tuple(outcomes), checks=checks, elapsed=time.monotonic() - b.started
+    )
+
+
+def _conform_report(b: Bundle, lib: LibraryFile, rep: Any) -> Any:
+    """The runner's Report with the library named as in the wheel and every
+    reproducer pointed at the wheel (the temporary copy is gone afterwards;
+    `tvmffi call` takes one library, so those become a narrowed conform)."""
+    quoted = shlex.quote(rep.path)
+    src = shlex.quote(b.source)
+    fix = _relocator(b)
+
+    def again(r: Any) -> str | None:
+        if not r.reproduce:
+            return None
+        if r.reproduce.startswith("tvmffi call "):
+            cmd = ["tvmffi", "conform", b.source, "--select", r.check]
+            return " ".join(shlex.quote(c) for c in cmd + ["--function", r.function or ""])
+        return str(r.reproduce).replace(quoted, src)
+
+    results = [
+        replace(
+            r,
+            message=fix(r.message),
+            details=None if r.details is None else text.map_strings(r.details, fix),
+            reproduce=again(r),
+        )
+        for r in rep.results
+    ]
+    return replace(rep, path=b.display(lib), results=results)
