@@ -119,3 +119,22 @@ def test_diff_gaining_a_signature_is_compatible_everywhere():
         _api([Func("e", typed)], [Func("g", typed)], [ty(typed)]),
     )
     assert same.changes == ()
+
+
+@pytest.mark.parametrize(
+    ("schema", "status", "message"),
+    [
+        (OLD, "pass", "f(int, str) -> int"),
+        (NEW, "pass", "f(int, str) -> int"),
+        ({"type": "ffi.Function"}, "pass", "f(...) -> Any"),  # untyped: declares nothing
+        (INT, "fail", "type_schema is int, not a function type"),
+    ],
+)
+def test_conform_metadata_json_accepts_every_release_format(schema, status, message):
+    from tvmffi_cli.conform.checks_probe import FunctionFacts, check_metadata_json
+
+    f = FunctionFacts("f", {"metadata"})
+    text = json.dumps({"type_schema": json.dumps(schema)})
+    f.obs["metadata"] = {"rc": 0, "value_hex": text.encode().hex()}
+    r = check_metadata_json(f)
+    assert (r.status, r.message) == (status, message)
