@@ -63,7 +63,7 @@ def rep(ts):
     s = core.TypeSchema.from_json_str(ts) if isinstance(ts, str) else core.TypeSchema.from_json_obj(ts)
     return s.repr()
 
-out = {"globals": {}, "types": {}, "exports": {}, "calls": {}, "type_keys_by": (
+out = {"globals": {}, "types": {}, "exports": {}, "calls": {}, "docs": {}, "type_keys_by": (
     "ffi.GetRegisteredTypeKeys" if tvm_ffi.get_global_func("ffi.GetRegisteredTypeKeys", allow_missing=True)
     else "strings of the file resolved by type key")}
 for g in sorted(g1 - g0):
@@ -76,12 +76,20 @@ for key in sorted(t1 - t0):
         "fields": {f.name: [rep((f.metadata or {}).get("type_schema")), bool(f.frozen)] for f in info.fields},
         "methods": {m.name: [rep((m.metadata or {}).get("type_schema")), bool(m.is_static)] for m in info.methods},
     }
+    for kind, members in (("field", info.fields), ("method", info.methods)):
+        for x in members:
+            if x.doc:
+                out["docs"][f"{kind} {key}.{x.name}"] = x.doc
 if hasattr(mod, "get_function_metadata"):
     syms = sorted({m.decode()[len("__tvm_ffi__metadata_"):] for m in re.findall(rb"__tvm_ffi__metadata_[A-Za-z0-9_]+", data)})
     for name in syms:
         md = mod.get_function_metadata(name)
         if md is not None:
             out["exports"][name] = rep(md.get("type_schema"))
+    for name in sorted(set(out["exports"]) | {m.decode()[len("__tvm_ffi__doc_"):] for m in re.findall(rb"__tvm_ffi__doc_[A-Za-z0-9_]+", data)}):
+        doc = mod.get_function_doc(name)
+        if doc:
+            out["docs"][f"export {name}"] = doc
 for name, args in calls:
     if name in g1:
         f = tvm_ffi.get_global_func(name)
@@ -202,6 +210,19 @@ def ours(version: str) -> dict[str, int]:
         for m in t.methods:
             if m.type is not None and m.type.params is not None:
                 out[f"{t.key}.{m.name}"] = len(m.type.params)
+    return out
+
+
+def docs(version: str) -> dict[str, str]:
+    """Docstrings tvmffi's inspect reports, keyed like the oracle's "docs"."""
+    code, doc = inspect_doc(version)
+    assert doc is not None, f"inspect of {version} printed no JSON (exit {code})"
+    out = {f"export {f['name']}": f["doc"] for f in doc["functions"] if f.get("doc")}
+    for t in doc["types"]:
+        for kind in ("field", "method"):
+            for x in t[kind + "s"]:
+                if x.get("doc"):
+                    out[f"{kind} {t['type_key']}.{x['name']}"] = x["doc"]
     return out
 
 

@@ -50,6 +50,12 @@ def test_every_declared_signature_is_typed(version):
 
 
 @pytest.mark.parametrize("version", releases.RELEASES)
+def test_docs_equal_the_release_own(version):
+    # export docs (__tvm_ffi__doc_<name>, from 0.1.5) and reflected field/method docs
+    assert meta.docs(version) == meta.oracle(version)["docs"]
+
+
+@pytest.mark.parametrize("version", releases.RELEASES)
 def test_calls_equal_the_release_own_results(version):
     o = meta.oracle(version)
     ran = 0
