@@ -307,7 +307,7 @@ def test_inspect_json_carries_global_metadata():
     doc = validate(json.loads(r.stdout), "inspect")
     assert sorted(doc["global_info"]) == ["kitchen.add", "kitchen.greet", "kitchen.make_point"]
     point = doc["types"][0]
-    assert [json.loads(f["metadata"])["type_schema"] for f in point["fields"]] == [
+    assert [f["metadata"]["type_schema"] for f in point["fields"]] == [
         '{"type":"int"}',
         '{"type":"float"}',
         '{"type":"ffi.String"}',

@@ -1,12 +1,33 @@
-"""Function type schemas: parse the `type_schema` JSON a library's metadata
-getter returns into a small type tree, and render readable signatures such as
-`mul3(int, int, int) -> int` or `scale(float, Optional[float]) -> float`.
+"""Type schemas and metadata of every official release, parsed into one model.
 
-Schema shape (one node): {"type": "<key>", "args": [node...]} and, for
-functions, {"type": "ffi.Function", "named_args": {"return": [node],
-"params": [node...]}}. Keys are the runtime's static type keys (int, float,
-bool, None, Any, ffi.String, ffi.Tensor, DLTensor*, ffi.Array, ffi.Map,
-Optional, Variant, ...) or a registered object type key.
+A library's metadata (an export's `__tvm_ffi__metadata_<name>` getter, a
+global's `ffi.GetGlobalFuncMetadata`, the `metadata` of a reflected field or
+method) is a JSON object. Its "type_schema" holds the type, as JSON text in a
+string (every release) or, for the `__ffi_init__` that 0.1.10's auto-init
+registers, as an object. The other keys are the writer's own (int, bool or
+string values; 0.1.10 adds "auto_init": true).
+
+One schema node is {"type": "<key>", "args": [node, ...]}. Keys are the
+runtime's static type keys (int, float, bool, None, Any, ffi.String,
+ffi.Tensor, DLTensor*, ffi.Array, ffi.Map, Optional, Variant, ...), a C++
+spelling from tvm/ffi/extra/stl.h (std::vector, std::optional, ...) or a
+registered object type key. A function type was written three ways (facts
+read from each release's headers and from what its test library writes):
+
+* 0.1.0 to 0.1.14 (and libraries built with them, e.g. xgrammar 0.2.8):
+  {"type": "ffi.Function", "args": [RETURN, PARAM, ...]};
+  std::function: {"type": "std::function", "args": [RETURN, [PARAM, ...]]}
+  (the parameters as a bare list);
+* 0.1.15 on: {"type": "ffi.Function", "named_args": {"return": [RETURN],
+  "params": [PARAM, ...]}}, std::function alike;
+* every release: {"type": "ffi.Function"} alone, a function whose signature
+  is not known (a packed function; `Function` in signatures).
+
+A method's parameters start with the object itself; a constructor
+(`__ffi_init__`, static) returns ffi.Object. Every format parses into the
+same `TypeSpec`: functions carry `params`/`ret`, never `args`. This module is
+the one place these facts live; inspect, call, stubs, conform and diff all
+read types through it.
 
 `TypeSpec` is also the hook for the `call` command: `convert_literal(spec,
 value)` checks and converts a JSON/CLI value against a parsed type.
@@ -15,14 +36,16 @@ value)` checks and converts a JSON/CLI value against a parsed type.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import FormatError, InputError
 
-_Specs = tuple["TypeSpec", ...]  # the params of a function type (never None there)
-
 MAX_DEPTH = 64  # deeper than any real signature; bounds recursion on hostile input
+
+#: Type keys of function types (their schemas carry a signature, or none).
+FUNCTION_KEYS = frozenset({"ffi.Function", "std::function"})
 
 # static type key -> short name shown to people
 SHORT: dict[str, str] = {
@@ -70,70 +93,120 @@ SHORT: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
 class TypeSpec:
-    """One node of a type tree: `.key` is the schema's type key, `.name` its
-    short name, `.args` the type arguments; functions also have `.params`
-    and `.ret`."""
-
-    __slots__ = ("key", "name", "args", "params", "ret")
+    """One node of a type tree, the same whichever release wrote it: `.key`
+    is the schema's type key, `.name` (also `.short`) its short name, `.args`
+    the type arguments; a function type with a known signature has `.params`
+    (a tuple) and `.ret` (None: returns Any); an untyped one has params None."""
 
     key: str
-    name: str
-    args: tuple[TypeSpec, ...]
-    params: tuple[TypeSpec, ...] | None
-    ret: TypeSpec | None
+    args: tuple[TypeSpec, ...] = ()
+    params: tuple[TypeSpec, ...] | None = None
+    ret: TypeSpec | None = None
 
-    def __init__(
-        self,
-        key: str,
-        args: Iterable[TypeSpec] = (),
-        params: Iterable[TypeSpec] | None = None,
-        ret: TypeSpec | None = None,
-    ) -> None:
-        self.key = key
-        self.name = SHORT.get(key, key)
-        self.args = tuple(args)
-        self.params = None if params is None else tuple(params)
-        self.ret = ret
+    def __post_init__(self) -> None:
+        # Callers may pass lists; the model holds tuples (hashable, frozen).
+        object.__setattr__(self, "args", tuple(self.args))
+        if self.params is not None:
+            object.__setattr__(self, "params", tuple(self.params))
+
+    @property
+    def name(self) -> str:
+        return SHORT.get(self.key, self.key)
+
+    @property
+    def short(self) -> str:
+        """The short name people read (str for ffi.String, Array for ffi.Array)."""
+        return self.name
 
     @property
     def is_function(self) -> bool:
+        """A function type whose signature is known."""
         return self.params is not None
+
+    @property
+    def is_untyped_function(self) -> bool:
+        """A function type that says nothing of its arguments ({"type": "ffi.Function"})."""
+        return self.params is None and self.key in FUNCTION_KEYS
+
+    def _sig_parts(self) -> tuple[str, str]:
+        ps = ", ".join(p.render() for p in self.params or ())
+        return ps, self.ret.render() if self.ret is not None else "Any"
 
     def render(self) -> str:
         if self.is_function:
-            ps = ", ".join(p.render() for p in cast(_Specs, self.params))
-            r = self.ret.render() if self.ret is not None else "Any"
+            ps, r = self._sig_parts()
             return f"Callable[[{ps}], {r}]"
         if self.args:
             return f"{self.name}[{', '.join(a.render() for a in self.args)}]"
         return self.name
 
     def signature(self, name: str) -> str:
-        """`name(p1, p2) -> ret` for a function type."""
+        """`name(p1, p2) -> ret` for a function type; `name(...) -> Any` for an
+        untyped one. FormatError for a type that is no function at all."""
+        if self.is_untyped_function:
+            return f"{name}(...) -> Any"
         if not self.is_function:
             raise FormatError(f"type schema of {name} is {self.render()}, not a function")
-        ps = ", ".join(p.render() for p in cast(_Specs, self.params))
-        r = self.ret.render() if self.ret is not None else "Any"
+        ps, r = self._sig_parts()
         return f"{name}({ps}) -> {r}"
 
     def to_json(self) -> dict[str, Any]:
+        """The model as JSON ({"type", "args"}, functions {"params", "return"}):
+        one shape for every release's format (schemas/inspect.schema.json)."""
         d: dict[str, Any] = {"type": self.key}
         if self.args:
             d["args"] = [a.to_json() for a in self.args]
-        if self.is_function:
-            d["params"] = [p.to_json() for p in cast(_Specs, self.params)]
+        if self.params is not None:
+            d["params"] = [p.to_json() for p in self.params]
             d["return"] = self.ret.to_json() if self.ret is not None else None
         return d
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TypeSpec) and self.to_json() == other.to_json()
-
-    def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True))
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> TypeSpec:
+        """Back from to_json() (already validated when it was written)."""
+        args = tuple(TypeSpec.from_json(a) for a in d.get("args") or ())
+        if "params" in d:
+            ret = d.get("return")
+            return TypeSpec(
+                str(d["type"]),
+                args,
+                tuple(TypeSpec.from_json(p) for p in d["params"] or ()),
+                TypeSpec.from_json(ret) if isinstance(ret, Mapping) else None,
+            )
+        return TypeSpec(str(d["type"]), args)
 
     def __repr__(self) -> str:
         return f"TypeSpec({self.render()})"
+
+
+def _nodes(items: object, key: str, what: str, depth: int) -> tuple[TypeSpec, ...]:
+    if not isinstance(items, list):
+        raise FormatError(f'"{what}" of {key} must be a list')
+    return tuple(_node(a, depth + 1) for a in items)
+
+
+def _function(key: str, obj: Mapping[str, Any], depth: int) -> TypeSpec:
+    named = obj.get("named_args")
+    if named is not None:  # 0.1.15 on
+        if not isinstance(named, dict):
+            raise FormatError(f'"named_args" of {key} must be an object')
+        ret = _nodes(named.get("return", []), key, "return", depth)
+        if len(ret) > 1:
+            raise FormatError(f'"return" of {key} must be a list of at most one type')
+        params = _nodes(named.get("params", []), key, "params", depth)
+        return TypeSpec(key, (), params, ret[0] if ret else None)
+    args = obj.get("args")
+    if args is None or args == []:
+        return TypeSpec(key)  # nothing said about the signature
+    if not isinstance(args, list):
+        raise FormatError(f'"args" of {key} must be a list')
+    # Up to 0.1.14: [RETURN, PARAM, ...]; std::function: [RETURN, [PARAM, ...]].
+    if key == "std::function" and len(args) == 2 and isinstance(args[1], list):
+        return TypeSpec(key, (), _nodes(args[1], key, "args", depth), _node(args[0], depth + 1))
+    ret_and_params = _nodes(args, key, "args", depth)
+    return TypeSpec(key, (), ret_and_params[1:], ret_and_params[0])
 
 
 def _node(obj: object, depth: int) -> TypeSpec:
@@ -144,24 +217,11 @@ def _node(obj: object, depth: int) -> TypeSpec:
     key = obj.get("type")
     if not isinstance(key, str) or not key:
         raise FormatError('type schema node has no "type" string')
-    args = obj.get("args", [])
-    if not isinstance(args, list):
-        raise FormatError(f'"args" of {key} must be a list')
-    sub = [_node(a, depth + 1) for a in args]
-    named = obj.get("named_args")
-    if named is None:
-        return TypeSpec(key, sub)
-    if not isinstance(named, dict):
-        raise FormatError(f'"named_args" of {key} must be an object')
-    ret = named.get("return", [])
-    params = named.get("params", [])
-    if not isinstance(ret, list) or len(ret) > 1:
-        raise FormatError(f'"return" of {key} must be a list of at most one type')
-    if not isinstance(params, list):
-        raise FormatError(f'"params" of {key} must be a list')
-    return TypeSpec(
-        key, sub, [_node(p, depth + 1) for p in params], _node(ret[0], depth + 1) if ret else None
-    )
+    if key in FUNCTION_KEYS:
+        return _function(key, obj, depth)
+    if obj.get("named_args") is not None:
+        raise FormatError(f'"named_args" on {key}, which is not a function type')
+    return TypeSpec(key, _nodes(obj.get("args", []), key, "args", depth))
 
 
 def parse_type(schema: object) -> TypeSpec:
@@ -174,21 +234,44 @@ def parse_type(schema: object) -> TypeSpec:
     return _node(schema, 0)
 
 
-def parse_metadata(metadata: object) -> tuple[dict[str, Any], TypeSpec | None]:
-    """Parse a metadata getter's result: a JSON object holding "type_schema"
-    (itself JSON in a string, or an object). Returns (metadata dict, TypeSpec
-    or None when there is no type_schema)."""
+def decode_metadata(metadata: object) -> dict[str, Any]:
+    """A metadata JSON text (or an already decoded object) as a dict;
+    FormatError when it is not JSON or not an object."""
     if isinstance(metadata, (str, bytes)):
         try:
             metadata = json.loads(metadata)
         except (ValueError, RecursionError) as e:
-            raise FormatError(f"function metadata is not valid JSON ({str(e)[:80]})") from None
+            raise FormatError(f"metadata is not valid JSON ({str(e)[:80]})") from None
     if not isinstance(metadata, dict):
-        raise FormatError("function metadata must be a JSON object")
-    ts = metadata.get("type_schema")
+        raise FormatError("metadata must be a JSON object")
+    return metadata
+
+
+def parse_metadata(metadata: object) -> tuple[dict[str, Any], TypeSpec | None]:
+    """Parse metadata (JSON text or a decoded object) holding "type_schema"
+    (JSON in a string, or an object). Returns (metadata dict, TypeSpec or
+    None when there is no type_schema)."""
+    md = decode_metadata(metadata)
+    ts = md.get("type_schema")
     if ts is None:
-        return metadata, None
-    return metadata, parse_type(ts)
+        return md, None
+    if not isinstance(ts, (str, dict)):
+        raise FormatError('"type_schema" must be JSON text or an object')
+    return md, parse_type(ts)
+
+
+def function_type(metadata: object) -> TypeSpec | None:
+    """The signature a function's metadata declares: a TypeSpec with params,
+    or None when the metadata declares none (no type_schema, or an untyped
+    function). FormatError when it is malformed or no function type."""
+    if metadata is None or metadata == "":
+        return None
+    _md, spec = parse_metadata(metadata)
+    if spec is None or spec.is_untyped_function:
+        return None
+    if not spec.is_function:
+        raise FormatError(f"type schema is {spec.render()}, not a function type")
+    return spec
 
 
 def signature(name: str, metadata: object) -> str | None:

@@ -129,7 +129,7 @@ def check_metadata_json(f: FunctionFacts) -> Result:
         )
     try:
         _md, spec = schema.parse_metadata(text)
-        if spec is not None and not spec.is_function:
+        if spec is not None and not (spec.is_function or spec.is_untyped_function):
             return Result(
                 "metadata-json",
                 f.name,

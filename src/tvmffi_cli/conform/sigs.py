@@ -1,16 +1,15 @@
 """Function signatures from metadata, as far as conform needs them.
 
-A metadata getter returns JSON `{"type_schema": "<json>"}`; the inner schema of
-a function is `{"type": "ffi.Function", "named_args": {"return": [R],
-"params": [P...]}}` (older writers: `"args": [R, P...]`). Each type is
-`{"type": key, "args": [...]}`. Parsing is abi/typeschema.py's; this module adds what
-conform needs: which value kinds a declared type accepts or returns. Pure
-Python, no ctypes: used by the parent and by the probe worker.
+Metadata and type schemas of every release (see abi/typeschema.py, the one
+parser and the one place their formats are described) become a `Sig`: the
+declared parameter types and return type in plain-dict form
+(`{"type": key, "args": [...]}`). This module adds what conform needs: which
+value kinds a declared type accepts or returns. Pure Python, no ctypes: used by
+the parent and by the probe worker.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, List, TypedDict
 
 from ..abi import constants as C
@@ -70,18 +69,14 @@ def _as_dict(spec: schema.TypeSpec) -> TypeDict:
 
 
 def _sig(spec: schema.TypeSpec) -> Sig | None:
-    if spec.key != "ffi.Function":
+    if spec.key not in schema.FUNCTION_KEYS:
         raise SchemaError(
             f"type_schema of a function has type {spec.key!r}, expected 'ffi.Function'"
         )
-    if spec.is_function:
-        assert spec.params is not None  # is_function says so
-        ret: TypeDict = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}
-        return Sig([_as_dict(p) for p in spec.params], ret)
-    if spec.args:  # older writers: "args": [return, params...]
-        args = [_as_dict(a) for a in spec.args]
-        return Sig(args[1:], args[0])
-    return None  # ffi.Function without arguments: an untyped (packed) function
+    if spec.params is None:
+        return None  # ffi.Function without a signature: an untyped (packed) function
+    ret: TypeDict = _as_dict(spec.ret) if spec.ret is not None else {"type": "Any", "args": []}
+    return Sig([_as_dict(p) for p in spec.params], ret)
 
 
 def parse_type_schema(text: str | dict[str, Any]) -> Sig | None:
@@ -95,17 +90,10 @@ def parse_type_schema(text: str | dict[str, Any]) -> Sig | None:
 def parse_metadata(text: str) -> tuple[dict[str, Any], Sig | None]:
     """(metadata dict, Sig or None) from the getter's string, or raise SchemaError."""
     try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise SchemaError(f"not JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise SchemaError(f"not a JSON object but {type(doc).__name__}")
-    ts = doc.get("type_schema")
-    if ts is None:
-        return doc, None
-    if not isinstance(ts, str):
-        raise SchemaError("'type_schema' must be a string holding JSON")
-    return doc, parse_type_schema(ts)
+        doc, spec = schema.parse_metadata(text)
+        return doc, None if spec is None else _sig(spec)
+    except FormatError as e:
+        raise SchemaError(str(e)) from None
 
 
 def type_str(t: TypeDict) -> str:

@@ -32,6 +32,8 @@ KINDS: dict[str, tuple[bool, str]] = {
     "global.param_count_changed": (False, "a global takes a different number of parameters"),
     "global.param_type_changed": (False, "a parameter of a global has another type"),
     "global.result_type_changed": (False, "a global returns another type"),
+    "global.type_added": (True, "a global gained a type schema"),
+    "global.type_removed": (True, "a global lost its type schema (no longer checkable)"),
     "type.removed": (False, "an object type is no longer registered"),
     "type.added": (True, "a new object type"),
     "type.parent_changed": (False, "an object type derives from another type"),
@@ -42,6 +44,8 @@ KINDS: dict[str, tuple[bool, str]] = {
     "type.method_removed": (False, "a method of an object type is gone"),
     "type.method_added": (True, "a new method of an object type"),
     "type.method_type_changed": (False, "a method's parameters or result changed"),
+    "type.method_type_added": (True, "a method gained a type schema"),
+    "type.method_type_removed": (True, "a method lost its type schema (no longer checkable)"),
     "module.removed": (False, "an embedded module is gone"),
     "module.added": (True, "a new embedded module"),
     "kernel.removed": (False, "a kernel of an embedded module is gone"),
@@ -135,13 +139,14 @@ def _compare_func_types(
     acc: _Acc, family: str, name: str, old: TypeRef | None, new: TypeRef | None
 ) -> None:
     subject = f"{family} {name}"
+    # Gaining or losing a signature changes what can be checked, not what a
+    # caller may pass: compatible, the same for exports, globals and methods.
     if old is None or old.params is None:
-        if new is not None and new.params is not None and family == "export":
-            acc.add("export.type_added", subject, _sig(name, old), _sig(name, new))
+        if new is not None and new.params is not None:
+            acc.add(f"{family}.type_added", subject, _sig(name, old), _sig(name, new))
         return
     if new is None or new.params is None:
-        if family == "export":
-            acc.add("export.type_removed", subject, _sig(name, old), _sig(name, new))
+        acc.add(f"{family}.type_removed", subject, _sig(name, old), _sig(name, new))
         return
     if len(old.params) != len(new.params):
         acc.add(
@@ -226,8 +231,15 @@ def _types(acc: _Acc, old: Iterable[ObjectType], new: Iterable[ObjectType]) -> N
             acc.add("type.method_added", f"type {k} method {n}", None, _sig(n, mb[n].type))
         for n in sorted(ma.keys() & mb.keys()):
             x, y = ma[n].type, mb[n].type
-            if x is not None and y is not None and (x != y or ma[n].is_static != mb[n].is_static):
-                acc.add("type.method_type_changed", f"type {k} method {n}", _sig(n, x), _sig(n, y))
+            subject = f"type {k} method {n}"
+            typed_x = x is not None and x.params is not None
+            typed_y = y is not None and y.params is not None
+            if ma[n].is_static != mb[n].is_static or (typed_x and typed_y and x != y):
+                acc.add("type.method_type_changed", subject, _sig(n, x), _sig(n, y))
+            elif typed_y and not typed_x:
+                acc.add("type.method_type_added", subject, _sig(n, x), _sig(n, y))
+            elif typed_x and not typed_y:
+                acc.add("type.method_type_removed", subject, _sig(n, x), _sig(n, y))
 
 
 def _kernel_sig(name: str, args: Iterable[str]) -> str:

@@ -19,58 +19,9 @@ from ..abi import typeschema as _schema
 from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
 from ..errors import FormatError
 
-# The schema parser, seen through typed names (it returns a TypeSpec whose
-# to_json() is the plain {"type", "args", "params", "return"} tree).
-_parse_metadata: Callable[[object], tuple[Any, Any]] = _schema.parse_metadata
-_SHORT: Mapping[str, str] = _schema.SHORT
-
-
-@dataclass(frozen=True)
-class TypeRef:
-    """One node of a parsed type schema: `key` is the schema's type key
-    (int, ffi.Array, kitchen.Point, ...); functions have `params`/`ret`."""
-
-    key: str
-    args: tuple[TypeRef, ...] = ()
-    params: tuple[TypeRef, ...] | None = None
-    ret: TypeRef | None = None
-
-    @property
-    def short(self) -> str:
-        """The short name people read (str for ffi.String, Array for ffi.Array)."""
-        return _SHORT.get(self.key, self.key)
-
-    def render(self) -> str:
-        if self.params is not None:
-            ps = ", ".join(p.render() for p in self.params)
-            r = self.ret.render() if self.ret is not None else "Any"
-            return f"Callable[[{ps}], {r}]"
-        if self.args:
-            return f"{self.short}[{', '.join(a.render() for a in self.args)}]"
-        return self.short
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"type": self.key}
-        if self.args:
-            d["args"] = [a.to_json() for a in self.args]
-        if self.params is not None:
-            d["params"] = [p.to_json() for p in self.params]
-            d["return"] = self.ret.to_json() if self.ret is not None else None
-        return d
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> TypeRef:
-        """From the parser's to_json() form (already validated)."""
-        args = tuple(TypeRef.from_json(a) for a in d.get("args") or ())
-        if "params" in d:
-            ret = d.get("return")
-            return TypeRef(
-                str(d["type"]),
-                args,
-                tuple(TypeRef.from_json(p) for p in d["params"] or ()),
-                TypeRef.from_json(ret) if isinstance(ret, Mapping) else None,
-            )
-        return TypeRef(str(d["type"]), args)
+#: One node of a parsed type schema: the one model of abi/typeschema.py (the
+#: same for every release's format), under the name stubs and diff use.
+TypeRef = _schema.TypeSpec
 
 
 def parse_metadata_type(raw: object) -> TypeRef | None:
@@ -78,11 +29,7 @@ def parse_metadata_type(raw: object) -> TypeRef | None:
     None when there is none. FormatError when the metadata is malformed."""
     if raw is None or raw == "":
         return None
-    _md, spec = _parse_metadata(raw)
-    if spec is None:
-        return None
-    tree = spec.to_json()
-    return TypeRef.from_json(tree) if isinstance(tree, dict) else None
+    return _schema.parse_metadata(raw)[1]
 
 
 def _metadata_doc(raw: object) -> str | None:

@@ -299,7 +299,9 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
                 parsed, spec = schema.parse_metadata(raw if raw is not None else md)
                 f["metadata"] = parsed
                 if spec is not None:
-                    f["signature"] = spec.signature(f["name"])
+                    sig = spec.signature(f["name"])  # FormatError: not a function type
+                    if spec.is_function:
+                        f["signature"] = sig
                     f["type"] = spec.to_json()
             except FormatError as e:
                 f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
@@ -308,8 +310,14 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
             f["signature"] = d["signature"]
     rep["globals"] = list(result.get("globals") or [])
     rep["types"] = list(result.get("types") or [])
+    for t in rep["types"]:
+        for kind in ("fields", "methods"):
+            for m in t.get(kind) or ():
+                _metadata_object(rep, m, f"{t.get('type_key')}.{m.get('name')}")
     if result.get("global_info"):
         rep["global_info"] = result["global_info"]
+        for name, info in rep["global_info"].items():
+            _metadata_object(rep, info, f"global {name}")
     if result.get("module") is not None:
         rep["loaded_module"] = result["module"]
     for problem in result.get("errors") or []:
@@ -320,6 +328,32 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
         )
     for w in result.get("warnings") or []:
         rep["warnings"].append(str(w))
+
+
+def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
+    """The metadata text of a global, field or method as the JSON object it
+    holds (as for functions), plus "type": its type schema in the one model
+    whichever release wrote it. Text that is not a JSON object stays as
+    {"raw": text} and is reported."""
+    from ..abi import typeschema as schema
+    from ..errors import FormatError
+
+    raw = entry.get("metadata")
+    if not isinstance(raw, str):
+        return
+    try:
+        entry["metadata"] = schema.decode_metadata(raw)
+    except FormatError as e:
+        entry["metadata"] = {"raw": raw}
+        _err(rep, where, f"metadata: {e}")
+        return
+    try:
+        spec = schema.parse_metadata(entry["metadata"])[1]
+    except FormatError as e:
+        _err(rep, where, f"type schema: {e}")
+        return
+    if spec is not None:
+        entry["type"] = spec.to_json()
 
 
 def dynamic_part(

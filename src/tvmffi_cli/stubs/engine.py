@@ -17,6 +17,20 @@ other character becomes `_`, a leading digit gets a `_` in front, keywords
 and names the stub itself uses get a trailing `_`; clashes get `_2`, `_3`);
 each renamed item carries a comment with its real name. Functions without a
 type schema take `*args: Any` and return `Any`.
+
+Two kinds of names would change what Python or a type checker reads, so they
+are renamed or referred to another way (real compiler libraries have both):
+
+* Python's object model: a name of the form `__x__` belongs to Python (a
+  reflected field `__dict__` would override `object.__dict__`), and the
+  builtins the annotations use (`int`, `str`, ...) must not be shadowed by a
+  member: such names get a trailing `_` (`__dict___`, `int_`). TVM-FFI's own
+  dunders (`__ffi_...__`) are kept.
+* Namespaces: in a class body a member hides a module-level name of the same
+  spelling (inside class `relax`, a namespace `relax.transform` hides the
+  top-level `transform`, so `transform.Pass` would not resolve). A top-level
+  name that some class also has as a member is referred to through a
+  module-level alias, `_root_<name> = <name>`, written at the end of the stub.
 """
 
 from __future__ import annotations
@@ -40,6 +54,13 @@ RESERVED = frozenset(PREAMBLE_CLASSES) | {
     "overload",
     "self",
     "cls",
+    # builtins that annotations use: a member of this name would shadow them
+    "int",
+    "float",
+    "str",
+    "bool",
+    "bytes",
+    "tuple",
 }
 MAX_DOC = 4000  # longer docstrings are cut (text from the library)
 
@@ -84,13 +105,18 @@ def sanitize(name: str, taken: Iterable[str] = ()) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
     if s[0].isdigit():
         s = "_" + s
-    if keyword.iskeyword(s) or s in RESERVED:
+    if keyword.iskeyword(s) or s in RESERVED or _python_dunder(s):
         s += "_"
     base, n, used = s, 2, set(taken)
     while s in used:
         s = f"{base}_{n}"
         n += 1
     return s
+
+
+def _python_dunder(name: str) -> bool:
+    """`__x__` names are Python's (its data model); TVM-FFI's `__ffi_*__` are not."""
+    return len(name) > 4 and name[:2] == name[-2:] == "__" and not name.startswith("__ffi_")
 
 
 def _doc_lines(doc: str | None, indent: str) -> list[str]:
@@ -118,6 +144,15 @@ class _Writer:
         self.renamed: list[tuple[str, str]] = []
         self.untyped: list[str] = []
         self.typed = 0
+        # top-level names hidden in some class body -> their module-level alias
+        self.aliases: dict[str, str] = {}
+
+    def ref(self, path: str) -> str:
+        """`path` (a dotted stub path) as written where a class member may hide
+        its first component."""
+        head, dot, rest = path.partition(".")
+        alias = self.aliases.get(head)
+        return f"{alias}{dot}{rest}" if alias is not None and dot else path
 
     # -- annotations ------------------------------------------------------
     def ann(self, t: TypeRef | None, depth: int = 0) -> str:
@@ -156,7 +191,7 @@ class _Writer:
         if k in ("Expected", "ObjectRValueRef", "UnchangedOr"):
             return self.ann(a[0], depth + 1) if a else "Any"
         if t.key in self.type_paths:
-            return self.type_paths[t.key]
+            return self.ref(self.type_paths[t.key])
         return "Object" if "." in t.key else "Any"
 
     def callable_ann(self, t: TypeRef, depth: int) -> str:
@@ -252,7 +287,7 @@ class _Writer:
         return [head] + doc + [f"{indent}    ..."] if doc else [head + " ..."]
 
     def class_lines(self, o: ObjectType, pyname: str, indent: str) -> list[str]:
-        parent = self.type_paths.get(o.parent or "", "Object")
+        parent = self.ref(self.type_paths.get(o.parent or "", "Object"))
         out = [f"{indent}class {pyname}({parent}):"]
         if pyname != o.key.rsplit(".", 1)[-1]:
             out.insert(0, f"{indent}# type {o.key!r} in the library")
@@ -323,6 +358,21 @@ def _assign_paths(
     names[id(node)] = mine
 
 
+def _member_names(api: Api, root: _Node, names: dict[int, dict[str, str]]) -> set[str]:
+    """Every name a class body of the stub defines (namespace members, fields,
+    methods), as sanitized; a top-level name among them is hidden there."""
+    out: set[str] = set()
+    stack = list(root.children.values())
+    while stack:
+        node = stack.pop()
+        out.update(names[id(node)].values())
+        stack.extend(node.children.values())
+    for o in api.types:
+        out.update(sanitize(f.name) for f in o.fields)
+        out.update(sanitize(m.name) for m in o.methods)
+    return out
+
+
 def _emit_node(w: _Writer, node: _Node, indent: str, names: dict[int, dict[str, str]]) -> list[str]:
     mine = names[id(node)]
     out: list[str] = []
@@ -384,6 +434,12 @@ def render(api: Api, source_name: str) -> StubResult:
         if n != f.name:
             w.renamed.append((f.name, n))
     _assign_paths(w, root, "", list(export_names), names)
+    top = {v for v in names[id(root)].values() if not v.startswith("_")}
+    hidden = sorted(top & _member_names(api, root, names))
+    taken_top = set(names[id(root)].values()) | set(export_names)
+    for n in hidden:
+        w.aliases[n] = sanitize(f"_root_{n}", taken_top)
+        taken_top.add(w.aliases[n])
     body = _emit_node(w, root, "", names)
     funcs: list[str] = []
     for f in api.exports:
@@ -402,6 +458,9 @@ def render(api: Api, source_name: str) -> StubResult:
     text_lines = head + PREAMBLE.strip("\n").split("\n") + body
     if funcs:
         text_lines += ["", "# Exports (__tvm_ffi_<name>)"] + funcs
+    if w.aliases:
+        text_lines += ["", "# Top-level names a class member hides where they are used"]
+        text_lines += [f"{a} = {n}" for n, a in sorted(w.aliases.items())]
     text = "\n".join(text_lines).rstrip("\n") + "\n"
     return StubResult(
         text=text,
