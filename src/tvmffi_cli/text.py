@@ -102,6 +102,12 @@ def map_strings(obj: Any, fn: Callable[[str], str]) -> Any:
     return obj
 
 
+def has_raw_bytes(s: str) -> bool:
+    """Whether s holds a lone surrogate (a raw byte or an invalid code point),
+    i.e. whether json_text() would change it."""
+    return not s.isascii() and _SURROGATE.search(s) is not None
+
+
 def json_clean(obj: Any) -> Any:
     """json_text() applied to every string (keys included) of a JSON value."""
     try:

@@ -28,8 +28,14 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
         from .. import text
         from . import sandbox_opts
 
-        doc = dict(text.json_clean(rep), sandbox=sandbox_opts.field())
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+        field = sandbox_opts.field()
+        # Encoded once: json_clean() changes nothing unless a string holds a
+        # raw byte, which the encoded text shows as a lone surrogate.
+        out = json.dumps(dict(rep, sandbox=field), ensure_ascii=False, separators=(",", ":"))
+        if text.has_raw_bytes(out):
+            doc = dict(text.json_clean(rep), sandbox=field)
+            out = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        sys.stdout.write(out + "\n")
     else:
         from .. import text
         from ..render.inspect import render

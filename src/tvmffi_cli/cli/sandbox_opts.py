@@ -152,6 +152,10 @@ def confine_from(opts: dict[str, Any]) -> dict[str, Any]:
 
 def field() -> dict[str, Any]:
     """The `sandbox` field of a --json output."""
+    if "tvmffi_cli.sandbox.process" not in sys.modules:
+        # No worker can have run: skip importing the worker machinery
+        # (inspect --static's fast path).
+        return sbpolicy.no_worker_field()
     from ..sandbox import process
 
     return process.sandbox_field()

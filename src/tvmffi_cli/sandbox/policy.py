@@ -77,6 +77,19 @@ def policy() -> Policy:
     return _policy
 
 
+def no_worker_field() -> dict[str, Any]:
+    """The `sandbox` field of a --json output when no library code ran."""
+    return {
+        "enabled": _policy.sandbox,
+        "ran": False,
+        "applied": [],
+        "missing": [],
+        "notes": ["no library code ran"],
+        "memory_limit": _policy.memory_limit,
+        "cpu_limit": None,
+    }
+
+
 def device_nodes() -> list[str]:
     """The GPU device nodes present here (DEVICE_NODES, and DEVICE_ENV's)."""
     pats = [*DEVICE_NODES, *filter(None, os.environ.get(DEVICE_ENV, "").split(":"))]

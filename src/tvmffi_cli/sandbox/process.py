@@ -40,7 +40,7 @@ from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
 from .policy import REQUIRE_ENV as REQUIRE_ENV
 from .policy import Policy as Policy
-from .policy import device_nodes
+from .policy import device_nodes, no_worker_field
 from .policy import format_size as format_size
 from .policy import parse_size as parse_size
 from .policy import policy as policy
@@ -575,15 +575,6 @@ def sandbox_field(ran: bool = True) -> dict[str, Any]:
     this process was confined with (or, with ran=False or before any worker,
     that no library code ran)."""
     info = last_sandbox() if ran else None
-    pol = policy()
     if info is None:
-        return {
-            "enabled": pol.sandbox,
-            "ran": False,
-            "applied": [],
-            "missing": [],
-            "notes": ["no library code ran"],
-            "memory_limit": pol.memory_limit,
-            "cpu_limit": None,
-        }
+        return no_worker_field()
     return {**info.to_json(), "ran": True}
