@@ -86,30 +86,20 @@ MAX_TABLE_BYTES = 64 << 20
 _RELEASE_FROM = 1 << 20
 
 
-def _prefixed_strings(strtab: bytes, prefixes: tuple[str, ...]) -> dict[int, bytes]:
-    """{offset: string} of the NUL-terminated strings of a string table that
-    start with one of the prefixes, scanning left to right (a match runs to
-    its NUL, so a prefix inside a match is not another); a symbol whose
-    st_name is one of the offsets matches (suffix-shared strings included)."""
-    # bytes.find runs at memchr speed where a regex alternation steps every
-    # byte, and only the matches cost Python code.
-    spans: list[tuple[int, int]] = []
+def _prefix_offsets(strtab: bytes, prefixes: tuple[str, ...]) -> set[int]:
+    """Every offset of a string table at which one of the prefixes starts: a
+    symbol whose st_name is one of them has a name with that prefix (names
+    that share the tail of a longer string included)."""
+    # bytes.find runs at memchr speed where a regex steps every byte; only
+    # the matches cost Python code.
+    out: set[int] = set()
+    add = out.add
     find = strtab.find
     for p in {p.encode() for p in prefixes}:
         at = find(p)
         while at >= 0:
-            end = find(b"\0", at)
-            if end < 0:
-                end = len(strtab)
-            spans.append((at, end))
-            at = find(p, max(end, at + 1))  # an empty prefix still moves on
-    spans.sort()
-    out: dict[int, bytes] = {}
-    last = -1
-    for at, end in spans:
-        if at >= last:
-            out[at] = strtab[at:end]
-            last = end
+            add(at)
+            at = find(p, at + 1)
     return out
 
 
@@ -356,26 +346,21 @@ class ElfBinary(Binary):
             ]
         return self._rows
 
-    def _new_symbols(
-        self, indices: Sequence[int], known: Iterable[str] | None = None
-    ) -> list[Symbol]:
-        """The Symbols of these symbol-table entries (_columns() ran first);
-        `known`: their names when the caller has them already."""
+    def _new_symbols(self, indices: Iterable[int]) -> list[Symbol]:
+        """The Symbols of these symbol-table entries (_columns() ran first)."""
         names, info, _other, shndx, value, size = cast("Columns", self._cols)
         strtab = self._strtab
         rows = self._section_rows()
         nrows = len(rows)
         kind_of = _KIND_OF_TYPE.get
         out: list[Symbol] = []
-        if known is None:
-            known = (_cstr(strtab, names[i]) or "" for i in indices)
-        for i, name in zip(indices, known):
+        for i in indices:
             sx = shndx[i]
             sec, secname, writable, untyped = rows[sx] if sx < nrows else _NO_SECTION
             inf = info[i]
             out.append(
                 Symbol(
-                    name,
+                    _cstr(strtab, names[i]) or "",
                     value[i],
                     size[i],
                     kind_of(inf & 0xF, untyped),
@@ -404,16 +389,13 @@ class ElfBinary(Binary):
         names, info, other, shndx, _v, _s = self._columns()
         if not names:
             return []
-        starts = _prefixed_strings(self._strtab, prefixes)
+        starts = _prefix_offsets(self._strtab, prefixes)
         if not starts:
             return []
         # compress/map keep the 200k-entry scan in C.
         hits = compress(range(len(names)), map(starts.__contains__, names))
         ex = self._exported
-        found = [i for i in hits if ex(info[i], other[i], shndx[i])]
-        return self._new_symbols(
-            found, [starts[names[i]].decode("utf-8", "replace") for i in found]
-        )
+        return self._new_symbols([i for i in hits if ex(info[i], other[i], shndx[i])])
 
     def get(self, name: str) -> Symbol | None:
         found = [s for s in self.find_symbols((name,)) if s.name == name]

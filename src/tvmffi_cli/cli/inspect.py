@@ -98,6 +98,13 @@ def fast_main(argv: list[str]) -> int | None:
             paths.append(a)
     if len(paths) != 1:
         return None
+    if opts["static"]:
+        import gc
+
+        # A static read makes ~5 objects per exported function, freed by
+        # reference counting, and the process then exits: the ~80 cyclic
+        # collections of a 200k-symbol library only cost time (a tenth of it).
+        gc.disable()
     try:
         from .numbers import seconds
 

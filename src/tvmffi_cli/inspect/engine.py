@@ -14,6 +14,7 @@ cannot be read as a library raises InputError/FormatError (from open_binary).
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from ..abi.capi import C_API_NAMES as C_API  # (no ctypes: the fast path imports this)
@@ -88,6 +89,7 @@ def static_report(binary: Binary) -> Report:
     meta: set[str] = set()
     docs: set[str] = set()
     ctx_syms: list[Symbol] = []
+    cubins: list[Symbol] = []
     nf, nm_, nd = len(FUNC_PREFIX), len(METADATA_PREFIX), len(DOC_PREFIX)
     for s in syms:
         n = s.name
@@ -99,13 +101,15 @@ def static_report(binary: Binary) -> Report:
                 meta.add(n[nm_:])
             elif n.startswith(DOC_PREFIX):
                 docs.add(n[nd:])
+            elif n.startswith(CUBIN_PREFIX):
+                cubins.append(s)
         elif n.startswith(FUNC_PREFIX):
             funcs.append(s)
         else:
             ctx_syms.append(s)
-    funcs.sort(key=lambda s: s.name)
-    names = {s.name[nf:] for s in funcs}
+    funcs.sort(key=attrgetter("name"))
     main = by_name.get(MAIN)
+    add_function = rep["functions"].append
     for s in funcs:
         name = s.name[nf:]
         f: dict[str, Any] = {
@@ -126,8 +130,9 @@ def static_report(binary: Binary) -> Report:
             )
         if s.kind != "code":
             rep["warnings"].append(f"{s.name} is not in a code section ({s.section})")
-        rep["functions"].append(f)
-    for n in sorted((meta | docs) - names):
+        add_function(f)
+    getters = meta | docs
+    for n in sorted(getters - {s.name[nf:] for s in funcs} if getters else ()):
         rep["warnings"].append(f"metadata/doc getter for {n} but no {FUNC_PREFIX}{n} function")
 
     # Imports: what the hosting libtvm_ffi.so must provide (C functions and
@@ -197,7 +202,7 @@ def static_report(binary: Binary) -> Report:
             )
 
     # Embedded CUDA binaries between __tvm_ffi__cubin_<name> and ..._end.
-    _cubins(b, by_name, rep, [s for s in by_name.values() if s.name.startswith(CUBIN_PREFIX)])
+    _cubins(b, by_name, rep, cubins)
 
     # __tvm_ffi__library_bin: modules and their import tree.
     lbs = by_name.get(LIBRARY_BIN)
