@@ -127,14 +127,24 @@ def runtime_needs(binary: Binary) -> RuntimeNeeds:
     for path in sibs:
         try:
             with open_binary(path) as sib:
-                defined.update(s.name for s in sib.symbols)
+                defined.update(_runtime_defined(sib))
                 theirs.update(n for n in sib.imports if is_runtime_symbol(n))
         except Exception:  # unreadable sibling: its symbols stay imports
             continue
     own -= defined
     theirs -= defined
-    theirs -= {s.name for s in binary.symbols}
+    if theirs:
+        theirs -= _runtime_defined(binary)
     return RuntimeNeeds(tuple(sorted(own)), tuple(sorted(own | theirs)), tuple(sibs))
+
+
+def _runtime_defined(b: Binary) -> set[str]:
+    """The names b exports that could be runtime symbols (is_runtime_symbol
+    needs one of these prefixes): only they can satisfy a runtime import, and
+    a prefix search skips building every other symbol of a large library."""
+    from ..abi.symbols import C_API_PREFIX
+
+    return {s.name for s in b.find_symbols((C_API_PREFIX, "_Z"))}
 
 
 def runtime_imports(binary: Binary) -> list[str]:
