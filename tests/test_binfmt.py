@@ -72,6 +72,38 @@ def test_find_symbols_equals_filtering_everything(libs):
             assert fast == slow
 
 
+def test_find_symbols_sees_names_sharing_a_longer_strings_tail(tmp_path):
+    # GNU ld stores a name that ends another one only once (.dynstr tail
+    # merging): __tvm_ffi_inner's st_name points into
+    # "__tvm_ffi_outer__tvm_ffi_inner". A prefix scan that skips to the end of
+    # each match missed it.
+    src = tmp_path / "tail.s"
+    src.write_text(
+        ".text\n"
+        + "".join(
+            f".globl {n}\n.type {n},@function\n{n}:\n ret\n"
+            for n in ("__tvm_ffi_outer__tvm_ffi_inner", "__tvm_ffi_inner")
+        )
+    )
+    lib = tmp_path / "tail.so"
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-o", lib, src], check=True)
+    data = lib.read_bytes()
+    # every copy of the short name is the tail of the long one (.dynstr, .strtab)
+    tails = data.count(b"__tvm_ffi_outer__tvm_ffi_inner\0")
+    assert data.count(b"__tvm_ffi_inner\0") == tails, "linker did not merge the tails"
+    b = open_binary(lib)
+    found = sorted(s.name for s in b.find_symbols(("__tvm_ffi_",)))
+    assert (
+        found
+        == sorted(s.name for s in b.symbols)
+        == [
+            "__tvm_ffi_inner",
+            "__tvm_ffi_outer__tvm_ffi_inner",
+        ]
+    )
+    assert [f["name"] for f in static_report(b)["functions"]] == ["inner", "outer__tvm_ffi_inner"]
+
+
 def test_read_symbol_bytes_is_bounded(funcs_lib):
     b = open_binary(funcs_lib)
     cub = b.get("__tvm_ffi__cubin_kernels")
