@@ -328,6 +328,41 @@ def test_json_path_imports_no_click_numpy_rich(funcs_lib):
     assert r.stdout.split("\n")[0] == "0 []", r.stderr
 
 
+def test_static_json_does_not_import_the_worker_machinery(funcs_lib):
+    # No library code runs, so the sandbox field needs no sandbox.process
+    # (a tenth of the start-up of inspect --static --json).
+    code = (
+        "import sys, io, contextlib\n"
+        "from tvmffi_cli.cli.inspect import fast_main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
+        "import json\n"
+        "print(rc, 'tvmffi_cli.sandbox.process' in sys.modules,\n"
+        "      json.dumps(json.loads(buf.getvalue())['sandbox'], sort_keys=True))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    from tvmffi_cli.sandbox import process
+
+    want = json.dumps(process.sandbox_field(ran=False), sort_keys=True)
+    assert r.stdout.strip() == f"0 False {want}", r.stderr
+
+
+def test_static_json_escapes_raw_bytes_of_the_path(funcs_lib, tmp_path):
+    # A non-UTF-8 file name reaches the report as a lone surrogate: the one
+    # encoding pass sees it and falls back to json_clean (\\xff in the JSON).
+    odd = os.path.join(os.fsencode(tmp_path), b"lib\xff.so")
+    with open(odd, "wb") as f:
+        f.write(Path(funcs_lib).read_bytes())
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmffi_cli", "inspect", "--static", "--json", odd],
+        capture_output=True,
+    )
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.decode("utf-8"))
+    assert rep["path"].endswith("lib\\xff.so") and rep["functions"]
+
+
 def test_fast_path_defers_unusual_arguments():
     from tvmffi_cli.cli.inspect import fast_main
 
