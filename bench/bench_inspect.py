@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -132,9 +133,14 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--startup-runs", type=int, default=21)
     ap.add_argument("--large-only", action="store_true", help="skip the start-up measurement")
+    ap.add_argument(
+        "--tvmffi",
+        help="command to run as tvmffi, e.g. 'env PYTHONPATH=/other/src python -S -m tvmffi_cli' "
+        "to measure another checkout the same way",
+    )
     args = ap.parse_args()
     ok = True
-    tv = tvmffi_cmd()
+    tv = shlex.split(args.tvmffi) if args.tvmffi else tvmffi_cmd()
 
     big = generate_big_elf(args.symbols, args.functions)
     r = subprocess.run(
