@@ -21,7 +21,7 @@ from ..errors import FormatError
 from .model import CODE, DATA, OTHER, Binary, Section, Symbol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from .model import FileData
 
@@ -101,6 +101,18 @@ def _prefix_offsets(strtab: bytes, prefixes: tuple[str, ...]) -> set[int]:
             add(at)
             at = find(p, at + 1)
     return out
+
+
+def _indices_of(column: Sequence[int], value: int) -> Iterator[int]:
+    """The indices at which `column` holds `value`, in order."""
+    if sys.version_info < (3, 10):  # array.index takes no start before 3.10
+        yield from compress(range(len(column)), map(value.__eq__, column))
+        return
+    # count and index scan in C: a 200k-symbol table holds a few imports.
+    i = -1
+    for _ in range(column.count(value)):
+        i = column.index(value, i + 1)
+        yield i
 
 
 def _cstr(buf: bytes, off: int) -> str | None:
@@ -405,7 +417,7 @@ class ElfBinary(Binary):
         names, info, _o, shndx, _v, _s = self._columns()
         strtab = self._strtab
         out: list[str] = []
-        for i in compress(range(len(shndx)), map(SHN_UNDEF.__eq__, shndx)):
+        for i in _indices_of(shndx, SHN_UNDEF):
             if (info[i] >> 4) in (STB_GLOBAL, STB_WEAK) and names[i]:
                 s = _cstr(strtab, names[i])
                 if s:
