@@ -5,7 +5,10 @@ One helper per destination, used by every room that shows library text:
     terminal(s)        people's output: escape sequences, \\r, C0/C1 controls,
                        DEL and bidirectional overrides become visible escapes
                        (\\x1b, \\r, \\u202e); newlines and tabs stay unless
-                       one_line=True.
+                       one_line=True. A line that would start with "::" (a
+                       GitHub workflow command such as ::error, leading blanks
+                       allowed) starts with "\\x3a:" instead, so library text
+                       never issues an annotation in a CI log.
     one_line(s)        terminal(s) with \\n and \\t escaped too: one finding,
                        one line (GitHub annotations, log lines).
     xml(s)             characters XML 1.0 cannot hold become visible escapes,
@@ -31,6 +34,8 @@ from typing import Any
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: "::" at the start of a line (after blanks): a workflow command in a CI log.
+_COMMAND = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t", "\x1b": "\\x1b"}
 #: XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _XML_BAD = re.compile(
@@ -54,7 +59,8 @@ def from_bytes(b: bytes) -> str:
 
 def terminal(s: str, *, one_line: bool = False) -> str:
     s = _SURROGATE.sub(lambda m: _esc(m.group()), s)
-    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s)
+    s = (_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s)
+    return _COMMAND.sub(r"\1\\x3a", s) if "::" in s else s
 
 
 def one_line(s: str) -> str:

@@ -96,6 +96,8 @@ def build(rep: dict[str, Any]) -> Tree:
                 label += f"  {human_size(m['blob_size'])}"
             if m["imports"]:
                 label += f"  imports {m['imports']}"
+                if m.get("import_count"):
+                    label = label[:-1] + f", ... {m['import_count']:,} in all]"
             node = mnode.add(label)
             d = m.get("details") or {}
             if "format" in d:
@@ -115,6 +117,13 @@ def build(rep: dict[str, Any]) -> Tree:
                     )
             elif "preview" in d:
                 node.add(f"[dim]{escape(d['preview']['ascii'])}  {d['preview']['hex'][:48]}[/]")
+        if lb.get("truncated"):
+            rest = lb["module_count"] - lb["modules_listed"]
+            kinds = ", ".join(f"{escape(k)} {n:,}" for k, n in lb["kinds"].items())
+            mnode.add(
+                f"[yellow]... {rest:,} more modules not listed[/] "
+                f"({lb['module_count']:,} in all; by kind: {kinds})"
+            )
 
     if rep["cubins"]:
         cnode = tree.add(f"[bold]Embedded CUDA binaries[/] ({len(rep['cubins'])})")
