@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 import tools_fixtures
 from tvmffi_cli.binary import libbin
 
@@ -53,7 +54,7 @@ def test_decoder_lists_the_first_modules_and_counts_all():
 def test_errors_and_kinds_are_bounded():
     # Every module but _lib has an empty kind (one problem each), and a
     # second image has 1000 distinct kinds.
-    q = lambda v: v.to_bytes(8, "little")  # noqa: E731
+    q = lambda v: v.to_bytes(8, "little")
     n = 500
     tree = q(n + 1) + b"".join(q(0) for _ in range(n + 1)) + q(0)
     body = tree + q(4) + b"_lib" + (q(0) + q(1) + b"x") * (n - 1)
