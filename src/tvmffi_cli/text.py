@@ -18,6 +18,10 @@ One helper per destination, used by every room that shows library text:
                        becomes the six characters \\xNN, and every literal
                        backslash is doubled in such strings only, so
                        unescape_json_text() gives the original bytes back.
+    json_output(s)     a serialized JSON document with the characters json.dumps
+                       leaves raw under ensure_ascii=False (DEL, C1 controls,
+                       bidi overrides, line separators) spelt \\uXXXX, so the
+                       document is the same JSON and inert on a terminal.
     from_bytes(b)      library bytes -> str (surrogateescape: lossless).
     cap(s, limit)      (s cut to `limit` characters, whether it was cut).
 """
@@ -75,6 +79,15 @@ def json_text(s: str) -> str:
     if not _SURROGATE.search(s):
         return s
     return _SURROGATE.sub(lambda m: _esc(m.group()), s.replace("\\", "\\\\"))
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_output(s: str) -> str:
+    # Outside strings a JSON document holds only ASCII, so every match is
+    # inside a string, where \uXXXX means the same character.
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
 
 
 def unescape_json_text(s: str, *, had_bytes: bool) -> bytes:

@@ -102,7 +102,9 @@ def fast_main(argv: list[str]) -> int | None:
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
     except TvmffiError as e:
-        sys.stderr.write(f"tvmffi: error: {e}\n")
+        from ..text import one_line
+
+        sys.stderr.write(f"tvmffi: error: {one_line(str(e))}\n")
         return e.exit_code
     except BrokenPipeError:
         return 0
