@@ -11,8 +11,9 @@ One helper per destination, used by every room that shows library text:
                        never issues an annotation in a CI log.
     one_line(s)        terminal(s) with \\n and \\t escaped too: one finding,
                        one line (GitHub annotations, log lines).
-    xml(s)             characters XML 1.0 cannot hold become visible escapes,
-                       so a JUnit file is well-formed whatever the bytes.
+    xml(s)             characters XML 1.0 cannot hold, and CR, become visible
+                       escapes, so a JUnit file is well-formed whatever the
+                       bytes; lines never start a workflow command.
     json_text(s)       valid UTF-8 for JSON: a byte that was not UTF-8 (held
                        as a lone surrogate after a surrogateescape decode)
                        becomes the six characters \\xNN, and every literal
@@ -63,7 +64,13 @@ def from_bytes(b: bytes) -> str:
 
 def terminal(s: str, *, one_line: bool = False) -> str:
     s = _SURROGATE.sub(lambda m: _esc(m.group()), s)
-    s = (_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s)
+    return no_commands((_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s))
+
+
+def no_commands(s: str) -> str:
+    """`s` with every line that would start a workflow command ("::", after
+    blanks) starting with "\\x3a:" instead; nothing else changes. (In a
+    Python string literal, as in a stub's docstring, \\x3a still means ":".)"""
     return _COMMAND.sub(r"\1\\x3a", s) if "::" in s else s
 
 
@@ -72,7 +79,9 @@ def one_line(s: str) -> str:
 
 
 def xml(s: str) -> str:
-    return _XML_BAD.sub(lambda m: _esc(m.group()), s)
+    # CR too (legal XML, but it rewrites a line when a CI log shows the file),
+    # and no line may start a workflow command.
+    return no_commands(_XML_BAD.sub(lambda m: _esc(m.group()), s).replace("\r", "\\r"))
 
 
 def json_text(s: str) -> str:

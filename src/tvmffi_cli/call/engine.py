@@ -232,8 +232,9 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
 def error_json(
     kind: str, message: str, backtrace: str | None = None, **extra: Any
 ) -> dict[str, Any]:
-    """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
-    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
+    """The --json document of a failed call: {"error": {kind, message, backtrace}};
+    backtrace is null when none was recorded (never "")."""
+    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace or None}
     err.update(extra)
     return {"error": err}
 

@@ -87,7 +87,8 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
             emit_json(
                 with_runtime(
                     render.error_json(err["kind"], err["message"], err.get("backtrace")), request
-                )
+                ),
+                request["path"],
             )
         else:
             click.echo(render.raised_text(err, verbose), err=True)

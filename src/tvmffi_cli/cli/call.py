@@ -138,18 +138,19 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     status = reply.get("status")
     if status == "raised":
         if as_json:
-            emit_json(with_runtime(engine.raised_json(reply), request))
+            emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
         else:
             click.echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
     else:
+        from .. import text
         from ..render.common import fit_lines
 
-        click.echo(fit_lines(render.call_text(reply)))
+        click.echo(fit_lines(text.terminal(render.call_text(reply))))
         for note in reply.get("notes", []):
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {text.one_line(str(note))}", err=True)
         note_runtime(request, verbose)
     return 0
 
@@ -191,14 +192,13 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: dict[str, Any]) -> None:
-    import json
+def emit_json(doc: dict[str, Any], library: str | None = None) -> None:
+    """The --json document with the contract keys (cli/jsonout.py); `errors`
+    holds the error that ended the call, if any."""
+    from . import jsonout
 
-    from .. import text
-    from . import sandbox_opts
-
-    doc = dict(text.json_clean(doc), sandbox=sandbox_opts.field())
-    click.echo(json.dumps(doc, indent=2, allow_nan=False))
+    errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
+    jsonout.emit(doc, library=library, runtime=doc.get("runtime"), errors=errors)
 
 
 def run_in_child(
@@ -216,10 +216,12 @@ def run_in_child(
             sandbox_opts.report(False)
     if isinstance(outcome, engine.ChildFailure):
         if as_json:
-            emit_json(with_runtime(outcome.to_json(), request))
+            emit_json(with_runtime(outcome.to_json(), request), request.get("path"))
         else:
-            click.echo(f"tvmffi: error: {outcome.message}", err=True)
+            from .. import text
+
+            click.echo(f"tvmffi: error: {text.one_line(outcome.message)}", err=True)
             if verbose and outcome.kind == "Crash" and outcome.stderr:
-                click.echo(outcome.stderr.rstrip(), err=True)
+                click.echo(text.terminal(outcome.stderr.rstrip()), err=True)
         return EXIT_FAILED
     return outcome

@@ -55,9 +55,12 @@ def command(
         rules = parse_suppressions(text, suppress_file)
     r = suppress(run(old, new, static=static, timeout=timeout, runtime=runtime), rules)
     if as_json:
-        import json
+        from . import jsonout
+        from .conform import runtime_json
 
-        click.echo(json.dumps(r.to_json(), ensure_ascii=False))
+        # `library` is NEW (the build under review); `old` and `new` stay.
+        rt = None if static else runtime_json(runtime, new)
+        jsonout.emit(r.to_json(), library=new, runtime=rt)
     else:
         from ..render.tools import render_diff
 

@@ -22,13 +22,10 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
     import sys
 
     if as_json:
-        import json
+        from . import jsonout
 
-        from .. import text
-        from . import sandbox_opts
-
-        doc = dict(text.json_clean(rep), sandbox=sandbox_opts.field())
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+        # `path` stays for existing readers; `library` is the contract's name.
+        jsonout.emit(rep, library=rep.get("path"), runtime=rep.get("runtime"))
     else:
         from .. import text
         from ..render.inspect import render

@@ -29,7 +29,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     for r in report.results:
         groups.setdefault(r.function, []).append(r)
     table = Table(
-        title=f"tvmffi conform {report.path}", title_justify="left", expand=False, show_lines=False
+        title=f"tvmffi conform {text.one_line(report.path)}",
+        title_justify="left",
+        expand=False,
+        show_lines=False,
     )
     table.add_column("function", overflow="fold")
     table.add_column("status")
@@ -76,7 +79,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         counts = f"{n_pass}/{len(rs)}"
         if skips and not verbose:
             counts += f" ({len(skips)} skip)"
-        table.add_row("(library)" if fn is None else fn, status, counts, lines)
+        table.add_row("(library)" if fn is None else text.one_line(fn), status, counts, lines)
     if folded[0]:
         n_fn, n_pass, n_all, n_skip = folded
         counts = f"{n_pass}/{n_all}" + (f" ({n_skip} skip)" if n_skip else "")
@@ -93,9 +96,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     if shown:
         console.print(Text("Reproduce:", style="bold"))
         for r in shown[:REPRODUCE_SHOWN]:
-            where = r.function if r.function is not None else "(library)"
+            where = text.one_line(r.function) if r.function is not None else "(library)"
             console.print(
-                Text.assemble(f"  {r.check} {where}: ", (r.reproduce or "", "cyan")), soft_wrap=True
+                Text.assemble(f"  {r.check} {where}: ", (text.one_line(r.reproduce or ""), "cyan")),
+                soft_wrap=True,
             )
         if len(shown) > REPRODUCE_SHOWN:
             console.print(
@@ -112,7 +116,9 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         )
     )
     verdict = Text.assemble(("", "bold green" if report.passed else "bold red"))
-    verdict.append(report.summary_line(), style="bold green" if report.passed else "bold red")
+    verdict.append(
+        text.one_line(report.summary_line()), style="bold green" if report.passed else "bold red"
+    )
     console.print(verdict, soft_wrap=True)
 
 

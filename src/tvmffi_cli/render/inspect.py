@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import text
 from ..abi.symbols import LIBRARY_CTX
 from .common import human_size, make_console
 
@@ -20,7 +21,12 @@ def _short_doc(doc: str | None, n: int = 70) -> str:
 
 
 def build(rep: dict[str, Any]) -> Tree:
-    from rich.markup import escape
+    from rich.markup import escape as markup_escape
+
+    def escape(s: str) -> str:
+        # Names, kinds, messages: one line each, inert (newlines shown as \n).
+        return markup_escape(text.one_line(s))
+
     from rich.table import Table
     from rich.tree import Tree
 
