@@ -245,8 +245,8 @@ def test_call_crash_and_hang_are_results(build_lib):
     )
     assert res.error.message == "segv crashed the worker process (SIGSEGV)"
     rc, cli = cli_json("call", lib, "segv")
+    validate(res.to_json(), "call")
     assert (rc, plain(res.to_json())) == (1, cli)
-    validate(cli, "call")
     res = tvmffi_cli.call_function(lib, "hang", timeout=0.5)
     assert (res.error.kind, dict(res.error.extra)) == ("Timeout", {"timeout": 0.5})
     assert res.error.message == "hang did not return within 0.5 s; the worker was killed"

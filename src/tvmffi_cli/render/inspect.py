@@ -146,8 +146,11 @@ def build(rep: dict[str, Any]) -> Tree:
             knode.add(escape(c["name"]) + ("" if c["known"] else " [yellow](unknown API)[/]"))
     if rep["globals"]:
         gnode = tree.add(f"[bold]Global functions registered on load[/] ({len(rep['globals'])})")
+        info = rep.get("global_info") or {}
         for g in rep["globals"]:
-            gnode.add(escape(g if isinstance(g, str) else str(g.get("name", g))))
+            name = g if isinstance(g, str) else str(g.get("name", g))
+            sig = _global_signature(name, info.get(name))
+            gnode.add(escape(sig) if sig else escape(name))
     if rep["types"]:
         tnode = tree.add(f"[bold]Object types registered on load[/] ({len(rep['types'])})")
         for ty in rep["types"]:
@@ -167,6 +170,22 @@ def build(rep: dict[str, Any]) -> Tree:
             at = f" @{e['offset']}" if "offset" in e else ""
             enode.add(f"[red]{escape(e['where'])}{at}:[/] {escape(e['message'])}")
     return tree
+
+
+def _global_signature(name: str, info: Any) -> str | None:
+    """A typed global's signature from its metadata (GlobalDef().def(...)
+    records the type schema), as exports show theirs; None when untyped."""
+    from ..abi import typeschema
+    from ..errors import FormatError
+
+    md = info.get("metadata") if isinstance(info, dict) else None
+    if not md:
+        return None
+    try:
+        _, spec = typeschema.parse_metadata(md)
+    except FormatError:
+        return None  # the JSON report carries the raw metadata; the tree stays readable
+    return None if spec is None else spec.signature(name)
 
 
 def render(rep: dict[str, Any], console: Console | None = None) -> None:
