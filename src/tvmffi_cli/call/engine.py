@@ -69,7 +69,8 @@ def make_request(
     specs (call.literals), runtime and timeout. InputError for a missing file."""
     path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
     if not os.path.isfile(path):
-        raise InputError(f"{os.fspath(lib)}: no such file")
+        what = "is a directory, not a library" if os.path.isdir(path) else "no such file"
+        raise InputError(f"{os.fspath(lib)}: {what}")
     if tensor_mode not in TENSOR_MODES:
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
     request: dict[str, Any] = {

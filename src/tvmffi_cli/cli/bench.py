@@ -11,6 +11,7 @@ import click
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
     RawCommand,
@@ -36,6 +37,7 @@ OPTION_HELP = [
             "in C; under another one the loop runs through ctypes (slower, marked in the output)."
         ),
     ),
+    *sandbox_opts.HELP_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error."),
     ("-h, --help", "Show this message and exit."),
 ]

@@ -14,6 +14,7 @@ import click
 
 from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 
 # option: takes a value? (shared with `tvmffi bench`)
 SHARED_OPTIONS = {
@@ -47,8 +48,7 @@ OPTION_HELP = [
             "symbol the library imports, else the official tvm_ffi package's)."
         ),
     ),
-    ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
-    ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    *sandbox_opts.HELP_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
 ]
@@ -119,6 +119,12 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
         out_dir = os.path.abspath(out_dir)
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out {opts['--out']}: not a directory")
+        try:  # before the call: a directory that cannot be made is bad input
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--out {opts['--out']}: cannot create ({e.strerror or e})") from None
+        if not os.access(out_dir, os.W_OK | os.X_OK):
+            raise InputError(f"--out {opts['--out']}: not writable")
         if not opts.get("--force"):
             tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
             from ..call.task import planned_outputs
@@ -165,8 +171,6 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
         runtime=opts.get("--runtime"),
         tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
     )
-    from . import sandbox_opts
-
     sandbox_opts.apply(bool(opts.get("--no-sandbox")), opts.get("--memory-limit"))
     return request
 

@@ -54,7 +54,7 @@ MAX_JOBS = 256
     "--timeout",
     type=str,
     default=None,
-    metavar="S",
+    metavar="SECONDS",
     help="Seconds each probe call may take before it counts as a hang [10].",
 )
 @click.option(

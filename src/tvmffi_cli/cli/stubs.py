@@ -32,6 +32,7 @@ from . import sandbox_opts
 )
 @sandbox_opts.load_timeout("timeout_text")
 @sandbox_opts.runtime()
+@sandbox_opts.confinement()
 def command(
     path: str,
     output: str | None,
@@ -39,6 +40,8 @@ def command(
     check_file: str | None,
     timeout_text: str,
     runtime: str | None,
+    no_sandbox: bool,
+    memory_limit: str | None,
 ) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.
 
@@ -50,6 +53,7 @@ def command(
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
+    sandbox_opts.apply(no_sandbox, memory_limit)
 
     r = generate(path, static=static, timeout=timeout, runtime=runtime)
     # A docstring line of library text must not start a workflow command when
