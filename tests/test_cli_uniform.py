@@ -76,3 +76,35 @@ def test_every_loading_command_takes_the_confinement_options(lib):
     r = tvmffi("stubs", "--no-sandbox", lib)
     assert r.returncode == 0 and "def mul3(" in r.stdout
     assert "sandbox: OFF" in r.stderr or r.stderr == ""
+
+
+def test_stub_tensor_parameters_take_numpy_arrays(lib, tmp_path):
+    # add_one(DLTensor*): a NumPy array type-checks against the stub, a str does not.
+    r = tvmffi("stubs", lib, "-o", tmp_path / "addone.pyi")
+    assert r.returncode == 0, r.stderr
+    assert "def add_one(arg0: TensorLike, /) -> None" in (tmp_path / "addone.pyi").read_text()
+    # A stand-in with NumPy's own __dlpack__ signatures (numpy/__init__.pyi):
+    # type-checking against NumPy itself costs a minute of mypy.
+    (tmp_path / "use.py").write_text(
+        "from typing import Any\nfrom addone import add_one\n"
+        "class Arr:\n"
+        "    def __dlpack__(self, *, stream: None = None, max_version: tuple[int, int] | None"
+        " = None, dl_device: tuple[int, int] | None = None, copy: bool | None = None)"
+        " -> Any:\n        return None\n"
+        "    def __dlpack_device__(self) -> tuple[int, int]:\n        return (1, 0)\n"
+        "add_one(Arr())\nadd_one('no')\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "use.py", "addone.pyi"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    if "No module named mypy" in p.stderr:
+        pytest.skip("mypy is not installed (pip install '.[test]' on Python >= 3.10)")
+    assert p.stdout.splitlines()[0] == (
+        'use.py:9: error: Argument 1 to "add_one" has incompatible type "str"; '
+        'expected "Tensor | SupportsDLPack"  [arg-type]'
+    ), p.stdout
+    assert "Found 1 error in 1 file" in p.stdout

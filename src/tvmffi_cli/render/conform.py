@@ -38,6 +38,11 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     table.add_column("status")
     table.add_column("checks", justify="right")
     table.add_column("findings", overflow="fold")
+    # A library that did not load was not probed: its functions are "not
+    # loaded", not "ok" next to the load failure.
+    not_loaded = any(
+        r.check == "library-load" and r.status in (FAIL, ERROR) for r in report.results
+    )
     folded = [0, 0, 0, 0]  # functions, passed, checks, skipped
     listed = 0  # functions with a row of their own
     for fn in sorted(groups, key=lambda k: (k is not None, k or "")):
@@ -56,6 +61,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             status = Text("WARN", style="yellow")
         elif bad:
             status = Text("ok*", style="green")
+        elif not_loaded and fn is not None:
+            status = Text("not loaded", style="yellow")
         else:
             status = Text("ok", style="green")
         lines = Text()
@@ -87,9 +94,14 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         label = f"{n_fn} other function{plural}" if listed else f"all {n_fn} function{plural}"
         table.add_row(
             label,
-            Text("ok", style="green"),
+            Text("not loaded", style="yellow") if not_loaded else Text("ok", style="green"),
             counts,
-            Text("no findings (-v lists them)", style="dim"),
+            Text(
+                "not probed: the library did not load"
+                if not_loaded
+                else "no findings (-v lists them)",
+                style="dim",
+            ),
         )
     console.print(table)
     shown = [r for r in report.results if r.bad and r.reproduce and r.suppressed is None]

@@ -30,9 +30,13 @@ def build(rep: dict[str, Any]) -> Tree:
     from rich.table import Table
     from rich.tree import Tree
 
+    mode = rep["mode"]
+    if mode == "loaded" and any(e.get("where") == "load" for e in rep["errors"]):
+        # Only the file's bytes were read: say so instead of "(loaded)".
+        mode = "load failed: static facts only"
     head = (
         f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
-        f"{rep['kind']}  ({rep['mode']})"
+        f"{rep['kind']}  ({mode})"
     )
     tree = Tree(head)
     rt = rep.get("runtime")
