@@ -100,7 +100,6 @@ def test_call_every_form(libs):
     assert err["kind"] == "Value\x1b[2JError\n::error::kind"  # JSON keeps the exact text
     name = "hostile.raise\x1b[31m\r\x07\n::error file=evil.c,line=1::injected\n"
     check("call global", run("call", evil, name), codes=(1,))
-    check("call missing", run("call", evil, name + "x"), codes=(1, 2))
 
 
 def test_conform_every_form(libs, tmp_path):
@@ -121,8 +120,6 @@ def test_conform_every_form(libs, tmp_path):
 def test_stubs_diff_extract(libs, tmp_path):
     plain, evil = libs
     check("stubs", run("stubs", evil))
-    check("stubs --static", run("stubs", "--static", evil))
     check("diff", run("diff", plain, evil))
-    check("diff --static", run("diff", "--static", plain, evil))
     check("diff --json", run("diff", "--json", plain, evil))
     check("extract --json", run("extract", "--json", evil, "-o", tmp_path / "x"))
