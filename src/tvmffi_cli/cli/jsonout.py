@@ -6,9 +6,9 @@ document per line, cheap to write), indented on a terminal, where people read
 it; TVMFFI_JSON_INDENT=N forces N spaces (0: one line).
 
 Contract: every command with --json (inspect, call, bench, conform, diff,
-extract; config prints its values only) has the keys `library` (the path given; call and bench:
-made absolute; extract: the base name, as in manifest.json; diff: the new
-build, the old one stays in `old`), `runtime` (the libtvm_ffi.so that hosted
+extract; config prints its values only) has the keys `library` (the path
+given; call and bench: made absolute; extract: the base name, as in
+manifest.json; diff: the new build, the old one stays in `old`), `runtime` (the libtvm_ffi.so that hosted
 the library, null when none was loaded), `sandbox` (what confined the
 worker), `elapsed_s` and `errors` (a list; empty when nothing went wrong).
 tests/test_json_contract.py runs every command and checks them.
