@@ -11,6 +11,7 @@ import click
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
     RawCommand,
@@ -37,6 +38,7 @@ OPTION_HELP = [
             "in C; under another one the loop runs through ctypes (slower, marked in the output)."
         ),
     ),
+    *sandbox_opts.HELP_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error."),
     *CONFINE_ROWS,
     ("-h, --help", "Show this message and exit."),
@@ -89,7 +91,8 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
             emit_json(
                 with_runtime(
                     render.error_json(err["kind"], err["message"], err.get("backtrace")), request
-                )
+                ),
+                request["path"],
             )
         else:
             click.echo(render.raised_text(err, verbose), err=True)

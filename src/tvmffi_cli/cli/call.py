@@ -14,6 +14,7 @@ import click
 
 from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 from .sandbox_opts import CONFINE_OPTIONS, CONFINE_ROWS
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -49,8 +50,7 @@ OPTION_HELP = [
             "symbol the library imports, else the official tvm_ffi package's)."
         ),
     ),
-    ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
-    ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    *sandbox_opts.HELP_ROWS,
     *CONFINE_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
@@ -122,6 +122,12 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
         out_dir = os.path.abspath(out_dir)
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out {opts['--out']}: not a directory")
+        try:  # before the call: a directory that cannot be made is bad input
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--out {opts['--out']}: cannot create ({e.strerror or e})") from None
+        if not os.access(out_dir, os.W_OK | os.X_OK):
+            raise InputError(f"--out {opts['--out']}: not writable")
         if not opts.get("--force"):
             tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
             from ..call.task import planned_outputs
@@ -141,18 +147,19 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     status = reply.get("status")
     if status == "raised":
         if as_json:
-            emit_json(with_runtime(engine.raised_json(reply), request))
+            emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
         else:
             click.echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
     else:
+        from .. import text
         from ..render.common import fit_lines
 
-        click.echo(fit_lines(render.call_text(reply)))
+        click.echo(fit_lines(text.terminal(render.call_text(reply))))
         for note in reply.get("notes", []):
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {text.one_line(str(note))}", err=True)
         note_runtime(request, verbose)
     return 0
 
@@ -167,8 +174,6 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
         runtime=opts.get("--runtime"),
         tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
     )
-    from . import sandbox_opts
-
     sandbox_opts.apply(
         bool(opts.get("--no-sandbox")),
         opts.get("--memory-limit"),
@@ -198,14 +203,13 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: dict[str, Any]) -> None:
-    import json
+def emit_json(doc: dict[str, Any], library: str | None = None) -> None:
+    """The --json document with the contract keys (cli/jsonout.py); `errors`
+    holds the error that ended the call, if any."""
+    from . import jsonout
 
-    from .. import text
-    from . import sandbox_opts
-
-    doc = dict(text.json_clean(doc), sandbox=sandbox_opts.field())
-    click.echo(json.dumps(doc, indent=2, allow_nan=False))
+    errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
+    jsonout.emit(doc, library=library, runtime=doc.get("runtime"), errors=errors)
 
 
 def run_in_child(
@@ -223,10 +227,12 @@ def run_in_child(
             sandbox_opts.report(False)
     if isinstance(outcome, engine.ChildFailure):
         if as_json:
-            emit_json(with_runtime(outcome.to_json(), request))
+            emit_json(with_runtime(outcome.to_json(), request), request.get("path"))
         else:
-            click.echo(f"tvmffi: error: {outcome.message}", err=True)
+            from .. import text
+
+            click.echo(f"tvmffi: error: {text.one_line(outcome.message)}", err=True)
             if verbose and outcome.kind == "Crash" and outcome.stderr:
-                click.echo(outcome.stderr.rstrip(), err=True)
+                click.echo(text.terminal(outcome.stderr.rstrip()), err=True)
         return EXIT_FAILED
     return outcome

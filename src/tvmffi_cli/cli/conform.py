@@ -54,7 +54,7 @@ MAX_JOBS = 256
     "--timeout",
     type=str,
     default=None,
-    metavar="S",
+    metavar="SECONDS",
     help="Seconds each probe call may take before it counts as a hang [10].",
 )
 @click.option(
@@ -200,13 +200,15 @@ def command(
 
         junit.write(report, junit_xml)
     if as_json:
-        import json
+        from . import jsonout
 
-        from .. import text
-
-        doc = dict(text.json_clean(report.to_json()), sandbox=sandbox_opts.field())
-        # One line, from the C encoder (indent= would take the pure-Python one).
-        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+        doc = report.to_json()
+        errors = [
+            {"check": r["check"], "function": r.get("function"), "message": r.get("message")}
+            for r in doc["results"]
+            if r.get("status") == "error"
+        ]
+        jsonout.emit(doc, library=library, runtime=runtime_json(runtime, library), errors=errors)
     else:
         from ..render.common import make_console
         from ..render.conform import render
@@ -230,6 +232,17 @@ def resolve_runtime(value: str | None, library: str | None = None) -> str | None
         library = None  # the run reports the missing file itself
     choice = choose_runtime(value, library)
     return None if choice.kind == "builtin" else choice.path
+
+
+def runtime_json(value: str | None, library: str) -> Any:
+    """The `runtime` of --json: the libtvm_ffi.so the checks ran with."""
+    from ..errors import TvmffiError
+    from ..ffi.hosts import choose_runtime
+
+    try:
+        return choose_runtime(value, library if os.path.isfile(library) else None).to_json()
+    except TvmffiError:
+        return None
 
 
 #: Below this many functions the run is short: no progress bar.
@@ -267,7 +280,9 @@ class _ProgressBar:
             )
             self._p.start()
             self._task = self._p.add_task("", total=total)
-        self._p.update(self._task, completed=done, description=name)
+        from .. import text
+
+        self._p.update(self._task, completed=done, description=text.one_line(name))
 
     def close(self) -> None:
         if self._p is not None:

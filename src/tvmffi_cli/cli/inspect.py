@@ -23,13 +23,10 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
     import sys
 
     if as_json:
-        import json
+        from . import jsonout
 
-        from .. import text
-        from . import sandbox_opts
-
-        doc = dict(text.json_clean(rep), sandbox=sandbox_opts.field())
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+        # `path` stays for existing readers; `library` is the contract's name.
+        jsonout.emit(rep, library=rep.get("path"), runtime=rep.get("runtime"))
     else:
         from .. import text
         from ..render.inspect import render
@@ -109,7 +106,9 @@ def fast_main(argv: list[str]) -> int | None:
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
     except TvmffiError as e:
-        sys.stderr.write(f"tvmffi: error: {e}\n")
+        from ..text import one_line
+
+        sys.stderr.write(f"tvmffi: error: {one_line(str(e))}\n")
         return e.exit_code
     except BrokenPipeError:
         return 0

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 #: One event of the probe worker (a JSON object; see conform/probe_task.py).
 Event = Dict[str, Any]
-#: progress(done, total, name), called as functions finish.
+#: progress(done, total, running), called as functions start and finish;
+#: running names the functions being probed now ("" when none).
 Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
@@ -473,13 +474,13 @@ def run(
         ]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
-    return Report(
+    return Report(  # --function: the summary counts the functions checked
         path,
         results,
-        inv.functions,
+        [f for f in inv.functions if not o.only or f in o.only],
         time.monotonic() - t0,
         jobs or 1,
-        globals=globals_,
+        globals=[g for g in globals_ if not o.only or g in o.only],
         min_runtime=req.min_version,
         max_runtime=req.max_version,
     )
@@ -545,6 +546,12 @@ def _probe_all(
     out: dict[str, list[Result]] = {}
     lock = threading.Lock()
     done = [0]
+    running: list[str] = []  # a hang shows the function that hangs, not the last one done
+
+    def report() -> None:
+        if progress:
+            shown = ", ".join(running[:3]) + (f" +{len(running) - 3}" if len(running) > 3 else "")
+            progress(done[0], len(targets), shown)
 
     def work(prober: Prober) -> None:
         try:
@@ -553,13 +560,16 @@ def _probe_all(
                     name = todo.get_nowait()
                 except queue.Empty:
                     return
+                with lock:
+                    running.append(name)
+                    report()
                 f = prober.probe(name, inv.getters.get(name, ()), name in globals_)
                 res = checks_probe.evaluate(f, ids)
                 with lock:
                     out[name] = res
                     done[0] += 1
-                    if progress:
-                        progress(done[0], len(targets), name)
+                    running.remove(name)
+                    report()
         finally:
             prober.close(exits)
 
