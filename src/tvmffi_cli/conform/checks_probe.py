@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Collection, Dict, Iterator
 
+from .probe_tensors import describe as describe_tensor
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
@@ -21,35 +22,14 @@ from .results import ERROR, FAIL, PASS, SKIP, Result
 Obs = Dict[str, Any]
 
 CALL_BASES = ("zero-args", "too-few", "valid")
-_KIND_NAMES: dict[int | None, str]  # kind_name(None): "type index None"
-_KIND_NAMES = {
-    0: "None",
-    1: "int",
-    2: "bool",
-    3: "float",
-    4: "void*",
-    5: "DataType",
-    6: "Device",
-    7: "DLTensor*",
-    8: "raw str",
-    9: "byte array",
-    11: "small str",
-    12: "small bytes",
-    64: "Object",
-    65: "String",
-    66: "Bytes",
-    67: "Error",
-    68: "Function",
-    69: "Shape",
-    70: "Tensor",
-    71: "Array",
-    72: "Map",
-    73: "Module",
-}
 
 
 def kind_name(ti: int | None) -> str:
-    return _KIND_NAMES.get(ti, f"type index {ti}")
+    """A type index in words (abi's table of static type names)."""
+    from ..abi.constants import STATIC_TYPE_NAMES
+
+    name = STATIC_TYPE_NAMES.get(ti) if ti is not None else None
+    return name or f"type index {ti}"
 
 
 class FunctionFacts:
@@ -177,7 +157,9 @@ def check_arg_bounds(f: FunctionFacts) -> Result:
         if step in f.obs or step in f.crashes:
             ran.append(step)
     if msgs:
-        return Result("arg-bounds", f.name, FAIL, "; ".join(msgs))
+        return Result(
+            "arg-bounds", f.name, FAIL, "; ".join(msgs), output=_output(f, ["zero-args", "too-few"])
+        )
     if not ran:
         return Result("arg-bounds", f.name, SKIP, "not probed")
     extra = "" if "too-few" in ran else " (one-too-few needs metadata with 2+ parameters)"
@@ -223,16 +205,23 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
     t = f.obs.get("threads")
     if t and "refcounts" in t:
         items.append(("threads", t))
+    kept: list[str] = []
     for step, o in items:
+        again = o.get("refcounts_repeat") or ()
         for i, (before, after) in enumerate(o.get("refcounts") or ()):
             seen += 1
-            if before != after:
-                verb = "kept" if after > before else "released"
-                bad.append(
-                    f"{step}: object argument {i} has {after - before:+d} strong "
-                    f"reference(s) after the call ({before} -> {after}); the callee "
-                    f"{verb} a reference it does not own"
-                )
+            if before == after:
+                continue
+            if after > before and i < len(again) and again[i][1] <= again[i][0]:
+                kept.append(f"{step}: argument {i}")
+                continue
+            verb = "kept" if after > before else "released"
+            grow = ", and again on a repeat call" if after > before and i < len(again) else ""
+            bad.append(
+                f"{step}: object argument {i} has {after - before:+d} strong "
+                f"reference(s) after the call ({before} -> {after}{grow}); the callee "
+                f"{verb} a reference it does not own"
+            )
     if bad:
         return Result(
             "arg-refcount",
@@ -255,6 +244,14 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
             f.name,
             SKIP,
             "no object argument was passed" + (f" ({f.note})" if f.note else ""),
+        )
+    if kept:
+        return Result(
+            "arg-refcount",
+            f.name,
+            PASS,
+            f"a reference was kept once, not again on a repeat call (a cache or a context: "
+            f"not a leak): {', '.join(kept[:3])}",
         )
     return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
 
@@ -331,9 +328,22 @@ def _verdict(check: str, f: FunctionFacts, bad: list[str], n: int, passed: str) 
 def check_no_leak(f: FunctionFacts) -> Result:
     bad: list[str] = []
     measured = 0
+    notes: list[str] = []
     for step, o in f.call_obs():
+        if o.get("result_kept"):
+            k = o["result_kept"]
+            if o.get("result_leak"):
+                bad.append(
+                    f"{step}: the result object came back with {k} extra strong reference(s) "
+                    "(its header count), and the library keeps one more on every call: the "
+                    "caller's release can never free it"
+                )
+            else:
+                notes.append(f"{step}: result kept once (a cache)")
         d = o.get("live_delta")
         if d is None:
+            if "result_refs" in o:
+                measured += 1
             continue
         measured += 1
         if d == 0:
@@ -352,9 +362,11 @@ def check_no_leak(f: FunctionFacts) -> Result:
             "no-leak",
             f.name,
             SKIP,
-            "no call was measured (the runtime has no live-object count, or no call completed)",
+            "no call was measured (no object result, no live-object count in the runtime, or "
+            "no call completed)",
         )
-    return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks")
+    extra = f" ({'; '.join(notes[:2])})" if notes else ""
+    return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks{extra}")
 
 
 def _explained(step: str, c: Obs) -> bool:
@@ -365,11 +377,56 @@ def _explained(step: str, c: Obs) -> bool:
         return True
     if step == "threads":
         return True  # thread-safety reports it (an error only with --threads)
-    if step.startswith("objects:"):
+    if c.get("tensor_oob"):
+        return True  # tensor-bounds reports it
+    if step.startswith("objects:") or (step.startswith("tensors:") and step.count(":") == 1):
         # Without metadata nothing says which types the function takes; a
         # crash on object arguments is noted by arg-refcount, not failed.
+        # A tensor variant ("tensors:1:complex64") crashing after the plain
+        # float32 call succeeded is a finding.
         return True
     return step in ("zero-args", "too-few") and bool(c.get("oob"))
+
+
+def _step_words(step: str) -> str:
+    """A probe step in words, for findings about tensors."""
+    if step.startswith("tensor:"):
+        return f"{step} (called with {describe_tensor(step.split(':', 1)[1])})"
+    if step.startswith("tensors:") and step.count(":") == 2:
+        _, n, v = step.split(":")
+        return f"{step} ({n} x {describe_tensor(v)}; the same call with float32 succeeded)"
+    return step
+
+
+def _output(f: FunctionFacts, steps: list[str]) -> str | None:
+    """The library's own output before the first of these crashes."""
+    for s in steps:
+        out = (f.crashes.get(s) or {}).get("output")
+        if out:
+            return str(out)
+    return None
+
+
+def check_tensor_bounds(f: FunctionFacts) -> Result:
+    steps = [s for s, c in f.crashes.items() if c.get("tensor_oob")]
+    if steps:
+        return Result(
+            "tensor-bounds",
+            f.name,
+            FAIL,
+            "; ".join(
+                f"{_step_words(s)}: {_crash_text(f.crashes[s], f.timeout)} touching the guard "
+                "page next to a tensor's data; the same call with the data in ordinary memory "
+                "returned (a read or write past the end, or before the start)"
+                for s in steps
+            ),
+            {"steps": steps},
+            output=_output(f, steps),
+        )
+    n = sum(1 for s in f.obs if s.startswith(("tensor:", "tensors:", "valid")) and "/" not in s)
+    if not any(s.startswith(("tensor:", "tensors:")) for s in (f.plan or ())):
+        return Result("tensor-bounds", f.name, SKIP, "no tensor argument was passed")
+    return Result("tensor-bounds", f.name, PASS, f"{n} call(s) with guarded tensors")
 
 
 def check_no_crash(f: FunctionFacts) -> Result:
@@ -383,8 +440,9 @@ def check_no_crash(f: FunctionFacts) -> Result:
             "no-crash",
             f.name,
             FAIL,
-            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
+            "; ".join(f"{_step_words(s)}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
             {"steps": steps},
+            output=_output(f, steps),
         )
     return Result("no-crash", f.name, PASS, "no probe call crashed")
 
@@ -398,6 +456,7 @@ def check_no_hang(f: FunctionFacts) -> Result:
             FAIL,
             "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
             {"steps": steps},
+            output=_output(f, steps),
         )
     return Result("no-hang", f.name, PASS, "every probe call returned in time")
 
@@ -492,6 +551,7 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "error-protocol": check_error_protocol,
     "result-invariants": check_result_invariants,
     "no-leak": check_no_leak,
+    "tensor-bounds": check_tensor_bounds,
     "no-crash": check_no_crash,
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,
@@ -526,10 +586,9 @@ def _unsigned_global(f: FunctionFacts, r: Result) -> Result:
     export, or a call with a declared arity, keeps the error."""
     if not (f.is_global and f.params is None and r.status == FAIL):
         return r
-    zero_only = r.check == "arg-bounds" or (
-        r.check == "no-crash" and (r.details or {}).get("steps") == ["zero-args"]
-    )
-    if not zero_only:
+    # Only a fault in the argument guard page (arg-bounds): any other crash
+    # (a NULL dereference whatever the input) stays an error.
+    if r.check != "arg-bounds":
         return r
     return replace(r, severity_override=WARNING, message=f"{r.message} ({UNSIGNED_GLOBAL})")
 

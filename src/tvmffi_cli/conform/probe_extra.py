@@ -30,11 +30,35 @@ _SAFE_CALL = ctypes.CFUNCTYPE(
 )
 
 #: Probe steps with object arguments for functions without metadata:
-#: step -> the kinds of the arguments passed.
+#: step -> the kinds of the arguments passed. One-argument calls with the
+#: containers C++ signatures take most (Array<int64_t>, Map<String, int64_t>,
+#: ...) reach typed parameters that a String never passes; "tensors:N" calls
+#: with N guarded float32 tensors (probe_tensors.py), and when one of those
+#: succeeds, the same call is repeated with every tensor variant
+#: ("tensors:N:<variant>", see tensor_followups).
 OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:1": ("str",),
     "objects:4": ("str", "array", "tensor", "function"),
+    "objects:int": ("int",),
+    "objects:array-int": ("array",),
+    "objects:array-float": ("array-float",),
+    "objects:array-str": ("array-str",),
+    "objects:map": ("map",),
+    "objects:nested": ("nested",),
+    "tensors:1": ("tensor",),
+    "tensors:2": ("tensor", "tensor"),
+    "tensors:3": ("tensor", "tensor", "tensor"),
 }
+
+
+def tensor_followups(step: str) -> list[str]:
+    """Steps to run after `step` succeeded: the tensor variants of a
+    successful untyped tensor call."""
+    from .probe_tensors import VARIANTS
+
+    if step.startswith("tensors:") and step.count(":") == 1:
+        return [f"{step}:{v}" for v in VARIANTS]
+    return []
 
 Caller = Callable[[Any, int, int, int], int]
 
@@ -115,16 +139,37 @@ def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | Non
 def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:
     """The argument Anys of an object step; every object goes to `owned`."""
     raws = []
-    for kind in OBJECT_STEPS[step]:
-        if kind == "str":
-            raw = p.string_any(b"tvmffi-conform-probe-object")
-        elif kind == "array":
-            items = [_int(1), _int(2)]
-            raw = p.call_global("ffi.Array", items)
-        elif kind == "tensor":
+    base, _, variant = step.partition(":")[2].partition(":")
+    kinds = OBJECT_STEPS[f"{step.split(':')[0]}:{base}"]
+    for kind in kinds:
+        if kind == "int":
+            raws.append(_int(2))
+            continue
+        if kind == "tensor":
+            p.variant = variant
             raw = p.tensor()
+        elif kind in _ELEMENTS:
+            raw = p.make(_ELEMENTS[kind], owned)
+            raws.append(raw)
+            continue
+        elif kind == "str":
+            raw = p.string_any(b"tvmffi-conform-probe-object")
         else:
             raw = p.function()
         owned.append(raw)
         raws.append(raw)
     return raws
+
+
+def _t(key: str, *args: sigs.TypeDict) -> sigs.TypeDict:
+    return {"type": key, "args": list(args)}
+
+
+#: Object kinds built through the typed value builder (ProbeValues.make).
+_ELEMENTS: dict[str, sigs.TypeDict] = {
+    "array": _t("ffi.Array", _t("int")),
+    "array-float": _t("ffi.Array", _t("float")),
+    "array-str": _t("ffi.Array", _t("ffi.String")),
+    "map": _t("ffi.Map", _t("ffi.String"), _t("int")),
+    "nested": _t("ffi.Array", _t("ffi.Array", _t("int"))),
+}

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import queue
-import shlex
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
 
 from .. import errors
@@ -24,6 +23,7 @@ from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_probe, checks_static, checks_version, exit_check, registry
 from .config import Config
+from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
 if TYPE_CHECKING:
@@ -50,8 +50,6 @@ Progress = Callable[[int, int, str], object]
 #: Library-level checks that load the library (not run per function).
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
 
-DEFAULT_TIMEOUT = 10.0
-DEFAULT_THREADS = 4
 _SEGV = ("SIGSEGV", "SIGBUS")
 
 
@@ -112,7 +110,7 @@ class Worker:
             except sandbox.ChildCrashed as e:
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
-                raise WorkerDied(name) from None
+                raise WorkerDied(name, detail=library_output(e.stderr)) from None
 
     def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not)."""
@@ -268,12 +266,15 @@ class Prober:
         try:
             for _attempt in range(64):
                 valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
-                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta)
+                ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
+                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
                 died = self._run(f, req)
                 if died is None:
                     break
                 step = died.step or "zero-args"
                 f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
+                if died.detail:
+                    f.crashes[step]["output"] = died.detail
                 skip |= set(f.obs) | {step}
                 if step == "metadata" and f.plan is None:
                     no_meta = True
@@ -286,9 +287,37 @@ class Prober:
                         f, dict(base, only=[rerun], valid_ok=False, no_metadata=no_meta)
                     )
                     c["oob"] = died is None and rerun in f.obs
+                elif _tensor_step(step) and c["signal"] in _SEGV and not c["hang"]:
+                    # Same call, tensor data in ordinary memory: if that one
+                    # survives, the fault was an access past the tensor's data.
+                    rerun = step + "/padded"
+                    died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=[]))
+                    c["tensor_oob"] = died is None and rerun in f.obs
         except RuntimeError as e:
             f.tool_error = str(e)
         return f
+
+
+def _tensor_step(step: str) -> bool:
+    """Steps whose tensors sit at guard pages (a CUDA tensor's data is the
+    guard page itself: a fault there is not an access past the data)."""
+    if step.endswith(":cuda"):
+        return False
+    return step == "valid" or step.startswith(("tensor:", "tensors:"))
+
+
+def library_output(tail: str, lines: int = 12, limit: int = 1500) -> str:
+    """The library's own output before a crash: the end of the worker's
+    stderr (already sanitized by the sandbox), without the worker's Python
+    stack dump, bounded."""
+    from .. import text
+
+    cut = tail.find("Fatal Python error")
+    if cut >= 0:
+        tail = tail[:cut]
+    kept = [ln for ln in tail.splitlines() if ln.strip()][-lines:]
+    out, _ = text.cap("\n".join(kept), limit)
+    return out
 
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
@@ -479,46 +508,6 @@ def run(
         globals=globals_,
         min_runtime=req.version,
     )
-
-
-def _finish(r: Result, path: str, o: Options) -> Result:
-    """Severity for this run and the reproducer of a finding."""
-    sev = None
-    if r.check == "thread-safety" and o.threads or o.strict and r.severity == registry.WARNING:
-        sev = registry.ERROR
-    if sev is not None:
-        r = replace(r, severity_override=sev)
-    if r.bad:
-        r = replace(r, reproduce=reproducer(r, path, o))
-    return r
-
-
-def reproducer(r: Result, path: str, o: Options) -> str:
-    """A command that shows the finding again and exits 1: `tvmffi call` when
-    a plain call without arguments crashes or hangs, else `tvmffi conform`
-    narrowed to the check and the function."""
-    steps = (r.details or {}).get("steps")
-    if r.check in ("no-crash", "no-hang") and steps == ["zero-args"] and r.function:
-        cmd = ["tvmffi", "call", path, r.function]
-        if r.check == "no-hang":
-            cmd += ["--timeout", f"{o.timeout:g}"]
-        if o.runtime:
-            cmd += ["--runtime", o.runtime_arg or o.runtime]
-        return " ".join(shlex.quote(c) for c in cmd)
-    cmd = ["tvmffi", "conform", path, "--select", r.check]
-    if r.function is not None:
-        cmd += ["--function", r.function]
-    if r.check == "min-runtime" and o.min_runtime:
-        cmd += ["--min-runtime", o.min_runtime]
-    if r.check == "thread-safety":
-        cmd += ["--threads", str(o.threads or DEFAULT_THREADS)]
-    elif r.severity == registry.WARNING or (o.strict and r.severity_override):
-        cmd += ["--strict"]
-    if o.runtime:
-        cmd += ["--runtime", o.runtime_arg or o.runtime]
-    if o.timeout != DEFAULT_TIMEOUT:
-        cmd += ["--timeout", f"{o.timeout:g}"]
-    return " ".join(shlex.quote(c) for c in cmd)
 
 
 def _probe_all(
