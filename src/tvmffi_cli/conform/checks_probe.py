@@ -12,14 +12,19 @@ Pure functions of those facts: unit-testable without running anything.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Collection, Dict, Iterator
+from typing import Callable, Collection
 
-from .probe_tensors import describe as describe_tensor
+from .checks_crash import (
+    FunctionFacts,
+    Obs,
+    _crash_text,
+    _output,
+    check_no_crash,
+    check_no_hang,
+    check_tensor_bounds,
+)
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
-
-#: One observation of the worker (a JSON object), or a crash record.
-Obs = Dict[str, Any]
 
 CALL_BASES = ("zero-args", "too-few", "valid")
 
@@ -30,36 +35,6 @@ def kind_name(ti: int | None) -> str:
 
     name = STATIC_TYPE_NAMES.get(ti) if ti is not None else None
     return name or f"type index {ti}"
-
-
-class FunctionFacts:
-    def __init__(self, name: str, getters: Collection[str] = ()) -> None:
-        self.name = name
-        self.getters = set(getters)
-        self.plan: list[str] | None = None
-        self.note: str | None = None
-        self.params: list[str] | None = None
-        self.obs: dict[str, Obs] = {}
-        self.crashes: dict[str, Obs] = {}
-        self.tool_error: str | None = None  # the probe itself could not run (worker failure)
-        self.timeout: float | None = None
-        self.is_global = False  # registered at load rather than exported
-
-    def call_obs(self) -> Iterator[tuple[str, Obs]]:
-        """(step, obs) for completed calls of the function itself (not getters,
-        not the readable re-runs used to diagnose a fault)."""
-        for step, o in self.obs.items():
-            if "/" in step or step in ("metadata", "doc") or "skipped" in o:
-                continue
-            if step == "threads":
-                continue
-            yield step, o
-
-
-def _crash_text(c: Obs, timeout: float | None) -> str:
-    if c.get("hang"):
-        return f"no return within {timeout:g} s" if timeout else "no return within the timeout"
-    return f"killed by {c.get('signal') or 'an unknown cause'}"
 
 
 def _getter_check(cid: str, what: str, f: FunctionFacts) -> Result | bytes:
@@ -367,98 +342,6 @@ def check_no_leak(f: FunctionFacts) -> Result:
         )
     extra = f" ({'; '.join(notes[:2])})" if notes else ""
     return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks{extra}")
-
-
-def _explained(step: str, c: Obs) -> bool:
-    """Crashes another check already reports."""
-    if step in ("metadata", "doc"):
-        return True
-    if step.startswith("wrong-type:"):
-        return True
-    if step == "threads":
-        return True  # thread-safety reports it (an error only with --threads)
-    if c.get("tensor_oob"):
-        return True  # tensor-bounds reports it
-    if step.startswith("objects:") or (step.startswith("tensors:") and step.count(":") == 1):
-        # Without metadata nothing says which types the function takes; a
-        # crash on object arguments is noted by arg-refcount, not failed.
-        # A tensor variant ("tensors:1:complex64") crashing after the plain
-        # float32 call succeeded is a finding.
-        return True
-    return step in ("zero-args", "too-few") and bool(c.get("oob"))
-
-
-def _step_words(step: str) -> str:
-    """A probe step in words, for findings about tensors."""
-    if step.startswith("tensor:"):
-        return f"{step} (called with {describe_tensor(step.split(':', 1)[1])})"
-    if step.startswith("tensors:") and step.count(":") == 2:
-        _, n, v = step.split(":")
-        return f"{step} ({n} x {describe_tensor(v)}; the same call with float32 succeeded)"
-    return step
-
-
-def _output(f: FunctionFacts, steps: list[str]) -> str | None:
-    """The library's own output before the first of these crashes."""
-    for s in steps:
-        out = (f.crashes.get(s) or {}).get("output")
-        if out:
-            return str(out)
-    return None
-
-
-def check_tensor_bounds(f: FunctionFacts) -> Result:
-    steps = [s for s, c in f.crashes.items() if c.get("tensor_oob")]
-    if steps:
-        return Result(
-            "tensor-bounds",
-            f.name,
-            FAIL,
-            "; ".join(
-                f"{_step_words(s)}: {_crash_text(f.crashes[s], f.timeout)} touching the guard "
-                "page next to a tensor's data; the same call with the data in ordinary memory "
-                "returned (a read or write past the end, or before the start)"
-                for s in steps
-            ),
-            {"steps": steps},
-            output=_output(f, steps),
-        )
-    n = sum(1 for s in f.obs if s.startswith(("tensor:", "tensors:", "valid")) and "/" not in s)
-    if not any(s.startswith(("tensor:", "tensors:")) for s in (f.plan or ())):
-        return Result("tensor-bounds", f.name, SKIP, "no tensor argument was passed")
-    return Result("tensor-bounds", f.name, PASS, f"{n} call(s) with guarded tensors")
-
-
-def check_no_crash(f: FunctionFacts) -> Result:
-    steps = [
-        s
-        for s, c in f.crashes.items()
-        if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s
-    ]
-    if steps:
-        return Result(
-            "no-crash",
-            f.name,
-            FAIL,
-            "; ".join(f"{_step_words(s)}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-            {"steps": steps},
-            output=_output(f, steps),
-        )
-    return Result("no-crash", f.name, PASS, "no probe call crashed")
-
-
-def check_no_hang(f: FunctionFacts) -> Result:
-    steps = [s for s, c in f.crashes.items() if c.get("hang")]
-    if steps:
-        return Result(
-            "no-hang",
-            f.name,
-            FAIL,
-            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-            {"steps": steps},
-            output=_output(f, steps),
-        )
-    return Result("no-hang", f.name, PASS, "every probe call returned in time")
 
 
 def check_valid_call(f: FunctionFacts) -> Result:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Ite
 from .. import errors
 from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
-from . import checks_probe, checks_static, checks_version, exit_check, registry
+from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
 from .config import Config
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
@@ -209,7 +209,7 @@ class Prober:
             if exits is not None and status is not None:
                 exits.append(status)
 
-    def _run(self, f: checks_probe.FunctionFacts, req: Event) -> WorkerDied | None:
+    def _run(self, f: checks_crash.FunctionFacts, req: Event) -> WorkerDied | None:
         """Send one probe request; fold events into f. Returns None when the
         worker finished, or the step that killed it (with a WorkerDied)."""
         self.ensure()
@@ -249,8 +249,8 @@ class Prober:
 
     def probe(
         self, name: str, getters: Collection[str], is_global: bool = False
-    ) -> checks_probe.FunctionFacts:
-        f = checks_probe.FunctionFacts(name, getters)
+    ) -> checks_crash.FunctionFacts:
+        f = checks_crash.FunctionFacts(name, getters)
         f.timeout = self.timeout
         f.is_global = is_global
         base = {
