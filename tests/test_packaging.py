@@ -187,6 +187,7 @@ def test_wheel_contents_and_license_metadata(wheel: Path) -> None:
         "tvmffi_cli/share/cmake/tvm_ffi/tvm_ffi-config.cmake",
         "tvmffi_cli/cli/main.py",
         "tvmffi_cli/schemas/config.schema.json",
+        "tvmffi_cli/docs/checks.md",  # `tvmffi conform --help` points to it
     ):
         assert need in names, need
     assert "License-Expression: Apache-2.0" in meta.splitlines()

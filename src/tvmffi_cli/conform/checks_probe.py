@@ -191,10 +191,10 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
                 kept.append(f"{step}: argument {i}")
                 continue
             verb = "kept" if after > before else "released"
-            grow = ", and again on a repeat call" if after > before and i < len(again) else ""
+            grow = ", one more on a repeat call" if after > before and i < len(again) else ""
             bad.append(
                 f"{step}: object argument {i} has {after - before:+d} strong "
-                f"reference(s) after the call ({before} -> {after}{grow}); the callee "
+                f"reference(s) after the call ({before} -> {after}){grow}; the callee "
                 f"{verb} a reference it does not own"
             )
     if bad:
@@ -234,11 +234,12 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
 def check_args_unchanged(f: FunctionFacts) -> Result:
     bad = [s for s, o in f.call_obs() if o.get("args_changed")]
     if bad:
+        more = f", +{len(bad) - 4} more" if len(bad) > 4 else ""
         return Result(
             "args-unchanged",
             f.name,
             FAIL,
-            f"the argument array was modified by the call ({', '.join(bad)})",
+            f"the argument array was modified by the call ({', '.join(bad[:4])}{more})",
         )
     n = sum(1 for _ in f.call_obs())
     if not n:

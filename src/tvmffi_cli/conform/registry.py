@@ -1,7 +1,7 @@
 """The conformance checks as data: one record per check with a stable id.
 
 Ids never change once released (CI configurations pass them to --select and
---ignore). docs/checks.md is generated from this table by
+--ignore). the checks reference (src/tvmffi_cli/docs/checks.md) is generated from this table by
 `python -m tvmffi_cli.conform.registry --markdown` and a test keeps them equal.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 ERROR = "error"
 WARNING = "warning"
@@ -420,14 +421,20 @@ def selected(
     return [i for i in ids if not ignore or i not in ignore]
 
 
+#: The checks reference as installed (package data).
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "checks.md"
+
+
 def markdown() -> str:
-    """docs/checks.md: every check with its docs, and the CI snippet."""
+    """The checks reference (src/tvmffi_cli/docs/checks.md, shipped in the
+    package): every check with its docs, and the CI snippet."""
     out: list[str] = []
     w = out.append
     w("# `tvmffi conform` checks\n")
     w(
         "Generated from `src/tvmffi_cli/conform/registry.py` by "
-        "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
+        "`python -m tvmffi_cli.conform.registry --markdown > src/tvmffi_cli/docs/checks.md` "
+        "(this file is installed with the package: `tvmffi conform --help` names its path); "
         "a test keeps the two in sync.\n"
     )
     w(
@@ -526,7 +533,7 @@ jobs:
 """
 
 
-if __name__ == "__main__":  # pragma: no cover - used to regenerate docs/checks.md
+if __name__ == "__main__":  # pragma: no cover - used to regenerate src/tvmffi_cli/docs/checks.md
     if sys.argv[1:] == ["--markdown"]:
         sys.stdout.write(markdown())
     else:
