@@ -109,7 +109,7 @@ def check_tensor_bounds(f: FunctionFacts) -> Result:
                 "is the first element)",
             )
         return r
-    n = sum(1 for s in f.obs if s.startswith(("tensor:", "tensors:", "valid")) and "/" not in s)
+    n = sum(1 for s, o in f.call_obs() if s.startswith(("tensor:", "tensors:", "valid")))
     if not any(s.startswith(("tensor:", "tensors:")) for s in (f.plan or ())):
         return Result("tensor-bounds", f.name, SKIP, "no tensor argument was passed")
     return Result("tensor-bounds", f.name, PASS, f"{n} call(s) with guarded tensors")

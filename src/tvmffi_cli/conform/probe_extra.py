@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ..abi.symbols import FUNC_PREFIX
@@ -51,14 +51,24 @@ OBJECT_STEPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def tensor_followups(step: str) -> list[str]:
+def tensor_followups(step: str, split: Collection[str] = ()) -> list[str]:
     """Steps to run after `step` succeeded: the tensor variants of a
-    successful untyped tensor call."""
+    successful untyped tensor call, as one sweep step ("tensors:1:all")
+    unless a sweep crashed (in `split`): then one step per variant."""
+    if step.startswith("tensors:") and step.count(":") == 1:
+        return variant_steps(step, split)
+    return []
+
+
+def variant_steps(prefix: str, split: Collection[str] = ()) -> list[str]:
+    """"<prefix>:all" (every variant in one step, one message), or after that
+    step crashed a worker, "<prefix>:<variant>" for each (a crash then names
+    its variant)."""
     from .probe_tensors import VARIANTS
 
-    if step.startswith("tensors:") and step.count(":") == 1:
-        return [f"{step}:{v}" for v in VARIANTS]
-    return []
+    if f"{prefix}:all" in split:
+        return [f"{prefix}:{v}" for v in VARIANTS]
+    return [f"{prefix}:all"]
 
 Caller = Callable[[Any, int, int, int], int]
 

@@ -55,6 +55,7 @@ class Prober(ProbeValues):
         self.step_started: float | None = None
         self.timeout = 10.0
         self._crew: _Crew | None = None  # threads kept for the "threads" step
+        self.split: set[str] = set()  # sweep steps to run one variant per step
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -289,7 +290,7 @@ class Prober(ProbeValues):
                 steps.append(f"wrong-type:{i}")
         steps.append("valid")
         if any(p["type"] in _TENSOR_TYPES for p in sig.params):
-            steps.extend(f"tensor:{v}" for v in VARIANTS)
+            steps.extend(probe_extra.variant_steps("tensor", self.split))
         steps.append("threads")
         return steps, sig, note
 
@@ -328,6 +329,17 @@ class Prober(ProbeValues):
         addr, why = probe_extra.caller(self, name, is_global)
         if addr is None:
             return {"skipped": why}
+        if step.endswith(":all"):
+            # Every tensor variant in one step: one message instead of one per
+            # variant. A crash here makes the parent split it (variant_steps).
+            prefix = step[: -len(":all")]
+            sub = {
+                f"{prefix}:{v}": self.run_step(
+                    name, f"{prefix}:{v}", sig, getters, valid_ok, is_global, threads
+                )
+                for v in VARIANTS
+            }
+            return {"sub": sub}
         base, _, variant = step.partition("/")
         guarded = variant != "readable"
         self.padded = variant == "padded"
@@ -391,13 +403,19 @@ class Prober(ProbeValues):
         self.timeout = float(req.get("timeout", self.timeout))
         is_global = bool(req.get("global"))
         threads = int(req.get("threads") or 4)
+        self.split = set(req.get("split", ()))
         steps, sig, note = self.plan(name, getters, is_global, not req.get("no_metadata"))
         only = req.get("only")
         if only:
             steps = list(only)
         skip = set(req.get("skip", ()))
         # Follow-up steps of steps that succeeded before a crash restarted us.
-        more = [x for s in steps for x in probe_extra.tensor_followups(s) if s in req.get("ok", ())]
+        more = [
+            x
+            for s in steps
+            for x in probe_extra.tensor_followups(s, self.split)
+            if s in req.get("ok", ())
+        ]
         todo = [s for s in steps + more if s not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
@@ -420,7 +438,9 @@ class Prober(ProbeValues):
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
             if obs.get("rc") == 0 and not only:
-                todo.extend(x for x in probe_extra.tensor_followups(step) if x not in skip)
+                todo.extend(
+                    x for x in probe_extra.tensor_followups(step, self.split) if x not in skip
+                )
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None

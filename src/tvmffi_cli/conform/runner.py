@@ -238,6 +238,10 @@ class Prober:
                 else:
                     step = ev.pop("step")
                     ev.pop("event", None)
+                    sub = ev.pop("sub", None)
+                    if sub is not None:  # a variant sweep: its calls one by one
+                        f.obs.update(sub)
+                        ev = {"skipped": "a sweep: its variants are recorded one by one"}
                     f.obs[step] = ev
                 if done:
                     return None
@@ -262,16 +266,22 @@ class Prober:
             "threads": self.threads or DEFAULT_THREADS,
         }
         skip: set[str] = set()
+        split: set[str] = set()  # variant sweeps that crashed: one step per variant
         no_meta = False
         try:
             for _attempt in range(64):
                 valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
                 ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
                 req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
+                req["split"] = sorted(split)
                 died = self._run(f, req)
                 if died is None:
                     break
                 step = died.step or "zero-args"
+                if step.endswith(":all"):
+                    split.add(step)
+                    skip |= set(f.obs)
+                    continue
                 f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
                 if died.detail:
                     f.crashes[step]["output"] = died.detail
