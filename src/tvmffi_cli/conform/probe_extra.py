@@ -124,7 +124,15 @@ def _call_handle(p: Any, h: int, arg_raws: list[bytes]) -> bytes | None:
 
 def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | None]:
     """(call(self, args, num_args, result) -> rc, why not) for an export
-    `__tvm_ffi_<name>` or a registered global `name`."""
+    `__tvm_ffi_<name>` or a registered global `name` (memoized per worker)."""
+    memo = p.__dict__.setdefault("_callers", {})
+    got = memo.get((name, is_global))
+    if got is None:
+        got = memo[(name, is_global)] = _caller(p, name, is_global)
+    return got  # type: ignore[no-any-return]
+
+
+def _caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | None]:
     if is_global:
         h = p.rt.get_global_handle(name)
         if not h:

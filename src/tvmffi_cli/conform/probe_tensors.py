@@ -30,9 +30,12 @@ from ..abi.structs import DLManagedTensor
 from .probe_memory import _LIBC, CannotSynthesize
 
 PAGE = mmap.PAGESIZE
-#: Data pages in the pool; reused round-robin (a tensor a library keeps
-#: stays readable: its page is only ever refilled, never unmapped).
-SLOTS = 64
+#: Data pages in the pool: one per cached tensor (COPIES per variant); a
+#: tensor a library keeps stays readable: its page is refilled, never unmapped.
+SLOTS = 96
+#: Distinct tensors per variant (a call with several tensor arguments gets
+#: distinct memory for each).
+COPIES = 4
 #: Bytes before the first element in the "offset" variant (the data pointer
 #: itself then points into the guard page: honouring byte_offset is required).
 OFFSET = 64
@@ -124,6 +127,11 @@ class TensorPool:
         self.base: int | None = None
         self.i = 0
         self.keep: list[Any] = []  # DLManagedTensor structs, shapes: live as long as we do
+        # (variant, copy) -> (page, [(address, pristine bytes)] of the struct,
+        # shape and strides): building ctypes structs cost more than the call,
+        # so each is built once and restored before every use.
+        self._cache: dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]] = {}
+        self._uses = 0
 
     def _map(self) -> int:
         size = (2 * SLOTS + 1) * PAGE
@@ -152,9 +160,27 @@ class TensorPool:
         return addr
 
     def managed(self, name: str, padded: bool = False) -> int:
-        """Address of a DLManagedTensor of variant `name` (no deleter: we own it)."""
+        """Address of a DLManagedTensor of variant `name` (no deleter: we own it),
+        its data zeroed and its fields as built (a callee may have written them)."""
+        if padded:
+            return self._build(name, self.page(True), True)
+        self._uses += 1
+        key = (name, self._uses % COPIES)
+        got = self._cache.get(key)
+        if got is None:
+            m = self._build(name, self.page(False), False)
+            parts = self.keep[-3:]
+            got = (self.keep[-4], [(ctypes.addressof(x), bytes(x)) for x in parts])
+            self._cache[key] = got
+            return m
+        page, parts = got
+        ctypes.memset(page, 0, PAGE)
+        for addr, raw in parts:
+            ctypes.memmove(addr, raw, len(raw))
+        return parts[0][0]
+
+    def _build(self, name: str, page: int, padded: bool) -> int:
         v = VARIANTS.get(name, BASE)
-        page = self.page(padded)
         dims, strides = _shape(v, PAGE)
         m = DLManagedTensor()
         t = m.dl_tensor
@@ -172,7 +198,7 @@ class TensorPool:
         st = (c_int64 * v.ndim)(*strides)
         t.strides = st
         t.byte_offset = v.offset
-        self.keep.extend([m, shape, st])
+        self.keep.extend([page, m, shape, st])
         return ctypes.addressof(m)
 
 
