@@ -233,7 +233,9 @@ def test_tensor_crashes_are_attributed():
 def test_library_output_is_bounded_and_drops_the_worker_stack():
     from tvmffi_cli.conform.runner import library_output
 
-    tail = "noise\n" * 50 + "terminate called\n  what():  boom\nFatal Python error: Aborted\n  File x"
+    tail = (
+        "noise\n" * 50 + "terminate called\n  what():  boom\nFatal Python error: Aborted\n  File x"
+    )
     out = library_output(tail)
     assert out.endswith("terminate called\n  what():  boom")
     assert "Fatal Python" not in out and len(out.splitlines()) == 12

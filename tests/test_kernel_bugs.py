@@ -53,7 +53,9 @@ def _by_function(doc):
 
 
 def _errors(rows):
-    return {x["check"] for x in rows if x["status"] in ("fail", "error") and x["severity"] == "error"}
+    return {
+        x["check"] for x in rows if x["status"] in ("fail", "error") and x["severity"] == "error"
+    }
 
 
 def test_every_planted_bug_is_caught_by_its_check(report):
@@ -113,9 +115,7 @@ def test_typed_globals_get_the_typed_checks(report):
 
 
 def test_people_report_shows_output_and_fix(build_lib, official_include):
-    lib = build_lib(
-        "conform/kernel_bugs.cc", headers="official", name="kernel_bugs_no-metadata"
-    )
+    lib = build_lib("conform/kernel_bugs.cc", headers="official", name="kernel_bugs_no-metadata")
     r = conform(lib, "--function", "bug_throw", "--select", "no-crash", env={"COLUMNS": "200"})
     assert r.returncode == 1
     assert "library output:" in r.stdout
@@ -127,9 +127,7 @@ def test_call_guard_turns_a_read_past_the_end_into_a_failure(build_lib, official
     import subprocess
     import sys
 
-    lib = build_lib(
-        "conform/kernel_bugs.cc", headers="official", name="kernel_bugs_no-metadata"
-    )
+    lib = build_lib("conform/kernel_bugs.cc", headers="official", name="kernel_bugs_no-metadata")
 
     def call(*args):
         return subprocess.run(

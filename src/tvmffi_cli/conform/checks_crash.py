@@ -110,7 +110,8 @@ def check_tensor_bounds(f: FunctionFacts) -> Result:
             )
         return r
     n = sum(1 for s, o in f.call_obs() if s.startswith(("tensor:", "tensors:", "valid")))
-    if not any(s.startswith(("tensor:", "tensors:")) for s in (f.plan or ())):
+    seen = [*(f.plan or ()), *f.obs, *f.crashes]
+    if not any(s.startswith(("tensor:", "tensors:")) for s in seen):
         return Result("tensor-bounds", f.name, SKIP, "no tensor argument was passed")
     return Result("tensor-bounds", f.name, PASS, f"{n} call(s) with guarded tensors")
 

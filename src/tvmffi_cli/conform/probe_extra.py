@@ -60,15 +60,27 @@ def tensor_followups(step: str, split: Collection[str] = ()) -> list[str]:
     return []
 
 
-def variant_steps(prefix: str, split: Collection[str] = ()) -> list[str]:
-    """"<prefix>:all" (every variant in one step, one message), or after that
-    step crashed a worker, "<prefix>:<variant>" for each (a crash then names
-    its variant)."""
+#: Object steps run as one sweep ("objects:all") for functions without metadata.
+SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
+
+
+def sweep(prefix: str) -> list[str]:
+    """The steps of the sweep "<prefix>:all"."""
     from .probe_tensors import VARIANTS
 
+    if prefix == "objects":
+        return SWEPT_OBJECTS
+    return [f"{prefix}:{v}" for v in VARIANTS]
+
+
+def variant_steps(prefix: str, split: Collection[str] = ()) -> list[str]:
+    """ "<prefix>:all" (a sweep: every step of it in one step, one message),
+    or after that step crashed a worker, each of its steps (a crash then
+    names its call)."""
     if f"{prefix}:all" in split:
-        return [f"{prefix}:{v}" for v in VARIANTS]
+        return sweep(prefix)
     return [f"{prefix}:all"]
+
 
 Caller = Callable[[Any, int, int, int], int]
 

@@ -37,7 +37,6 @@ from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from . import probe_extra, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena
-from .probe_tensors import VARIANTS
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
 #: One JSON message: a request from the parent, or an event / observation for it.
@@ -279,7 +278,8 @@ class Prober(ProbeValues):
                 note = "a global function without metadata"
             # Untyped: object arguments find kept/dropped references and
             # written argument arrays; threads repeat the zero-argument call.
-            steps.extend(probe_extra.OBJECT_STEPS)
+            steps.extend(["objects:1", "objects:4"])
+            steps.extend(probe_extra.variant_steps("objects", self.split))
             steps.append("threads")
             return steps, sig, note
         n = len(sig.params)
@@ -332,12 +332,9 @@ class Prober(ProbeValues):
         if step.endswith(":all"):
             # Every tensor variant in one step: one message instead of one per
             # variant. A crash here makes the parent split it (variant_steps).
-            prefix = step[: -len(":all")]
             sub = {
-                f"{prefix}:{v}": self.run_step(
-                    name, f"{prefix}:{v}", sig, getters, valid_ok, is_global, threads
-                )
-                for v in VARIANTS
+                s: self.run_step(name, s, sig, getters, valid_ok, is_global, threads)
+                for s in probe_extra.sweep(step[: -len(":all")])
             }
             return {"sub": sub}
         base, _, variant = step.partition("/")
@@ -410,12 +407,7 @@ class Prober(ProbeValues):
             steps = list(only)
         skip = set(req.get("skip", ()))
         # Follow-up steps of steps that succeeded before a crash restarted us.
-        more = [
-            x
-            for s in steps
-            for x in probe_extra.tensor_followups(s, self.split)
-            if s in req.get("ok", ())
-        ]
+        more = [x for s in req.get("ok", ()) for x in probe_extra.tensor_followups(s, self.split)]
         todo = [s for s in steps + more if s not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
@@ -437,10 +429,12 @@ class Prober(ProbeValues):
             self.step = None
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
-            if obs.get("rc") == 0 and not only:
-                todo.extend(
-                    x for x in probe_extra.tensor_followups(step, self.split) if x not in skip
-                )
+            if not only:
+                for s, o in (obs.get("sub") or {step: obs}).items():
+                    if o.get("rc") == 0:
+                        todo.extend(
+                            x for x in probe_extra.tensor_followups(s, self.split) if x not in skip
+                        )
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None
