@@ -171,24 +171,32 @@ def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:
     raws = []
     base, _, variant = step.partition(":")[2].partition(":")
     kinds = OBJECT_STEPS[f"{step.split(':')[0]}:{base}"]
+    # Built once per worker and shared by every function (building them cost
+    # more than the calls); references kept by a callee show up all the same
+    # as counts that change across its call.
+    cache: dict[str, bytes] = p.__dict__.setdefault("_shared_objects", {})
     for kind in kinds:
         if kind == "int":
             raws.append(_int(2))
-            continue
-        if kind == "tensor":
+        elif kind == "tensor":
             p.variant = variant
             raw = p.tensor()
-        elif kind in _ELEMENTS:
-            raw = p.make(_ELEMENTS[kind], owned)
+            owned.append(raw)
             raws.append(raw)
-            continue
-        elif kind == "str":
-            raw = p.string_any(b"tvmffi-conform-probe-object")
         else:
-            raw = p.function()
-        owned.append(raw)
-        raws.append(raw)
+            if kind not in cache:
+                cache[kind] = _object(p, kind)
+            raws.append(cache[kind])
     return raws
+
+
+def _object(p: Any, kind: str) -> bytes:
+    """An owned object Any of `kind`, kept for the worker's life."""
+    if kind in _ELEMENTS:
+        return bytes(p.make(_ELEMENTS[kind], []))
+    if kind == "str":
+        return bytes(p.string_any(b"tvmffi-conform-probe-object"))
+    return bytes(p.function())
 
 
 def _t(key: str, *args: sigs.TypeDict) -> sigs.TypeDict:
