@@ -160,3 +160,30 @@ def check_no_hang(f: FunctionFacts) -> Result:
             output=_output(f, steps),
         )
     return Result("no-hang", f.name, PASS, "every probe call returned in time")
+
+
+def fault_of(tail: str) -> str | None:
+    """Where the worker's last fault was ("args-guard" or "elsewhere"), from
+    the line probe_memory.report_faults wrote, if any."""
+    from .probe_memory import FAULT_MARK
+
+    at = tail.rfind(FAULT_MARK)
+    if at < 0:
+        return None
+    words = tail[at + len(FAULT_MARK) :].split()
+    return words[1] if len(words) > 1 and words[1] in ("args-guard", "elsewhere") else None
+
+
+def library_output(tail: str, lines: int = 12, limit: int = 1500) -> str:
+    """The library's own output before a crash: the end of the worker's
+    stderr (already sanitized by the sandbox), without the worker's Python
+    stack dump, bounded."""
+    from .. import text
+
+    cut = tail.find("Fatal Python error")
+    if cut >= 0:
+        tail = tail[:cut]
+    kept = [ln for ln in tail.splitlines() if ln.strip() and not ln.startswith("tvmffi-probe-")]
+    kept = kept[-lines:]
+    out, _ = text.cap("\n".join(kept), limit)
+    return out

@@ -36,7 +36,7 @@ from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from . import probe_extra, sigs
-from .probe_memory import ANY, CannotSynthesize, GuardArena
+from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
 #: One JSON message: a request from the parent, or an event / observation for it.
@@ -63,6 +63,7 @@ class Prober(ProbeValues):
         self.rt = runtime.get_runtime()
         self.c = _RawApi(self.rt.lib)
         self.arena = GuardArena()
+        report_faults(self.arena.guard, self.arena.page)
         describe: Any = None
         before = probe_extra.global_names(self)
         loader = self._rt("tvmffi_rt_library_load")

@@ -213,9 +213,9 @@ CHECKS: list[Check] = [
         what="Called with zero arguments, and (with metadata) with one argument too few, the "
         "function never reads beyond `args[num_args-1]`. Exported functions and the "
         "global functions the library registers while loading are both probed. The argument array is placed "
-        "right before an unreadable guard page, so such a read faults; the same call with "
-        "readable memory after the arguments tells a read past `num_args` from any other "
-        "fault. A global registered without a signature whose zero-argument call faults in "
+        "right before an unreadable guard page, so such a read faults; the fault address "
+        "(reported by the worker's SIGSEGV handler; else the same call with readable memory "
+        "after the arguments) tells a read past `num_args` from any other fault. A global registered without a signature whose zero-argument call faults in "
         "that guard page is a warning: nothing declares the arguments it needs, and C++ "
         "lambdas over PackedArgs commonly index without a count check. A fault elsewhere "
         "(a NULL dereference whatever the input) is a `no-crash` error for every function.",

@@ -22,6 +22,7 @@ from .. import errors
 from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
+from .checks_crash import fault_of, library_output
 from .config import Config
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
@@ -62,6 +63,7 @@ class WorkerDied(Exception):
         self.hang = hang
         self.step = step
         self.detail = detail
+        self.fault: str | None = None  # "args-guard" | "elsewhere" (probe_memory.report_faults)
 
 
 class Worker:
@@ -110,7 +112,9 @@ class Worker:
             except sandbox.ChildCrashed as e:
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
-                raise WorkerDied(name, detail=library_output(e.stderr)) from None
+                died = WorkerDied(name, detail=library_output(e.stderr))
+                died.fault = fault_of(e.stderr)
+                raise died from None
 
     def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not)."""
@@ -285,11 +289,15 @@ class Prober:
                 f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
                 if died.detail:
                     f.crashes[step]["output"] = died.detail
+                if died.fault:
+                    f.crashes[step]["fault"] = died.fault
                 skip |= set(f.obs) | {step}
                 if step == "metadata" and f.plan is None:
                     no_meta = True
             for step, c in list(f.crashes.items()):
-                if step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
+                if step in ("zero-args", "too-few") and c.get("fault"):
+                    c["oob"] = c["fault"] == "args-guard"  # the fault address says
+                elif step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
                     # Same call, args followed by readable memory: if that one
                     # survives, the fault was the read past num_args.
                     rerun = step + "/readable"
@@ -314,20 +322,6 @@ def _tensor_step(step: str) -> bool:
     if step.endswith(":cuda"):
         return False
     return step == "valid" or step.startswith(("tensor:", "tensors:"))
-
-
-def library_output(tail: str, lines: int = 12, limit: int = 1500) -> str:
-    """The library's own output before a crash: the end of the worker's
-    stderr (already sanitized by the sandbox), without the worker's Python
-    stack dump, bounded."""
-    from .. import text
-
-    cut = tail.find("Fatal Python error")
-    if cut >= 0:
-        tail = tail[:cut]
-    kept = [ln for ln in tail.splitlines() if ln.strip()][-lines:]
-    out, _ = text.cap("\n".join(kept), limit)
-    return out
 
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
