@@ -239,3 +239,13 @@ def test_library_output_is_bounded_and_drops_the_worker_stack():
     out = library_output(tail)
     assert out.endswith("terminate called\n  what():  boom")
     assert "Fatal Python" not in out and len(out.splitlines()) == 12
+
+
+def test_fault_line_of_the_worker():
+    from tvmffi_cli.conform.runner import fault_of, library_output
+
+    tail = "lib says hi\n\ntvmffi-probe-fault: 0x7f0000001000 args-guard\nFatal Python error: x"
+    assert fault_of(tail) == "args-guard"
+    assert fault_of("tvmffi-probe-fault: 0x0 elsewhere\n") == "elsewhere"
+    assert fault_of("no marker") is None
+    assert library_output(tail) == "lib says hi"

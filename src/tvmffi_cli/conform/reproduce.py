@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
 from . import registry
+from .config import Config
 from .results import Result
-
-if TYPE_CHECKING:
-    from .runner import Options
 
 #: The default of --timeout and --threads (runner.py re-exports them).
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to run, beyond the library path (the CLI fills it from its options
+    and the configuration)."""
+
+    select: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+    timeout: float = DEFAULT_TIMEOUT
+    jobs: int | None = None
+    threads: int | None = None  # --threads N: thread-safety is then an error
+    min_runtime: str | None = None
+    runtime: str | None = None  # libtvm_ffi.so for the workers (None: ours)
+    only: frozenset[str] = frozenset()  # --function: restrict to these functions
+    strict: bool = False  # warnings fail the run too
+    config: Config = field(default_factory=Config)
+    runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
 
 
 def _finish(r: Result, path: str, o: Options) -> Result:

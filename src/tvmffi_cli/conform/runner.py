@@ -15,7 +15,6 @@ import queue
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
 
 from .. import errors
@@ -23,8 +22,7 @@ from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
 from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
 from .checks_crash import fault_of, library_output
-from .config import Config
-from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, _finish
+from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
 if TYPE_CHECKING:
@@ -350,24 +348,6 @@ def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if notes:
         msg += "; the loader noted: " + "; ".join(notes)
     return Result("library-load", None, PASS, msg, {"describe": desc} if desc else None)
-
-
-@dataclass(frozen=True)
-class Options:
-    """What to run, beyond the library path (the CLI fills it from its options
-    and the configuration)."""
-
-    select: frozenset[str] = frozenset()
-    ignore: frozenset[str] = frozenset()
-    timeout: float = DEFAULT_TIMEOUT
-    jobs: int | None = None
-    threads: int | None = None  # --threads N: thread-safety is then an error
-    min_runtime: str | None = None
-    runtime: str | None = None  # libtvm_ffi.so for the workers (None: ours)
-    only: frozenset[str] = frozenset()  # --function: restrict to these functions
-    strict: bool = False  # warnings fail the run too
-    config: Config = field(default_factory=Config)
-    runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
 
 
 def run(
