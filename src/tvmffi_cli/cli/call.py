@@ -29,7 +29,7 @@ SHARED_OPTIONS = {
     "--memory-limit": True,
     **CONFINE_OPTIONS,
 }
-CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
+CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False, "--guard": False}
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
@@ -41,6 +41,13 @@ OPTION_HELP = [
         ),
     ),
     ("--force", "Overwrite existing files under --out."),
+    (
+        "--guard",
+        (
+            "Place each tensor's data right before an unreadable guard page: a read or "
+            "write past its end crashes the call (exit 1) instead of passing."
+        ),
+    ),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     (
@@ -117,6 +124,8 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     as_json = bool(opts.get("--json"))
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
     request = base_request(parsed, opts)
+    if opts.get("--guard"):
+        request["guard"] = True
     out_dir = opts.get("--out")
     if out_dir:
         out_dir = os.path.abspath(out_dir)

@@ -120,7 +120,8 @@ def command(
     memory_limit: str | None,
     **confine: Any,
 ) -> int:
-    """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
+    """Check LIBRARY against the TVM-FFI ABI rules (every check, why it
+    matters and how to fix a finding: CHECKS_MD, installed with tvmffi).
 
     LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
     is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
@@ -220,6 +221,16 @@ def command(
             # Workflow commands are read from stdout; with --json keep stdout pure JSON.
             print(line, file=sys.stderr if as_json else sys.stdout)
     return report.exit_code()
+
+
+def _docs_path() -> str:
+    from pathlib import Path
+
+    # conform/registry.py's DOCS, without importing the checks for --help.
+    return str(Path(__file__).resolve().parents[1] / "docs" / "checks.md")
+
+
+command.help = (command.help or "").replace("CHECKS_MD", _docs_path())
 
 
 def resolve_runtime(value: str | None, library: str | None = None) -> str | None:

@@ -113,6 +113,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 Text.assemble(f"  {r.check} {where}: ", (text.one_line(r.reproduce or ""), "cyan")),
                 soft_wrap=True,
             )
+            _cause_and_fix(console, r)
         if len(shown) > REPRODUCE_SHOWN:
             console.print(
                 f"  ... {len(shown) - REPRODUCE_SHOWN} more in --json (field reproduce)",
@@ -134,5 +135,20 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(verdict, soft_wrap=True)
 
 
+def _cause_and_fix(console: Console, r: Result) -> None:
+    """Under a finding's reproducer: the library's own last words (its stderr
+    before the crash, already bounded and sanitized) and the check's fix."""
+    from rich.text import Text
+
+    if r.output:
+        tail = r.output.splitlines()[-OUTPUT_LINES:]
+        console.print(Text("      library output:", style="dim"))
+        for line in tail:
+            console.print(Text(f"        {text.one_line(line)}", style="dim"), soft_wrap=True)
+    console.print(Text.assemble(("      fix: ", "bold"), text.one_line(r.fix)), soft_wrap=True)
+
+
+#: Lines of library output shown per finding (--json has up to 12).
+OUTPUT_LINES = 4
 #: How many reproducer commands the people's report lists.
 REPRODUCE_SHOWN = 20
