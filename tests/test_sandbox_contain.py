@@ -1,29 +1,29 @@
 """Issue 23 item 3: containment that holds without namespaces. Every case runs
 in four modes: as the test's user and (when the tests run as root) as
-`nobody`, each directly and under fixtures/hostile/nons.c, which refuses
-unshare, setns and clone with namespace flags like a container without
-CAP_SYS_ADMIN (so the worker gets no PID namespace). The library is
+`nobody`, each directly and under fixtures/sandbox/no_namespaces.c
+(tests/unprivileged.py), which refuses unshare, setns and clone with
+namespace flags like a container without CAP_SYS_ADMIN (so the worker gets
+no PID namespace). The library is
 fixtures/hostile/contain.c; its probe_* functions return one errno per byte
 (0: the forbidden thing worked)."""
 
 import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
+import tempfile
 import time
 import uuid
 
 import pytest
 
 import fixturebuild
+import unprivileged
 from sandbox_helpers import EPERM, ESRCH, hostile, processes_named
 from test_call_helpers import validate
 
 ENOSYS = 38
-NOBODY = 65534
 MODES = [
     pytest.param(user, ns, id=f"{user}-{ns}")
     for user in ("self", "nobody")
@@ -37,66 +37,41 @@ def contain():
 
 
 @functools.cache
-def nons():
-    return fixturebuild.build("hostile/nons.c", headers="none", shared=False)
-
-
-@functools.cache
-def _nobody_home():
-    d = fixturebuild.BUILD / "nobody-home"
-    d.mkdir(parents=True, exist_ok=True)
-    os.chown(d, NOBODY, NOBODY)
+def _home(user):
+    """HOME and TMPDIR for tvmffi run as `user` (the scratch goes there)."""
+    d = tempfile.mkdtemp(prefix=f"tvmffi-contain-{user}-")
+    os.chmod(d, 0o755)
+    if user == "nobody":
+        os.chown(d, unprivileged.NOBODY, unprivileged.NOBODY)
     return d
 
 
-_AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-
-
-@functools.cache
-def _why_not_nobody():
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        return "running as another user needs root and setpriv"
-    # as tvmffi starts its worker: the interpreter runs the interpreter again
-    code = (
-        "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import numpy'], check=True)"
-    )
-    r = subprocess.run([*_AS_NOBODY, sys.executable, "-c", code], check=False,
-                       capture_output=True, text=True)  # fmt: skip
-    if r.returncode != 0:
-        return (
-            f"user nobody cannot run this Python ({sys.executable}: "
-            f"{r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}); "
-            "run these tests from a virtualenv every user can read"
-        )
-    return None
-
-
-def _prefix(user, ns):
-    """The command prefix that runs as `user` in mode `ns` (both exec, so
-    the pid Popen reports is the final program's)."""
-    cmd = []
+def _argv(user, ns):
+    """tvmffi's argv as the test's own user or as nobody, directly or inside
+    the wrapper that refuses namespaces (tests/unprivileged.py). Every
+    prefix execs, so the pid Popen reports is tvmffi's."""
     if user == "nobody":
-        why = _why_not_nobody()
+        why = unprivileged.unavailable("nobody")
         if why:
             pytest.skip(why)
-        cmd += _AS_NOBODY
-    if ns == "no-namespaces":
-        cmd.append(str(nons()))
-    return cmd
+    return unprivileged.tvmffi_argv("nobody" if user == "nobody" else "root", ns != "namespaces")
 
 
 def _env(user):
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
-    if user == "nobody":
-        env["HOME"] = str(_nobody_home())
+    env["HOME"] = env["TMPDIR"] = _home(user)
     return env
 
 
 def _tvmffi(user, ns, *argv):
-    cmd = [*_prefix(user, ns), sys.executable, "-m", "tvmffi_cli", *map(str, argv)]
     return subprocess.run(
-        cmd, capture_output=True, text=True, env=_env(user), timeout=120, check=False
+        [*_argv(user, ns), *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env=_env(user),
+        timeout=120,
+        check=False,
     )
 
 
@@ -138,8 +113,12 @@ class _Sleeper:
     """Another process of the worker's user, to be left alone."""
 
     def __init__(self, user):
-        prefix = _prefix(user, "namespaces")
-        self.p = subprocess.Popen([*prefix, "sleep", "120"], env=_env(user))
+        _argv(user, "namespaces")  # skips when `user` is not available
+        prefix = []
+        if user == "nobody":
+            n = unprivileged.NOBODY
+            prefix = ["setpriv", f"--reuid={n}", f"--regid={n}", "--clear-groups", "--"]
+        self.p = subprocess.Popen([*prefix, "sleep", "120"])
 
     def state(self):
         pid = self.p.pid
@@ -219,7 +198,7 @@ def test_setsid_grandchild_is_gone_after_timeout(user, ns):
 def test_fork_chain_is_gone_after_tvmffi_is_sigkilled(user, ns):
     name = _token()
     depth = 80  # more than the 64 rounds the old supervisor gave up after
-    argv = [*_prefix(user, ns), sys.executable, "-m", "tvmffi_cli", "call", str(contain())]
+    argv = [*_argv(user, ns), "call", str(contain())]
     argv += ["chain_and_hang", "--str", name, "--int", str(depth), "--timeout", "120"]
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(user))
     try:
@@ -235,3 +214,21 @@ def test_fork_chain_is_gone_after_tvmffi_is_sigkilled(user, ns):
             p.kill()
             p.wait()
         _kill_all(name)
+
+
+@pytest.mark.parametrize(
+    ("user", "ns"), [p for p in MODES if p.values[0] == "nobody"] + [pytest.param("self", "x")]
+)
+def test_fork_bomb_stops_at_the_process_limit(user, ns):
+    if user == "self":
+        if os.geteuid() == 0:
+            pytest.skip("the kernel exempts root from RLIMIT_NPROC (documented)")
+        ns = "namespaces"
+    r = _tvmffi(user, ns, "call", contain(), "fork_bomb", "--int", "3000", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert "process-limit" in doc["sandbox"]["applied"]
+    count, err = doc["result"] & 0xFFFFFFFF, doc["result"] >> 32
+    # EAGAIN within the budget of 1024 tasks (counted from the user's tasks at
+    # start, which in a user namespace are fewer: a little slack)
+    assert err == 11 and 900 < count < 1100, (count, err)
