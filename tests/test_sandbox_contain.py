@@ -184,6 +184,17 @@ def test_no_namespaces_from_inside_and_threads_still_work(user, ns):
 
 
 @pytest.mark.parametrize(("user", "ns"), MODES)
+def test_setsid_grandchild_is_gone_when_the_step_ends(user, ns):
+    name = _token()
+    try:
+        r = _tvmffi(user, ns, "call", hostile(), "spawn_sleeper", "--str", name, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["result"] == 0, r.stderr
+        assert _gone(name), f"{name} survived tvmffi call"
+    finally:
+        _kill_all(name)
+
+
+@pytest.mark.parametrize(("user", "ns"), MODES)
 def test_setsid_grandchild_is_gone_after_timeout(user, ns):
     name = _token()
     try:
