@@ -255,8 +255,16 @@ static int kill_direct_children(pid_t self) {
 /* Kill every descendant and reap every child until none is left. We are a
  * child subreaper, so nothing the tree started can leave it but through our
  * own death; a fork bomb loses because a killed process forks no more. */
-static void kill_descendants(void) {
+static void kill_descendants(pid_t known_child) {
   pid_t self = getpid();
+  if (known_child > 0) kill(known_child, SIGKILL);
+  /* A /proc of another PID namespace (or none) would show us nothing: then
+   * the known child is all we can reach; reap what we can and go. */
+  char link[32] = {0};
+  if (readlink("/proc/self", link, sizeof link - 1) <= 0 || atoi(link) != (int)self) {
+    for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++) usleep(10000);
+    return;
+  }
 #ifdef TVMFFI_SB_SCAN_ONLY /* to test the fallback where the kernel lacks it */
   int have_children_file = 0;
 #else
@@ -352,7 +360,7 @@ static void run_reaper(pid_t worker, int report_fd, int in_pidns) {
     }
     if (p < 0 && errno == ECHILD) break;
   }
-  if (!in_pidns) kill_descendants(); /* with a namespace the kernel does this on exit */
+  if (!in_pidns) kill_descendants(0); /* with a namespace the kernel does this on exit */
   long rec[2] = {status, maxrss};
   write_all(report_fd, rec, sizeof rec);
   _exit(0);
@@ -382,7 +390,7 @@ static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int sta
   }
   /* Everything still below us (A first when tvmffi hung up: with a PID
    * namespace that empties it), whatever process group or session it is in. */
-  kill_descendants();
+  kill_descendants(have ? 0 : reaper);
   if (status_fd >= 0) {
     char line[64];
     int n = snprintf(line, sizeof line, "%ld %ld\n", rec[0], rec[1]);
