@@ -81,10 +81,13 @@ MAX_JOBS = 256
 )
 @click.option(
     "--runtime",
-    "runtime",
-    metavar="auto|builtin|official|PATH",
-    help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
-    "tvmffi's instrumented runtime are skipped with the reason).",
+    "runtimes",
+    multiple=True,
+    metavar="auto|builtin|official|VERSION|PATH",
+    help="Run the checks with this libtvm_ffi.so (default auto; VERSION such as "
+    "0.1.12 fetches that official release; checks that need tvmffi's instrumented "
+    "runtime are skipped with the reason). Repeat it for one run per runtime and "
+    "a table with a column per runtime.",
 )
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
@@ -104,7 +107,7 @@ def command(
     jobs: str | None,
     threads: str | None,
     min_runtime: str | None,
-    runtime: str | None,
+    runtimes: tuple[str, ...],
     strict: bool,
     verbose: bool,
     no_sandbox: bool,
@@ -139,7 +142,10 @@ def command(
     min_runtime = min_runtime or cfg.min_runtime
     if os.path.isdir(library):
         raise InputError(f"{library}: is a directory")
-    rt = resolve_runtime(runtime, library)
+    runtime = runtimes[-1] if runtimes else None
+    if len(runtimes) > 1 and junit_xml:
+        raise InputError("--junit-xml takes one --runtime (repeat the command per runtime)")
+    rt = resolve_runtime(runtime, library) if len(runtimes) <= 1 else None
     opts = runner.Options(
         sel,
         ign,
@@ -154,6 +160,8 @@ def command(
         runtime,
     )
     sandbox_opts.apply(no_sandbox, memory_limit)
+    if len(runtimes) > 1:
+        return _matrix(library, list(runtimes), opts, as_json)
 
     progress = None
     bar = None
@@ -189,6 +197,35 @@ def command(
             # Workflow commands are read from stdout; with --json keep stdout pure JSON.
             print(line, file=sys.stderr if as_json else sys.stdout)
     return report.exit_code()
+
+
+def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
+    """One run per --runtime, one report with a column per runtime."""
+    from ..conform.matrix import run_matrix
+
+    m = run_matrix(library, runtimes, opts)
+    if as_json:
+        import json
+
+        from .. import text
+
+        doc = dict(text.json_clean(m.to_json()), sandbox=sandbox_opts.field())
+        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+    else:
+        from ..render import matrix
+        from ..render.common import make_console
+
+        matrix.render(
+            make_console(),
+            f"tvmffi conform {m.library}",
+            m.columns(),
+            m.rows(),
+            [r.report.passed for r in m.runs],
+            [f"{r.choice.label()}: {n}" for r in m.runs for n in r.choice.notes()],
+        )
+        for r in m.runs:
+            click.echo(f"{r.choice.label()}: {r.report.summary_line()}")
+    return m.exit_code()
 
 
 def resolve_runtime(value: str | None, library: str | None = None) -> str | None:
