@@ -1,9 +1,16 @@
-"""Which libtvm_ffi.so hosts a library: `--runtime auto|builtin|official|PATH`.
+"""Which libtvm_ffi.so hosts a library: `--runtime auto|builtin|official|VERSION|PATH`.
 
     choice = choose_runtime("auto", "lib.so")
     choice.path          # the libtvm_ffi.so the child process loads
-    choice.kind          # "builtin" | "official" | "path"
+    choice.kind          # "builtin" | "official" | "release" | "path"
     choice.instrumented  # True when it exports our tvmffi_rt_* API
+    choice.lacks         # C functions of newer releases it does not export
+    choice.version       # its TVMFFIGetVersion, read without loading it
+
+A VERSION (0.1.12) is that official release's runtime, fetched and verified
+by ffi/fetch.py. Any file that defines the C functions every release has
+(abi/versions.py: all but SINCE) hosts; one that lacks one of those is not a
+runtime (exit 2).
 
 `auto` (the default) picks the builtin runtime when it defines every runtime
 symbol the library imports (C API functions and C++ tvm::ffi symbols), else
