@@ -219,3 +219,37 @@ def test_call_matrix_has_a_run_per_runtime_and_fails_with_them(cache: Path) -> N
     assert r.returncode == 1 and doc["passed"] is False
     for x in doc["runs"]:
         validate(x["document"], "call")
+
+
+def _wheel_with(path: Path, runtime: bytes, record_of: bytes) -> None:
+    import base64
+    import hashlib
+    import zipfile
+
+    digest = base64.urlsafe_b64encode(hashlib.sha256(record_of).digest()).rstrip(b"=").decode()
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("tvm_ffi/lib/libtvm_ffi.so", runtime)
+        z.writestr(
+            "apache_tvm_ffi-0.1.12.dist-info/RECORD",
+            f"tvm_ffi/lib/libtvm_ffi.so,sha256={digest},{len(record_of)}\n",
+        )
+
+
+def test_a_wheel_is_trusted_only_through_both_hashes(tmp_path: Path, monkeypatch) -> None:
+    from tvmffi_cli.errors import InputError
+    from tvmffi_cli.ffi import fetch
+
+    monkeypatch.setenv("TVMFFI_RUNTIME_CACHE", str(tmp_path))
+    (tmp_path / "wheels").mkdir()
+    wheel = tmp_path / "wheels" / "apache_tvm_ffi-0.1.12-cp311-cp311-manylinux_2_28_x86_64.whl"
+    other = release_runtime("0.1.11").read_bytes()
+    right = release_runtime("0.1.12").read_bytes()
+    _wheel_with(wheel, other, other)  # intact archive, but another release's runtime
+    with pytest.raises(InputError, match="is not the file apache-tvm-ffi 0.1.12 shipped"):
+        fetch.release_runtime("0.1.12")
+    _wheel_with(wheel, right, other)  # the right file, but the archive's RECORD disagrees
+    with pytest.raises(InputError, match="does not match the wheel's RECORD"):
+        fetch.release_runtime("0.1.12")
+    _wheel_with(wheel, right, right)
+    assert fetch.release_runtime("0.1.12").read_bytes() == right
+    assert not (tmp_path / "0.1.11").exists()

@@ -233,7 +233,7 @@ def note_runtime(request: dict[str, Any], verbose: bool) -> None:
         from ..ffi.hosts import label_of
 
         click.echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
-    for note in lacks_notes(rc.get("missing") or []):
+    for note in lacks_notes(rc.get("missing") or []) if verbose else []:
         click.echo(f"note: {note}", err=True)
 
 

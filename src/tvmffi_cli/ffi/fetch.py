@@ -18,14 +18,10 @@ per release, so that is what is pinned. Offline, an uncached release is exit
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
-import platform
 import re
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 from ..abi.runtime_files import PLATFORM, RELEASE_OF_SHA256, RUNTIME_FILES
@@ -57,6 +53,8 @@ def sha256_of(path: Path) -> str:
 
 
 def _this_platform() -> str:
+    import platform
+
     return f"{sys.platform}-{platform.machine()}"
 
 
@@ -107,6 +105,8 @@ def _cached_wheel(wheels: Path, version: str) -> Path | None:
 
 
 def _wheel(version: str) -> Path:
+    import subprocess  # here and below: only a fetch pays for these imports
+
     wheels = cache_dir() / "wheels"
     found = _cached_wheel(wheels, version)
     if found is not None:
@@ -137,6 +137,9 @@ def _wheel(version: str) -> Path:
 def _verified_member(wheel: Path, version: str, want: str) -> bytes:
     """The runtime's bytes from `wheel`, checked against the wheel's RECORD
     and against the recorded hash of the release."""
+    import base64
+    import zipfile
+
     try:
         with zipfile.ZipFile(wheel) as z:
             record_name = next((n for n in z.namelist() if n.endswith(".dist-info/RECORD")), None)
