@@ -22,6 +22,7 @@ symbols and the fix. Reading symbols never runs library code.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from dataclasses import dataclass, field, replace
@@ -144,11 +145,18 @@ def official_runtime_path() -> Path | None:
     return None
 
 
-def _defined(path: PathLike) -> set[str]:
+def _defined(path: PathLike) -> frozenset[str]:
+    st = os.stat(path)
+    return _defined_cached(os.fspath(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _defined_cached(path: str, _mtime: int, _size: int) -> frozenset[str]:
+    # a runtime is read for its instrumentation and for what it lacks: once
     from ..binary import open_binary
 
     with open_binary(path) as b:
-        return {s.name for s in b.symbols}
+        return frozenset(s.name for s in b.symbols)
 
 
 def _is_runtime_symbol(name: str) -> bool:
@@ -214,7 +222,7 @@ def _described(choice: RuntimeChoice) -> RuntimeChoice:
             f"--runtime {choice.requested}: {choice.path} is not a TVM-FFI runtime "
             f"(it does not define {_short(required)})"
         )
-    version, release = fetch.identify(Path(choice.path), choice.kind == "builtin")
+    version, release = fetch.identify(Path(choice.path), False)
     return replace(choice, lacks=tuple(absent), version=version, release=release)
 
 
@@ -249,8 +257,8 @@ def _choose(requested: str | None, library: PathLike | None) -> RuntimeChoice:
             builtin = None
         if kind == "path":
             kind = "builtin" if p == builtin else "official" if p == off else "path"
-        return _described(
-            RuntimeChoice(kind, str(p), req, is_instrumented(p), f"requested with --runtime {req}")
+        return RuntimeChoice(
+            kind, str(p), req, is_instrumented(p), f"requested with --runtime {req}"
         )
     p = builtin_runtime_path()
     if library is None:
