@@ -32,7 +32,7 @@ def build(rep: dict[str, Any]) -> Tree:
     rt = rep.get("runtime")
     if rt:
         where = rt["path"] if rt["kind"] in ("path", "release") else rt["kind"]
-        if rt.get("version") and rt["kind"] != "builtin":
+        if rt.get("version") and rt["kind"] in ("path", "release"):
             where += f" (version {rt['version']})"
         node = tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
         if rt.get("missing"):
