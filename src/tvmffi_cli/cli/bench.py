@@ -32,9 +32,10 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     (
-        "--runtime auto|builtin|official|PATH",
+        "--runtime auto|builtin|official|VERSION|PATH",
         (
-            "Runtime that hosts the library (default auto). Only tvmffi's runtime times calls "
+            "Runtime that hosts the library (default auto; VERSION such as 0.1.12 fetches "
+            "that official release). Only tvmffi's runtime times calls "
             "in C; under another one the loop runs through ctypes (slower, marked in the output)."
         ),
     ),

@@ -51,10 +51,12 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     (
-        "--runtime auto|builtin|official|PATH",
+        "--runtime auto|builtin|official|VERSION|PATH",
         (
             "Runtime that hosts the library (default auto: builtin when it provides every runtime "
-            "symbol the library imports, else the official tvm_ffi package's)."
+            "symbol the library imports, else the official tvm_ffi package's; VERSION such as "
+            "0.1.12 fetches that official release). `call` takes it repeated: one call per "
+            "runtime, a table with a column per runtime."
         ),
     ),
     *sandbox_opts.HELP_ROWS,
@@ -123,6 +125,9 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     opts = parsed.options
     as_json = bool(opts.get("--json"))
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
+    runtimes = parsed.repeated.get("--runtime", [])
+    if len(runtimes) > 1:
+        return call_matrix(parsed, opts, runtimes, as_json)
     request = base_request(parsed, opts)
     if opts.get("--guard"):
         request["guard"] = True
@@ -173,8 +178,54 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     return 0
 
 
+def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json: bool) -> int:
+    """The same call once per --runtime, one table (or JSON) with a column per runtime."""
+    from ..call import matrix
+    from . import sandbox_opts
+
+    if opts.get("--out"):
+        raise InputError("--out takes one --runtime (the runs would write the same files)")
+    sandbox_opts.apply(
+        bool(opts.get("--no-sandbox")),
+        opts.get("--memory-limit"),
+        **sandbox_opts.confine_from(opts),
+    )
+    m = matrix.run_matrix(
+        parsed.lib,
+        parsed.func,
+        parsed.args,
+        runtimes,
+        timeout=parse_timeout(opts.get("--timeout")),
+        tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
+    )
+    if m.exit_code() == 2:
+        raise InputError(m.runs[0].message)  # refused on every runtime: as a single run
+    if as_json:
+        emit_json(m.to_json())
+        return m.exit_code()
+    from ..render import call as render_call
+    from ..render import matrix as render_matrix
+    from ..render.common import make_console
+
+    def cell(r: Any) -> str:
+        if r.status == "ok":
+            return "ok " + render_call.call_text(r.reply).splitlines()[0]
+        return f"{'FAIL' if r.exit_code == 1 else 'refused'} {r.status}: {r.message}"
+
+    render_matrix.render(
+        make_console(),
+        f"tvmffi call {m.library} {m.function}",
+        [r.label for r in m.runs],
+        [("result", [cell(r) for r in m.runs])],
+        [r.exit_code == 0 for r in m.runs],
+    )
+    return m.exit_code()
+
+
 def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
     """The request shared by call and bench (library, function, argument specs)."""
+    if len(parsed.repeated.get("--runtime", [])) > 1:
+        raise InputError("--runtime repeats only on `call` and `conform`")
     request = engine.make_request(
         parsed.lib,
         parsed.func,
@@ -200,10 +251,15 @@ def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]
 def note_runtime(request: dict[str, Any], verbose: bool) -> None:
     """Say on stderr which runtime hosted the library when it is not the
     builtin one (or always under -v), so stdout stays the result alone."""
+    from ..ffi.hosts import lacks_notes
+
     rc = request.get("runtime_choice") or {}
     if rc.get("kind") != "builtin" or verbose:
-        where = rc.get("path") if rc.get("kind") == "path" else rc.get("kind")
-        click.echo(f"runtime: {where} ({rc.get('reason')})", err=True)
+        from ..ffi.hosts import label_of
+
+        click.echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
+    for note in lacks_notes(rc.get("missing") or []) if verbose else []:
+        click.echo(f"note: {note}", err=True)
 
 
 def parse_timeout(text: str | None) -> float:

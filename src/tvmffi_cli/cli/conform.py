@@ -88,10 +88,13 @@ MAX_JOBS = 256
 )
 @click.option(
     "--runtime",
-    "runtime",
-    metavar="auto|builtin|official|PATH",
-    help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
-    "tvmffi's instrumented runtime are skipped with the reason).",
+    "runtimes",
+    multiple=True,
+    metavar="auto|builtin|official|VERSION|PATH",
+    help="Run the checks with this libtvm_ffi.so (default auto; VERSION such as "
+    "0.1.12 fetches that official release; checks that need tvmffi's instrumented "
+    "runtime are skipped with the reason). Repeat it for one run per runtime and "
+    "a table with a column per runtime.",
 )
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
@@ -113,7 +116,7 @@ def command(
     threads: str | None,
     min_runtime: str | None,
     max_runtime: str | None,
-    runtime: str | None,
+    runtimes: tuple[str, ...],
     strict: bool,
     verbose: bool,
     no_sandbox: bool,
@@ -156,9 +159,12 @@ def command(
     if max_runtime is not None:
         max_runtime = conf.check_version(max_runtime, "--max-runtime")
     max_runtime = max_runtime or cfg.max_runtime
+    runtime = runtimes[-1] if runtimes else None
+    if len(runtimes) > 1 and junit_xml:
+        raise InputError("--junit-xml takes one --runtime (repeat the command per runtime)")
 
     def options_for(lib: str) -> runner.Options:
-        rt = resolve_runtime(runtime, lib)
+        rt = resolve_runtime(runtime, lib) if len(runtimes) <= 1 else None
         return runner.Options(
             sel,
             ign,
@@ -177,6 +183,8 @@ def command(
     from . import wheel_input
 
     if wheel_input.is_bundle(library):
+        if len(runtimes) > 1:
+            raise InputError("a wheel or a directory takes one --runtime")
         sandbox_opts.apply(
             no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox)
         )
@@ -184,6 +192,8 @@ def command(
         return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
     opts = options_for(library)
     sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
+    if len(runtimes) > 1:
+        return _matrix(library, list(runtimes), opts, as_json)
 
     progress = None
     bar = None
@@ -231,6 +241,32 @@ def _docs_path() -> str:
 
 
 command.help = (command.help or "").replace("CHECKS_MD", _docs_path())
+
+
+def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
+    """One run per --runtime, one report with a column per runtime."""
+    from ..conform.matrix import run_matrix
+
+    m = run_matrix(library, runtimes, opts)
+    if as_json:
+        from . import jsonout
+
+        jsonout.emit(m.to_json(), library=library)
+    else:
+        from ..render import matrix
+        from ..render.common import make_console
+
+        matrix.render(
+            make_console(),
+            f"tvmffi conform {m.library}",
+            m.columns(),
+            m.rows(),
+            [r.report.passed for r in m.runs],
+            [f"{r.choice.label()}: {n}" for r in m.runs for n in r.choice.notes()],
+        )
+        for r in m.runs:
+            click.echo(f"{r.choice.label()}: {r.report.summary_line()}")
+    return m.exit_code()
 
 
 def resolve_runtime(value: str | None, library: str | None = None) -> str | None:

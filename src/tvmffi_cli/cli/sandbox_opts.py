@@ -38,16 +38,17 @@ def load_timeout(param: str = "timeout", what: str = "the library") -> Callable[
 
 
 def runtime(what: str = "the library") -> Callable[[F], F]:
-    """--runtime auto|builtin|official|PATH (auto)."""
+    """--runtime auto|builtin|official|VERSION|PATH (auto)."""
     import click
 
     return click.option(
         "--runtime",
         default="auto",
         show_default=True,
-        metavar="auto|builtin|official|PATH",
+        metavar="auto|builtin|official|VERSION|PATH",
         help=f"Runtime that hosts {what}: auto picks builtin when it provides "
-        "every runtime symbol imported, else the official one.",
+        "every runtime symbol imported, else the official one; VERSION (e.g. "
+        "0.1.12) fetches that official release into the user cache.",
     )
 
 

@@ -80,7 +80,9 @@ class Worker:
             serve="conform.probe_task",
             stderr=subprocess.DEVNULL,
             runtime=runtime,
-            read_paths=load_read_paths(path),
+            # the runtime may live outside every default-readable folder (a
+            # fetched release in the user's cache)
+            read_paths=[*load_read_paths(path), *([runtime] if runtime else [])],
         )
 
     def alive(self) -> bool:

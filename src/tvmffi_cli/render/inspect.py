@@ -41,8 +41,12 @@ def build(rep: dict[str, Any]) -> Tree:
     tree = Tree(head)
     rt = rep.get("runtime")
     if rt:
-        where = rt["path"] if rt["kind"] == "path" else rt["kind"]
-        tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
+        where = rt["path"] if rt["kind"] in ("path", "release") else rt["kind"]
+        if rt.get("version") and rt["kind"] in ("path", "release"):
+            where += f" (version {rt['version']})"
+        node = tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
+        if rt.get("missing"):
+            node.add("lacks (an older release): " + escape(", ".join(rt["missing"])))
     deps = tree.add("[bold]Needs[/]")
     deps.add("libraries: " + (escape(", ".join(rep["needed"])) if rep["needed"] else "(none)"))
     if rep["runtime_imports"]:
