@@ -18,6 +18,10 @@ static int get_f32_tensor(const TVMFFIAny* a, DLTensor** out) {
     TVMFFIErrorSetRaisedFromCStr("TypeError", "expected a float32 tensor");
     return -1;
   }
+  if ((*out)->device.device_type != kDLCPU) { /* its data is not ours to read */
+    TVMFFIErrorSetRaisedFromCStr("ValueError", "expected a CPU tensor");
+    return -1;
+  }
   return 0;
 }
 

@@ -30,6 +30,16 @@ def tvmffi(*args, cwd=None, env=None, timeout=120):
     )
 
 
+def emitted(doc, request, name="call"):
+    """`doc` (an engine document) validated as the CLI prints it: with the
+    keys cli/jsonout.py adds to every --json. Returns `doc` itself."""
+    from tvmffi_cli.cli import jsonout
+
+    errors = [doc["error"]] if "error" in doc else []
+    validate(jsonout.contract(doc, library=request["path"], errors=errors), name)
+    return doc
+
+
 @functools.cache
 def schema(name):
     return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
@@ -120,11 +130,11 @@ class InProcessCall:
         assert reply["status"] == expect, reply
         if expect == "raised":
             e = reply["error"]
-            return validate(render.error_json(e["kind"], e["message"], e["backtrace"]), "call")
+            return emitted(render.error_json(e["kind"], e["message"], e["backtrace"]), request)
         if expect != "ok":
             return reply
         doc = render.call_json(reply, parsed.func, request["path"])
-        return validate(json.loads(json.dumps(doc, allow_nan=False)), "call")
+        return emitted(json.loads(json.dumps(doc, allow_nan=False)), request)
 
     def text(self, lib, *argv):
         from tvmffi_cli.render import call as render

@@ -48,7 +48,7 @@ ZOO_FUNCTIONS = """arg_bounds__reads_first arg_bounds__reads_second wrong_type__
 arg_refcount__keeps_ref arg_refcount__drops_ref args_unchanged__writes_args
 error_protocol__returns_one error_protocol__no_error error_protocol__stale_error
 result_invariants__raw_str result_invariants__dirty_padding result_invariants__bad_index
-result_invariants__writes_on_error no_leak__scratch no_crash__segv no_crash__abort
+result_invariants__writes_on_error no_leak__scratch tensor_bounds__reads_past no_crash__segv no_crash__abort
 no_hang__spins valid_call__wrong_return thread_safety__counter metadata_json__not_json
 metadata_json__bad_schema doc_utf8__latin1 symbol_kind__table orphan_getter__ghost""".split()
 ZOO_TYPO = "__tvm_ffi__metdata_export_names__typo"
@@ -357,7 +357,10 @@ def test_people_output_folds_clean_functions(build_lib):
 def test_docs_page_matches_registry():
     from tvmffi_cli.conform import registry
 
-    assert (ROOT / "docs" / "checks.md").read_text() == registry.markdown()
+    # One source, in the package (installed with it); docs/checks.md points there.
+    assert registry.DOCS == ROOT / "src" / "tvmffi_cli" / "docs" / "checks.md"
+    assert registry.DOCS.read_text() == registry.markdown()
+    assert "src/tvmffi_cli/docs/checks.md" in (ROOT / "docs" / "checks.md").read_text()
 
 
 def test_registry_records_are_complete():
@@ -387,3 +390,13 @@ def test_benchmark_library_generator_conforms(tmp_path):
     r, doc = conform_json(lib, "-j", "2")
     assert len(doc["functions"]) == 24
     _assert_good(doc, r, 24)
+
+
+def test_help_points_to_the_installed_checks_reference():
+    import re
+
+    r = conform("--help", env={"COLUMNS": "400"})
+    assert r.returncode == 0
+    m = re.search(r"(/\S+/tvmffi_cli/docs/checks\.md)", r.stdout)
+    assert m, r.stdout
+    assert Path(m.group(1)).is_file()

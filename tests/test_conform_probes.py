@@ -2,6 +2,7 @@
 with no `__tvm_ffi_` export at all), functions without metadata called with
 object arguments, and --threads N."""
 
+import re
 import shlex
 import subprocess
 import sys
@@ -108,14 +109,15 @@ def test_untyped_exports_are_probed_with_object_arguments(build_lib):
         for x in doc["results"]
         if (x["check"], x["function"]) == ("args-unchanged", "clobbers_args")
     )
-    assert msg == "the argument array was modified by the call (objects:1, objects:4)"
+    assert msg.startswith("the argument array was modified by the call (objects:1, objects:4, ")
     # four object kinds in one call: String, Array, Tensor, Function
     ok = next(
         x["message"]
         for x in doc["results"]
         if (x["check"], x["function"]) == ("arg-refcount", "count")
     )
-    assert ok == "5 object argument(s) unchanged"
+    # String, Array, Tensor, Function; int, containers, 1-3 tensors and their variants
+    assert re.fullmatch(r"\d+ object argument\(s\) unchanged", ok) and int(ok.split()[0]) > 5
 
 
 def test_threads_option_turns_concurrency_findings_into_errors(build_lib):
@@ -151,11 +153,11 @@ def test_runtime_official_runs_the_checks_and_skips_instrumented_ones(build_lib,
     load = next(x for x in doc["results"] if x["check"] == "library-load")
     assert str(official_runtime) in load["message"]
     assert "runtime without instrumentation" in load["message"]
-    leak = {x["status"] for x in doc["results"] if x["check"] == "no-leak"}
-    assert leak == {"skip"}
-    assert all(
-        "live-object count" in x["message"] for x in doc["results"] if x["check"] == "no-leak"
-    )
+    # Without a live-object count, results are still judged from their object
+    # header (any runtime): functions returning objects are measured.
+    leak = {x["function"]: x for x in doc["results"] if x["check"] == "no-leak"}
+    assert leak["range"]["status"] == "pass", leak["range"]
+    assert {x["status"] for x in leak.values()} <= {"pass", "skip"}
     # Checks that do not need instrumentation still ran.
     assert any(x["check"] == "valid-call" and x["status"] == "pass" for x in doc["results"])
 

@@ -163,3 +163,89 @@ def test_readable_answers_right_past_the_pipe_capacity():
     assert not rd(0, 1) and not rd(16, 8) and not rd(addr, -1)
     assert rd(addr, 64)  # still right after failures
     assert rd(end - mmap.PAGESIZE, 1)
+
+
+def test_argument_kept_once_is_a_cache_kept_every_call_a_leak():
+    # Kept on the first call, not again on a repeat: a cache (a note, no failure).
+    f = facts(valid=ok_call(refcounts=[[2, 3]], refcounts_repeat=[[3, 3]]))
+    r = checks_probe.check_arg_refcount(f)
+    assert r.status == "pass" and "kept once" in r.message
+    # One more reference on every call: a leak.
+    f = facts(valid=ok_call(refcounts=[[2, 3]], refcounts_repeat=[[3, 4]]))
+    r = checks_probe.check_arg_refcount(f)
+    assert r.status == "fail" and "(2 -> 3), one more on a repeat call" in r.message
+    # A released reference is never a cache.
+    f = facts(valid=ok_call(refcounts=[[2, 1]], refcounts_repeat=[[2, 2]]))
+    assert checks_probe.check_arg_refcount(f).status == "fail"
+
+
+def test_result_with_extra_references_from_the_header():
+    # Returned with 2 references, the library keeps one more on every call: a leak,
+    # measured without the runtime's live-object count.
+    f = facts(valid=ok_call(live_delta=None, result_refs=2, result_kept=1, result_leak=True))
+    r = checks_probe.check_no_leak(f)
+    assert r.status == "fail" and "extra strong reference" in r.message
+    # Kept once (a cached result): passes with a note.
+    f = facts(valid=ok_call(live_delta=None, result_refs=2, result_kept=1, result_leak=False))
+    r = checks_probe.check_no_leak(f)
+    assert r.status == "pass" and "cache" in r.message
+
+
+def test_unsigned_global_crash_outside_the_guard_page_is_an_error():
+    f = facts(zero_args=ok_call())
+    f.is_global = True
+    del f.obs["zero-args"]
+    # A NULL dereference (the readable re-run crashed too): an error.
+    f.crashes = {"zero-args": {"signal": "SIGSEGV", "hang": False, "oob": False}}
+    r = {x.check: x for x in checks_probe.evaluate(f, {"no-crash", "arg-bounds"})}
+    assert r["no-crash"].status == "fail" and r["no-crash"].severity == "error"
+    # A read of args[0] in the guard page: a warning for a global without a signature.
+    f.crashes["zero-args"]["oob"] = True
+    r = {x.check: x for x in checks_probe.evaluate(f, {"no-crash", "arg-bounds"})}
+    assert r["no-crash"].status == "pass"
+    assert r["arg-bounds"].status == "fail" and r["arg-bounds"].severity == "warning"
+
+
+def test_tensor_crashes_are_attributed():
+    f = facts(valid=ok_call())
+    f.plan = ["valid", "tensor:complex64", "tensor:offset"]
+    # A fault that the padded re-run does not repeat: tensor-bounds, not no-crash.
+    f.crashes = {"valid": {"signal": "SIGSEGV", "hang": False, "tensor_oob": True}}
+    del f.obs["valid"]
+    assert checks_probe.check_tensor_bounds(f).status == "fail"
+    assert checks_probe.check_no_crash(f).status == "pass"
+    # An abort on a dtype: no-crash, naming the dtype.
+    f.crashes = {"tensor:complex64": {"signal": "SIGABRT", "hang": False, "output": "what(): x"}}
+    r = checks_probe.check_no_crash(f)
+    assert r.status == "fail" and "complex64 tensor" in r.message and r.output == "what(): x"
+    # byte_offset ignored, and nothing else: a warning.
+    f.crashes = {"tensor:offset": {"signal": "SIGSEGV", "hang": False, "tensor_oob": True}}
+    r = checks_probe.check_tensor_bounds(f)
+    assert r.status == "fail" and r.severity == "warning" and "byte_offset" in r.message
+    # Untyped: a crash on the plain tensor call says nothing (no declared types),
+    # on a variant after the plain call succeeded it is a finding.
+    f.crashes = {"tensors:1": {"signal": "SIGABRT", "hang": False}}
+    assert checks_probe.check_no_crash(f).status == "pass"
+    f.crashes = {"tensors:1:complex64": {"signal": "SIGABRT", "hang": False}}
+    assert checks_probe.check_no_crash(f).status == "fail"
+
+
+def test_library_output_is_bounded_and_drops_the_worker_stack():
+    from tvmffi_cli.conform.runner import library_output
+
+    tail = (
+        "noise\n" * 50 + "terminate called\n  what():  boom\nFatal Python error: Aborted\n  File x"
+    )
+    out = library_output(tail)
+    assert out.endswith("terminate called\n  what():  boom")
+    assert "Fatal Python" not in out and len(out.splitlines()) == 12
+
+
+def test_fault_line_of_the_worker():
+    from tvmffi_cli.conform.runner import fault_of, library_output
+
+    tail = "lib says hi\n\ntvmffi-probe-fault: 0x7f0000001000 args-guard\nFatal Python error: x"
+    assert fault_of(tail) == "args-guard"
+    assert fault_of("tvmffi-probe-fault: 0x0 elsewhere\n") == "elsewhere"
+    assert fault_of("no marker") is None
+    assert library_output(tail) == "lib says hi"

@@ -17,6 +17,7 @@ import pytest
 import fixturebuild
 from ecosystem_cases import CASES, OFFICIAL_DRIVER, ours_canonical
 from test_call_helpers import schema, tvmffi
+from tvmffi_cli.cli import jsonout
 
 MIN_CASES = 60
 MIN_MATCH = 0.95
@@ -87,7 +88,10 @@ def _ours(runtime_sel):
                 out.append(["input_error", reply.get("message")])
                 continue
             doc["runtime"] = choice
-            check.validate(json.loads(json.dumps(doc, allow_nan=False)))
+            # Validated as printed: with the keys every --json has (cli/jsonout.py).
+            errs = [doc["error"]] if "error" in doc else []
+            shown = jsonout.contract(doc, library=request["path"], errors=errs)
+            check.validate(json.loads(json.dumps(shown, allow_nan=False)))
             out.append(ours_canonical(doc))
     finally:
         if worker is not None:

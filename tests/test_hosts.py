@@ -85,7 +85,7 @@ def test_bad_runtime_value():
     assert r.returncode == 2
     assert r.stderr == (
         "tvmffi: error: --runtime offical: no such file (expected auto, "
-        "builtin, official or the path of a libtvm_ffi.so)\n"
+        "builtin, official, a release such as 0.1.12, or the path of a libtvm_ffi.so)\n"
     )
     r = tvmffi("inspect", kernels(), "--runtime", "offical")
     assert r.returncode == 2 and "expected auto, builtin, official" in r.stderr

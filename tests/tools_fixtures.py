@@ -205,3 +205,36 @@ def metal_module():
 def metal_lib():
     lb = libbin.encode([("_lib", None), ("metal", metal_module())])
     return build_c("metal", c_source(lb))
+
+
+def many_modules_image(n, kind=b"tiny", blob=bytes(range(40))):
+    """A library_bin image of `n` modules: module 0 is _lib importing the
+    n - 1 others, each `kind` with `blob`. Built by repetition (encode() is
+    for small images), so a 490,000-module image takes well under a second."""
+    q = struct.Struct("<Q").pack
+    indptr = [0] + [n - 1] * n
+    kids = range(1, n)
+    tree = q(len(indptr)) + struct.pack(f"<{len(indptr)}Q", *indptr)
+    tree += q(n - 1) + struct.pack(f"<{n - 1}Q", *kids)
+    entry = q(len(kind)) + kind + q(len(blob)) + blob
+    body = tree + q(4) + b"_lib" + entry * (n - 1)
+    return q(len(body)) + body
+
+
+def incbin_library(name, data):
+    """A shared library whose `__tvm_ffi__library_bin` holds `data`, embedded
+    by the assembler (a C array initializer of 30 MB would take gcc minutes)."""
+    SRC.mkdir(parents=True, exist_ok=True)
+    digest = __import__("hashlib").sha256(data).hexdigest()[:16]
+    blob = SRC / f"{name}-{digest}.bin"
+    if not blob.is_file():
+        blob.write_bytes(data)
+    asm = SRC / f"{name}-{digest}.S"
+    asm.write_text(
+        "\t.section .rodata\n\t.globl __tvm_ffi__library_bin\n"
+        "\t.type __tvm_ffi__library_bin, @object\n\t.p2align 3\n"
+        f'__tvm_ffi__library_bin:\n\t.incbin "{blob}"\n'
+        "\t.size __tvm_ffi__library_bin, .-__tvm_ffi__library_bin\n"
+        '\t.section .note.GNU-stack,"",@progbits\n'
+    )
+    return fixturebuild.build([asm], name=name, headers="none", lang="c")

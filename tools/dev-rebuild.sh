@@ -21,5 +21,6 @@ cp "$build/runtime/libtvm_ffi.so" "$tmp" && mv -f "$tmp" "$dest/lib/libtvm_ffi.s
 if [ -f "$build/runtime/sandbox/libtvmffi_sandbox.so" ]; then
   cp "$build/runtime/sandbox/libtvmffi_sandbox.so" "$tmp" && mv -f "$tmp" "$dest/lib/libtvmffi_sandbox.so"
 fi
+mkdir -p "$dest/share/cmake/tvm_ffi" && cp "$root/runtime/cmake/tvm_ffi-config.cmake" "$dest/share/cmake/tvm_ffi/"
 rm -rf "$dest/include.new" && cp -r "$root/runtime/include" "$dest/include.new" && rm -rf "$dest/include" && mv "$dest/include.new" "$dest/include"
 echo "$dest/lib/libtvm_ffi.so"

@@ -16,7 +16,15 @@
 # and the variables tvm_ffi_ROOT, tvm_ffi_INCLUDE_DIR,
 # tvm_ffi_DLPACK_INCLUDE_DIR and tvm_ffi_LIB_FILES.
 # Unlike the reference package, this one asks no Python interpreter: every
-# path is relative to this file. The headers are C; no C++ standard is imposed.
+# path is relative to this file. Our headers are C; no C++ standard is imposed.
+#
+# C++ (tvm/ffi/tvm_ffi.h, the export macros, Array/Map/String): those headers
+# belong to apache-tvm-ffi (pip install 'tvmffi[cxx]'). When it is installed
+# next to this package (the same site-packages), or tvm_ffi_CXX_INCLUDE_DIR
+# names its include directory, both targets carry it and
+# tvm_ffi_CXX_INCLUDE_DIR is set. find_package(tvm_ffi COMPONENTS CXX) fails
+# without it, naming what to install; a project with C++ enabled that did not
+# ask for the component gets a warning instead.
 
 get_filename_component(tvm_ffi_ROOT "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(tvm_ffi_INCLUDE_DIR "${tvm_ffi_ROOT}/include")
@@ -36,10 +44,39 @@ foreach(_tvm_ffi_need IN ITEMS "${tvm_ffi_INCLUDE_DIR}/tvm/ffi/c_api.h"
 endforeach()
 unset(_tvm_ffi_need)
 
+set(_tvm_ffi_includes "${tvm_ffi_INCLUDE_DIR}")
+if(NOT tvm_ffi_CXX_INCLUDE_DIR)
+  get_filename_component(_tvm_ffi_sibling "${tvm_ffi_ROOT}/../tvm_ffi/include" ABSOLUTE)
+  if(EXISTS "${_tvm_ffi_sibling}/tvm/ffi/tvm_ffi.h")
+    set(tvm_ffi_CXX_INCLUDE_DIR "${_tvm_ffi_sibling}")
+  endif()
+  unset(_tvm_ffi_sibling)
+endif()
+set(_tvm_ffi_cxx_hint "the C++ headers (tvm/ffi/tvm_ffi.h) come from apache-tvm-ffi, which is not installed next to ${tvm_ffi_ROOT}; install it with: pip install 'tvmffi[cxx]' (or set tvm_ffi_CXX_INCLUDE_DIR to its include directory)")
+if(tvm_ffi_CXX_INCLUDE_DIR AND EXISTS "${tvm_ffi_CXX_INCLUDE_DIR}/tvm/ffi/tvm_ffi.h")
+  # Ours first: C and C++ sources of one target see the same c_api.h.
+  list(APPEND _tvm_ffi_includes "${tvm_ffi_CXX_INCLUDE_DIR}")
+  set(tvm_ffi_CXX_FOUND TRUE)
+else()
+  set(tvm_ffi_CXX_FOUND FALSE)
+  unset(tvm_ffi_CXX_INCLUDE_DIR)
+  if("CXX" IN_LIST tvm_ffi_FIND_COMPONENTS)
+    set(tvm_ffi_FOUND FALSE)
+    set(tvm_ffi_NOT_FOUND_MESSAGE "tvm_ffi: ${_tvm_ffi_cxx_hint}")
+    return()
+  endif()
+  get_property(_tvm_ffi_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("CXX" IN_LIST _tvm_ffi_langs)
+    message(WARNING "tvm_ffi: C only: ${_tvm_ffi_cxx_hint}")
+  endif()
+  unset(_tvm_ffi_langs)
+endif()
+unset(_tvm_ffi_cxx_hint)
+
 if(NOT TARGET tvm_ffi::header)
   add_library(tvm_ffi::header INTERFACE IMPORTED)
   set_target_properties(tvm_ffi::header PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${tvm_ffi_INCLUDE_DIR}")
+    INTERFACE_INCLUDE_DIRECTORIES "${_tvm_ffi_includes}")
 endif()
 
 if(NOT TARGET tvm_ffi::shared)
@@ -47,7 +84,8 @@ if(NOT TARGET tvm_ffi::shared)
   set_target_properties(tvm_ffi::shared PROPERTIES
     IMPORTED_LOCATION "${tvm_ffi_LIB_FILES}"
     IMPORTED_SONAME "libtvm_ffi.so"
-    INTERFACE_INCLUDE_DIRECTORIES "${tvm_ffi_INCLUDE_DIR}")
+    INTERFACE_INCLUDE_DIRECTORIES "${_tvm_ffi_includes}")
 endif()
+unset(_tvm_ffi_includes)
 
 set(tvm_ffi_FOUND TRUE)

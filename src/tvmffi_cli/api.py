@@ -277,13 +277,19 @@ def call_function(
         lib = request["path"]
         if isinstance(outcome, engine.ChildFailure):
             return _failed(
-                lib, function, {**outcome.to_json(), "runtime": request.get("runtime_choice")}
+                lib,
+                function,
+                {**outcome.to_json(), "library": lib, "runtime": request.get("runtime_choice")},
             )
         if outcome.get("status") == "raised":
             return _failed(
                 lib,
                 function,
-                {**engine.raised_json(outcome), "runtime": request.get("runtime_choice")},
+                {
+                    **engine.raised_json(outcome),
+                    "library": lib,
+                    "runtime": request.get("runtime_choice"),
+                },
             )
         # The staged outputs are gone with the worker; read the published copies.
         if "published" in outcome:
@@ -309,13 +315,28 @@ def call_function(
     )
 
 
-def _machine_doc(doc: Mapping[str, Any], ran: bool = True) -> dict[str, Any]:
+def _machine_doc(
+    doc: Mapping[str, Any], ran: bool = True, started: float | None = None
+) -> dict[str, Any]:
     """The document as the CLI's --json prints it: library text made valid
-    JSON text, and the `sandbox` field saying what confined the worker."""
+    JSON text, and the keys every command has (cli/jsonout.py): `library`,
+    `runtime`, `sandbox` (what confined the worker), `elapsed_s`, `errors`."""
+    import time
+
     from . import text
     from .sandbox import process
 
-    return dict(text.json_clean(dict(doc)), sandbox=process.sandbox_field(ran))
+    d = dict(text.json_clean(dict(doc)), sandbox=process.sandbox_field(ran))
+    d.setdefault("library", d.get("path"))
+    d.setdefault("runtime", None)
+    d.setdefault("elapsed_s", round(time.perf_counter() - (started or _STARTED), 3))
+    if not isinstance(d.get("errors"), list):
+        d["errors"] = [d["error"]] if isinstance(d.get("error"), dict) else []
+    return d
+
+
+#: elapsed_s of a document built without a start time counts from here.
+_STARTED = __import__("time").perf_counter()
 
 
 def _failed(lib: str, function: str, doc: dict[str, Any]) -> CallResult:
@@ -439,7 +460,16 @@ def conform_library(
     sel = frozenset(registry.parse_ids(list(select))) if select else frozenset()
     ign = frozenset(registry.parse_ids(list(ignore))) if ignore else frozenset()
     opts = runner.Options(sel, ign, t, jobs, threads, None, rt, frozenset(functions or ()), strict)
-    doc = _machine_doc(runner.run(p, options=opts).to_json())
+    doc = runner.run(p, options=opts).to_json()
+    doc["errors"] = [
+        {"check": r["check"], "function": r.get("function"), "message": r.get("message")}
+        for r in doc["results"]
+        if r.get("status") == "error"
+    ]
+    from .ffi.hosts import choose_runtime
+
+    doc["runtime"] = choose_runtime(rt, p).to_json()
+    doc = _machine_doc(doc)
     results = tuple(
         CheckResult(
             r["check"],

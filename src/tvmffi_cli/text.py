@@ -5,16 +5,24 @@ One helper per destination, used by every room that shows library text:
     terminal(s)        people's output: escape sequences, \\r, C0/C1 controls,
                        DEL and bidirectional overrides become visible escapes
                        (\\x1b, \\r, \\u202e); newlines and tabs stay unless
-                       one_line=True.
+                       one_line=True. A line that would start with "::" (a
+                       GitHub workflow command such as ::error, leading blanks
+                       allowed) starts with "\\x3a:" instead, so library text
+                       never issues an annotation in a CI log.
     one_line(s)        terminal(s) with \\n and \\t escaped too: one finding,
                        one line (GitHub annotations, log lines).
-    xml(s)             characters XML 1.0 cannot hold become visible escapes,
-                       so a JUnit file is well-formed whatever the bytes.
+    xml(s)             characters XML 1.0 cannot hold, and CR, become visible
+                       escapes, so a JUnit file is well-formed whatever the
+                       bytes; lines never start a workflow command.
     json_text(s)       valid UTF-8 for JSON: a byte that was not UTF-8 (held
                        as a lone surrogate after a surrogateescape decode)
                        becomes the six characters \\xNN, and every literal
                        backslash is doubled in such strings only, so
                        unescape_json_text() gives the original bytes back.
+    json_output(s)     a serialized JSON document with the characters json.dumps
+                       leaves raw under ensure_ascii=False (DEL, C1 controls,
+                       bidi overrides, line separators) spelt \\uXXXX, so the
+                       document is the same JSON and inert on a terminal.
     from_bytes(b)      library bytes -> str (surrogateescape: lossless).
     cap(s, limit)      (s cut to `limit` characters, whether it was cut).
 """
@@ -31,6 +39,8 @@ from typing import Any
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: "::" at the start of a line (after blanks): a workflow command in a CI log.
+_COMMAND = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t", "\x1b": "\\x1b"}
 #: XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _XML_BAD = re.compile(
@@ -54,7 +64,14 @@ def from_bytes(b: bytes) -> str:
 
 def terminal(s: str, *, one_line: bool = False) -> str:
     s = _SURROGATE.sub(lambda m: _esc(m.group()), s)
-    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s)
+    return no_commands((_UNSAFE_LINE if one_line else _UNSAFE).sub(lambda m: _esc(m.group()), s))
+
+
+def no_commands(s: str) -> str:
+    """`s` with every line that would start a workflow command ("::", after
+    blanks) starting with "\\x3a:" instead; nothing else changes. (In a
+    Python string literal, as in a stub's docstring, \\x3a still means ":".)"""
+    return _COMMAND.sub(r"\1\\x3a", s) if "::" in s else s
 
 
 def one_line(s: str) -> str:
@@ -62,13 +79,24 @@ def one_line(s: str) -> str:
 
 
 def xml(s: str) -> str:
-    return _XML_BAD.sub(lambda m: _esc(m.group()), s)
+    # CR too (legal XML, but it rewrites a line when a CI log shows the file),
+    # and no line may start a workflow command.
+    return no_commands(_XML_BAD.sub(lambda m: _esc(m.group()), s).replace("\r", "\\r"))
 
 
 def json_text(s: str) -> str:
     if not _SURROGATE.search(s):
         return s
     return _SURROGATE.sub(lambda m: _esc(m.group()), s.replace("\\", "\\\\"))
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_output(s: str) -> str:
+    # Outside strings a JSON document holds only ASCII, so every match is
+    # inside a string, where \uXXXX means the same character.
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
 
 
 def unescape_json_text(s: str, *, had_bytes: bool) -> bytes:

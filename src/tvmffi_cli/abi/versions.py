@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import release_exports as _data
+from .capi import C_API_NAMES
 from .symbols import C_API_PREFIX
 
 #: The official releases of the table, oldest first.
@@ -206,3 +207,14 @@ def min_runtime(imports: Iterable[str]) -> Requirement:
 def newer(a: str, b: str) -> bool:
     """Is release a newer than release b?"""
     return _key(a) > _key(b)
+
+
+#: C API function -> the first release whose runtime exports it, for the
+#: functions the baseline release lacks (derived from the table: a runtime of
+#: an older release hosts without them, and what needs one says so).
+SINCE: dict[str, str] = {
+    n: plain(rs[0])
+    for n in sorted(C_API_NAMES)
+    for rs in [releases_exporting(n)]
+    if rs and rs[0] != BASELINE
+}

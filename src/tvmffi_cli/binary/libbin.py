@@ -11,10 +11,16 @@ them, every count is checked against the bytes that remain before anything is
 read, and nothing is allocated from a count alone. Problems are collected as
 errors with byte offsets (from the start of the symbol) instead of raised, and
 decoding keeps whatever it could read.
+
+Bounded: past `detail_limit` modules (a library may hold hundreds of
+thousands) only their kinds are counted, no Module objects are made and no
+blob is decoded; at most ERROR_LIMIT problems are kept, the rest counted.
+Time stays linear in the symbol's size and memory in the limit.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any, cast
 
@@ -23,14 +29,38 @@ from . import modformats
 from .reader import LibBinError, Reader
 
 LIB_KIND = "_lib"
+#: Modules listed in detail by default (inspect); the rest are counted by kind.
+DETAIL_LIMIT = 1000
+DETAIL_LIMIT_ENV = "TVMFFI_MODULE_DETAIL_LIMIT"
+#: Problems kept; more are counted in one closing message.
+ERROR_LIMIT = 100
+#: Distinct kinds counted by name; more are counted under OTHER_KINDS.
+KIND_LIMIT = 256
+OTHER_KINDS = "(other kinds)"
+
+
+def detail_limit() -> int:
+    """DETAIL_LIMIT, or the positive integer in $TVMFFI_MODULE_DETAIL_LIMIT."""
+    v = os.environ.get(DETAIL_LIMIT_ENV, "")
+    return int(v) if v.isdigit() and int(v) > 0 else DETAIL_LIMIT
 
 
 class Module:
-    __slots__ = ("index", "kind", "imports", "blob_offset", "blob_size", "blob", "details")
+    __slots__ = (
+        "index",
+        "kind",
+        "imports",
+        "import_count",
+        "blob_offset",
+        "blob_size",
+        "blob",
+        "details",
+    )
 
     index: int
     kind: str
     imports: list[int]
+    import_count: int | None  # set when `imports` lists only the first entries
     blob_offset: int | None
     blob_size: int | None
     blob: bytes | None
@@ -47,6 +77,7 @@ class Module:
         self.index = index
         self.kind = kind
         self.imports = []
+        self.import_count = None
         self.blob_offset = blob_offset  # offset of the blob's first byte within the symbol
         self.blob_size = blob_size
         self.blob = blob  # bytes (bounded by the symbol) or None for _lib
@@ -57,6 +88,7 @@ class Module:
             "index": self.index,
             "kind": self.kind,
             "imports": list(self.imports),
+            **({} if self.import_count is None else {"import_count": self.import_count}),
             "blob_size": self.blob_size,
             "blob_offset": self.blob_offset,
         }
@@ -72,9 +104,30 @@ class LibraryBin:
         self.modules: list[Module] = []
         self.root: int | None = None
         self.errors: list[dict[str, Any]] = []  # [{"offset": int, "message": str}]
+        self.errors_dropped = 0
+        #: every module read, listed or not; kind -> count over all of them
+        self.module_count = 0
+        self.kinds: dict[str, int] = {}
+
+    @property
+    def truncated(self) -> bool:
+        """Whether modules were read past the ones listed in detail."""
+        return self.module_count > len(self.modules)
 
     def error(self, offset: int, message: str) -> None:
-        self.errors.append({"offset": offset, "message": message})
+        if len(self.errors) < ERROR_LIMIT:
+            self.errors.append({"offset": offset, "message": message})
+        else:
+            self.errors_dropped += 1
+
+    def summary(self) -> dict[str, Any]:
+        """Counts over every module: how many, how many listed, per kind."""
+        return {
+            "module_count": self.module_count,
+            "modules_listed": len(self.modules),
+            "truncated": self.truncated,
+            "kinds": dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,12 +136,33 @@ class LibraryBin:
             "root": self.root,
             "modules": [m.to_json() for m in self.modules],
             "errors": list(self.errors),
+            **self.summary(),
         }
 
 
-def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> LibraryBin:
+def decode(
+    data: bytes | bytearray | memoryview,
+    decode_kinds: bool = True,
+    detail_limit: int | None = None,
+) -> LibraryBin:
     """Decode the bytes of the `__tvm_ffi__library_bin` symbol (already bounded
-    by the symbol's size). Never raises for bad content; see LibraryBin.errors."""
+    by the symbol's size). Never raises for bad content; see LibraryBin.errors.
+    detail_limit: list (and decode) only the first so many modules, count the
+    rest by kind (None: list every module)."""
+    lb = _decode(data, decode_kinds, detail_limit)
+    if detail_limit is not None:
+        for m in lb.modules:
+            if len(m.imports) > detail_limit:
+                m.import_count = len(m.imports)
+                del m.imports[detail_limit:]
+    if lb.errors_dropped:
+        lb.errors.append({"offset": 0, "message": f"{lb.errors_dropped} more problems not listed"})
+    return lb
+
+
+def _decode(
+    data: bytes | bytearray | memoryview, decode_kinds: bool, detail_limit: int | None
+) -> LibraryBin:
     lb = LibraryBin()
     data = bytes(data)
     lb.symbol_size = len(data)
@@ -119,22 +193,33 @@ def decode(data: bytes | bytearray | memoryview, decode_kinds: bool = True) -> L
         lb.error(indptr_at, "import tree indptr is empty (needs one more entry than modules)")
         return lb
     nmod = len(indptr) - 1
+    listed = nmod if detail_limit is None else min(nmod, detail_limit)
+    kinds = lb.kinds
     for i in range(nmod):
         try:
             kat = r.pos
             kind = r.str(f"kind of module {i}")
             if kind == LIB_KIND:
-                m = Module(i, kind)
-            else:
+                m = Module(i, kind) if i < listed else None
+            elif i < listed:
                 at, blob = r.raw(f"blob of module {i} ({kind})")
                 m = Module(i, kind, at, len(blob), blob)
+            else:
+                size = r.count(f"blob of module {i} ({kind})", 1)
+                r.pos += size  # skipped: counted by kind, not kept
+                m = None
             if not kind:
                 lb.error(kat, f"module {i} has an empty kind")
         except LibBinError as e:
             lb.error(e.offset, e.message)
             break
-        lb.modules.append(m)
-    if len(lb.modules) == nmod and r.pos < r.end:
+        if kind not in kinds and len(kinds) >= KIND_LIMIT:
+            kind = OTHER_KINDS
+        kinds[kind] = kinds.get(kind, 0) + 1
+        lb.module_count += 1
+        if m is not None:
+            lb.modules.append(m)
+    if lb.module_count == nmod and r.pos < r.end:
         lb.error(r.pos, f"{r.end - r.pos} bytes after the last module are not used")
     _check_tree(lb, indptr, indptr_at, children, child_at, nmod)
     if nmod:
@@ -178,31 +263,34 @@ def _check_tree(
     if not ok:
         return
     for m in lb.modules:
-        i = m.index
-        m.imports = [int(c) for c in children[indptr[i] : indptr[i + 1]]]
-        if i in m.imports:
+        m.imports = [int(c) for c in children[indptr[m.index] : indptr[m.index + 1]]]
+    n = lb.module_count  # modules actually read (a truncated symbol has fewer)
+    for i in range(n):
+        if i in children[indptr[i] : indptr[i + 1]]:
             lb.error(indptr_at + 8 + 8 * i, f"module {i} imports itself")
-    # A cycle would make the loader's module objects own each other.
-    state: dict[int, int] = {}
-    for start in range(len(lb.modules)):
-        stack = [(start, iter(lb.modules[start].imports))]
-        if state.get(start):
+    # A cycle would make the loader's module objects own each other. Iterative
+    # depth-first search over the arrays: linear in modules + edges.
+    state = bytearray(n)  # 0 new, 1 on the stack, 2 done
+    for start in range(n):
+        if state[start]:
             continue
         state[start] = 1
+        stack = [(start, indptr[start])]
         while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
+            node, pos = stack[-1]
+            if pos >= indptr[node + 1]:
                 state[node] = 2
                 stack.pop()
-            elif nxt < len(lb.modules) and nxt != node:
-                s = state.get(nxt, 0)
-                if s == 1:
+                continue
+            stack[-1] = (node, pos + 1)
+            nxt = children[pos]
+            if nxt < n and nxt != node:
+                if state[nxt] == 1:
                     lb.error(child_at, f"import tree has a cycle through modules {node} and {nxt}")
                     return
-                if s == 0:
+                if state[nxt] == 0:
                     state[nxt] = 1
-                    stack.append((nxt, iter(lb.modules[nxt].imports)))
+                    stack.append((nxt, indptr[nxt]))
 
 
 def encode(modules: list[tuple[str, bytes | None]], tree: list[list[int]] | None = None) -> bytes:

@@ -272,6 +272,7 @@ class ArgvSpec:
         self.func: Optional[str] = None
         self.args: List[Spec] = []  # specs, in command-line order
         self.options: Dict[str, Any] = {}  # option name -> value (True for flags)
+        self.repeated: Dict[str, List[str]] = {}  # option name -> every value given
         self.help = False
 
 
@@ -337,6 +338,7 @@ def parse_argv(
                     out.options.setdefault(name, []).append(value)
                 else:
                     out.options[name] = value
+                out.repeated.setdefault(name, []).append(value)
             else:
                 if eq:
                     raise InputError(f"{name} takes no value")

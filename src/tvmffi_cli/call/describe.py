@@ -127,7 +127,7 @@ def describe(value: object, depth: int = 0) -> Desc:
             "type": "Error",
             "kind": value.kind,
             "message": value.message,
-            "backtrace": value.backtrace or "",
+            "backtrace": value.backtrace or None,  # null when none (as error.backtrace)
         }
     if isinstance(value, values.Function):
         return {"type": "Function", "type_key": "ffi.Function"}
@@ -291,7 +291,7 @@ def to_json(d: Desc) -> Any:
             "type": "ffi.Error",
             "kind": d.get("kind"),
             "message": d.get("message"),
-            "backtrace": d.get("backtrace", ""),
+            "backtrace": d.get("backtrace") or None,
         }
     if t == "Object":
         return {

@@ -69,7 +69,8 @@ def make_request(
     specs (call.literals), runtime and timeout. InputError for a missing file."""
     path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
     if not os.path.isfile(path):
-        raise InputError(f"{os.fspath(lib)}: no such file")
+        what = "is a directory, not a library" if os.path.isdir(path) else "no such file"
+        raise InputError(f"{os.fspath(lib)}: {what}")
     if tensor_mode not in TENSOR_MODES:
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
     request: dict[str, Any] = {
@@ -245,8 +246,9 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
 def error_json(
     kind: str, message: str, backtrace: str | None = None, **extra: Any
 ) -> dict[str, Any]:
-    """The --json document of a failed call: {"error": {kind, message, backtrace}}."""
-    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace}
+    """The --json document of a failed call: {"error": {kind, message, backtrace}};
+    backtrace is null when none was recorded (never "")."""
+    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace or None}
     err.update(extra)
     return {"error": err}
 

@@ -251,6 +251,10 @@ def build_args(
     for i, spec in enumerate(specs):
         if spec.get("kind") == "tensor":
             arr = _load_tensor(spec)
+            if request.get("guard"):
+                from .guard import guarded_copy
+
+                arr = guarded_copy(arr)
             if spec.get("assumed") and notes is not None:
                 notes.append(f"argument {i}: {spec['assumed']}")
             owned = spec.get("owned") or mode == "object"

@@ -11,6 +11,7 @@ import click
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
     RawCommand,
@@ -31,12 +32,14 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     (
-        "--runtime auto|builtin|official|PATH",
+        "--runtime auto|builtin|official|VERSION|PATH",
         (
-            "Runtime that hosts the library (default auto). Only tvmffi's runtime times calls "
+            "Runtime that hosts the library (default auto; VERSION such as 0.1.12 fetches "
+            "that official release). Only tvmffi's runtime times calls "
             "in C; under another one the loop runs through ctypes (slower, marked in the output)."
         ),
     ),
+    *sandbox_opts.HELP_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error."),
     *CONFINE_ROWS,
     ("-h, --help", "Show this message and exit."),
@@ -89,7 +92,8 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
             emit_json(
                 with_runtime(
                     render.error_json(err["kind"], err["message"], err.get("backtrace")), request
-                )
+                ),
+                request["path"],
             )
         else:
             click.echo(render.raised_text(err, verbose), err=True)

@@ -14,6 +14,7 @@ import click
 
 from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
+from . import sandbox_opts
 from .sandbox_opts import CONFINE_OPTIONS, CONFINE_ROWS
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -28,7 +29,7 @@ SHARED_OPTIONS = {
     "--memory-limit": True,
     **CONFINE_OPTIONS,
 }
-CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False}
+CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False, "--guard": False}
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
@@ -40,17 +41,25 @@ OPTION_HELP = [
         ),
     ),
     ("--force", "Overwrite existing files under --out."),
+    (
+        "--guard",
+        (
+            "Place each tensor's data right before an unreadable guard page: a read or "
+            "write past its end crashes the call (exit 1) instead of passing."
+        ),
+    ),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     (
-        "--runtime auto|builtin|official|PATH",
+        "--runtime auto|builtin|official|VERSION|PATH",
         (
             "Runtime that hosts the library (default auto: builtin when it provides every runtime "
-            "symbol the library imports, else the official tvm_ffi package's)."
+            "symbol the library imports, else the official tvm_ffi package's; VERSION such as "
+            "0.1.12 fetches that official release). `call` takes it repeated: one call per "
+            "runtime, a table with a column per runtime."
         ),
     ),
-    ("--no-sandbox", "Run the library without kernel confinement (docs/security.md)."),
-    ("--memory-limit SIZE", "Address-space limit of the worker, e.g. 512M, 2G (default 4G)."),
+    *sandbox_opts.HELP_ROWS,
     *CONFINE_ROWS,
     ("-v, --verbose", "Show the backtrace of a raised error and what the sandbox applied."),
     ("-h, --help", "Show this message and exit."),
@@ -116,12 +125,23 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     opts = parsed.options
     as_json = bool(opts.get("--json"))
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
+    runtimes = parsed.repeated.get("--runtime", [])
+    if len(runtimes) > 1:
+        return call_matrix(parsed, opts, runtimes, as_json)
     request = base_request(parsed, opts)
+    if opts.get("--guard"):
+        request["guard"] = True
     out_dir = opts.get("--out")
     if out_dir:
         out_dir = os.path.abspath(out_dir)
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out {opts['--out']}: not a directory")
+        try:  # before the call: a directory that cannot be made is bad input
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--out {opts['--out']}: cannot create ({e.strerror or e})") from None
+        if not os.access(out_dir, os.W_OK | os.X_OK):
+            raise InputError(f"--out {opts['--out']}: not writable")
         if not opts.get("--force"):
             tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
             from ..call.task import planned_outputs
@@ -141,24 +161,71 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
     status = reply.get("status")
     if status == "raised":
         if as_json:
-            emit_json(with_runtime(engine.raised_json(reply), request))
+            emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
         else:
             click.echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
     else:
+        from .. import text
         from ..render.common import fit_lines
 
-        click.echo(fit_lines(render.call_text(reply)))
+        click.echo(fit_lines(text.terminal(render.call_text(reply))))
         for note in reply.get("notes", []):
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {text.one_line(str(note))}", err=True)
         note_runtime(request, verbose)
     return 0
 
 
+def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json: bool) -> int:
+    """The same call once per --runtime, one table (or JSON) with a column per runtime."""
+    from ..call import matrix
+    from . import sandbox_opts
+
+    if opts.get("--out"):
+        raise InputError("--out takes one --runtime (the runs would write the same files)")
+    sandbox_opts.apply(
+        bool(opts.get("--no-sandbox")),
+        opts.get("--memory-limit"),
+        **sandbox_opts.confine_from(opts),
+    )
+    m = matrix.run_matrix(
+        parsed.lib,
+        parsed.func,
+        parsed.args,
+        runtimes,
+        timeout=parse_timeout(opts.get("--timeout")),
+        tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
+    )
+    if m.exit_code() == 2:
+        raise InputError(m.runs[0].message)  # refused on every runtime: as a single run
+    if as_json:
+        emit_json(m.to_json())
+        return m.exit_code()
+    from ..render import call as render_call
+    from ..render import matrix as render_matrix
+    from ..render.common import make_console
+
+    def cell(r: Any) -> str:
+        if r.status == "ok":
+            return "ok " + render_call.call_text(r.reply).splitlines()[0]
+        return f"{'FAIL' if r.exit_code == 1 else 'refused'} {r.status}: {r.message}"
+
+    render_matrix.render(
+        make_console(),
+        f"tvmffi call {m.library} {m.function}",
+        [r.label for r in m.runs],
+        [("result", [cell(r) for r in m.runs])],
+        [r.exit_code == 0 for r in m.runs],
+    )
+    return m.exit_code()
+
+
 def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
     """The request shared by call and bench (library, function, argument specs)."""
+    if len(parsed.repeated.get("--runtime", [])) > 1:
+        raise InputError("--runtime repeats only on `call` and `conform`")
     request = engine.make_request(
         parsed.lib,
         parsed.func,
@@ -167,8 +234,6 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
         runtime=opts.get("--runtime"),
         tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
     )
-    from . import sandbox_opts
-
     sandbox_opts.apply(
         bool(opts.get("--no-sandbox")),
         opts.get("--memory-limit"),
@@ -186,10 +251,15 @@ def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]
 def note_runtime(request: dict[str, Any], verbose: bool) -> None:
     """Say on stderr which runtime hosted the library when it is not the
     builtin one (or always under -v), so stdout stays the result alone."""
+    from ..ffi.hosts import lacks_notes
+
     rc = request.get("runtime_choice") or {}
     if rc.get("kind") != "builtin" or verbose:
-        where = rc.get("path") if rc.get("kind") == "path" else rc.get("kind")
-        click.echo(f"runtime: {where} ({rc.get('reason')})", err=True)
+        from ..ffi.hosts import label_of
+
+        click.echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
+    for note in lacks_notes(rc.get("missing") or []) if verbose else []:
+        click.echo(f"note: {note}", err=True)
 
 
 def parse_timeout(text: str | None) -> float:
@@ -198,14 +268,13 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: dict[str, Any]) -> None:
-    import json
+def emit_json(doc: dict[str, Any], library: str | None = None) -> None:
+    """The --json document with the contract keys (cli/jsonout.py); `errors`
+    holds the error that ended the call, if any."""
+    from . import jsonout
 
-    from .. import text
-    from . import sandbox_opts
-
-    doc = dict(text.json_clean(doc), sandbox=sandbox_opts.field())
-    click.echo(json.dumps(doc, indent=2, allow_nan=False))
+    errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
+    jsonout.emit(doc, library=library, runtime=doc.get("runtime"), errors=errors)
 
 
 def run_in_child(
@@ -223,10 +292,12 @@ def run_in_child(
             sandbox_opts.report(False)
     if isinstance(outcome, engine.ChildFailure):
         if as_json:
-            emit_json(with_runtime(outcome.to_json(), request))
+            emit_json(with_runtime(outcome.to_json(), request), request.get("path"))
         else:
-            click.echo(f"tvmffi: error: {outcome.message}", err=True)
+            from .. import text
+
+            click.echo(f"tvmffi: error: {text.one_line(outcome.message)}", err=True)
             if verbose and outcome.kind == "Crash" and outcome.stderr:
-                click.echo(outcome.stderr.rstrip(), err=True)
+                click.echo(text.terminal(outcome.stderr.rstrip()), err=True)
         return EXIT_FAILED
     return outcome

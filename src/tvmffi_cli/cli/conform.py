@@ -54,7 +54,7 @@ MAX_JOBS = 256
     "--timeout",
     type=str,
     default=None,
-    metavar="S",
+    metavar="SECONDS",
     help="Seconds each probe call may take before it counts as a hang [10].",
 )
 @click.option(
@@ -88,10 +88,13 @@ MAX_JOBS = 256
 )
 @click.option(
     "--runtime",
-    "runtime",
-    metavar="auto|builtin|official|PATH",
-    help="Run the checks with this libtvm_ffi.so (default auto; checks that need "
-    "tvmffi's instrumented runtime are skipped with the reason).",
+    "runtimes",
+    multiple=True,
+    metavar="auto|builtin|official|VERSION|PATH",
+    help="Run the checks with this libtvm_ffi.so (default auto; VERSION such as "
+    "0.1.12 fetches that official release; checks that need tvmffi's instrumented "
+    "runtime are skipped with the reason). Repeat it for one run per runtime and "
+    "a table with a column per runtime.",
 )
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
@@ -113,14 +116,15 @@ def command(
     threads: str | None,
     min_runtime: str | None,
     max_runtime: str | None,
-    runtime: str | None,
+    runtimes: tuple[str, ...],
     strict: bool,
     verbose: bool,
     no_sandbox: bool,
     memory_limit: str | None,
     **confine: Any,
 ) -> int:
-    """Check LIBRARY against the TVM-FFI ABI rules (see docs/checks.md).
+    """Check LIBRARY against the TVM-FFI ABI rules (every check, why it
+    matters and how to fix a finding: CHECKS_MD, installed with tvmffi).
 
     LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
     is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
@@ -155,9 +159,12 @@ def command(
     if max_runtime is not None:
         max_runtime = conf.check_version(max_runtime, "--max-runtime")
     max_runtime = max_runtime or cfg.max_runtime
+    runtime = runtimes[-1] if runtimes else None
+    if len(runtimes) > 1 and junit_xml:
+        raise InputError("--junit-xml takes one --runtime (repeat the command per runtime)")
 
     def options_for(lib: str) -> runner.Options:
-        rt = resolve_runtime(runtime, lib)
+        rt = resolve_runtime(runtime, lib) if len(runtimes) <= 1 else None
         return runner.Options(
             sel,
             ign,
@@ -176,6 +183,8 @@ def command(
     from . import wheel_input
 
     if wheel_input.is_bundle(library):
+        if len(runtimes) > 1:
+            raise InputError("a wheel or a directory takes one --runtime")
         sandbox_opts.apply(
             no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox)
         )
@@ -183,6 +192,8 @@ def command(
         return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
     opts = options_for(library)
     sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
+    if len(runtimes) > 1:
+        return _matrix(library, list(runtimes), opts, as_json)
 
     progress = None
     bar = None
@@ -200,13 +211,15 @@ def command(
 
         junit.write(report, junit_xml)
     if as_json:
-        import json
+        from . import jsonout
 
-        from .. import text
-
-        doc = dict(text.json_clean(report.to_json()), sandbox=sandbox_opts.field())
-        # One line, from the C encoder (indent= would take the pure-Python one).
-        sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+        doc = report.to_json()
+        errors = [
+            {"check": r["check"], "function": r.get("function"), "message": r.get("message")}
+            for r in doc["results"]
+            if r.get("status") == "error"
+        ]
+        jsonout.emit(doc, library=library, runtime=runtime_json(runtime, library), errors=errors)
     else:
         from ..render.common import make_console
         from ..render.conform import render
@@ -220,6 +233,42 @@ def command(
     return report.exit_code()
 
 
+def _docs_path() -> str:
+    from pathlib import Path
+
+    # conform/registry.py's DOCS, without importing the checks for --help.
+    return str(Path(__file__).resolve().parents[1] / "docs" / "checks.md")
+
+
+command.help = (command.help or "").replace("CHECKS_MD", _docs_path())
+
+
+def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
+    """One run per --runtime, one report with a column per runtime."""
+    from ..conform.matrix import run_matrix
+
+    m = run_matrix(library, runtimes, opts)
+    if as_json:
+        from . import jsonout
+
+        jsonout.emit(m.to_json(), library=library)
+    else:
+        from ..render import matrix
+        from ..render.common import make_console
+
+        matrix.render(
+            make_console(),
+            f"tvmffi conform {m.library}",
+            m.columns(),
+            m.rows(),
+            [r.report.passed for r in m.runs],
+            [f"{r.choice.label()}: {n}" for r in m.runs for n in r.choice.notes()],
+        )
+        for r in m.runs:
+            click.echo(f"{r.choice.label()}: {r.report.summary_line()}")
+    return m.exit_code()
+
+
 def resolve_runtime(value: str | None, library: str | None = None) -> str | None:
     """--runtime auto|builtin|official|PATH, resolved by ffi.hosts (auto: the
     builtin runtime unless it lacks a runtime symbol the library imports):
@@ -230,6 +279,17 @@ def resolve_runtime(value: str | None, library: str | None = None) -> str | None
         library = None  # the run reports the missing file itself
     choice = choose_runtime(value, library)
     return None if choice.kind == "builtin" else choice.path
+
+
+def runtime_json(value: str | None, library: str) -> Any:
+    """The `runtime` of --json: the libtvm_ffi.so the checks ran with."""
+    from ..errors import TvmffiError
+    from ..ffi.hosts import choose_runtime
+
+    try:
+        return choose_runtime(value, library if os.path.isfile(library) else None).to_json()
+    except TvmffiError:
+        return None
 
 
 #: Below this many functions the run is short: no progress bar.
@@ -267,7 +327,9 @@ class _ProgressBar:
             )
             self._p.start()
             self._task = self._p.add_task("", total=total)
-        self._p.update(self._task, completed=done, description=name)
+        from .. import text
+
+        self._p.update(self._task, completed=done, description=text.one_line(name))
 
     def close(self) -> None:
         if self._p is not None:

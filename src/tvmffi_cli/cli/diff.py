@@ -16,6 +16,7 @@ from . import sandbox_opts
 )
 @sandbox_opts.load_timeout("timeout_text", "each library")
 @sandbox_opts.runtime("the libraries")
+@sandbox_opts.confinement()
 @click.option(
     "--suppress",
     "suppress_file",
@@ -31,6 +32,8 @@ def command(
     static: bool,
     timeout_text: str,
     runtime: str | None,
+    no_sandbox: bool,
+    memory_limit: str | None,
     suppress_file: str | None,
 ) -> int:
     """Compare two builds of a library: is NEW a drop-in replacement for OLD?
@@ -42,6 +45,7 @@ def command(
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
+    sandbox_opts.apply(no_sandbox, memory_limit)
 
     rules: tuple[Suppression, ...] = ()
     if suppress_file is not None:
@@ -55,9 +59,12 @@ def command(
         rules = parse_suppressions(text, suppress_file)
     r = suppress(run(old, new, static=static, timeout=timeout, runtime=runtime), rules)
     if as_json:
-        import json
+        from . import jsonout
+        from .conform import runtime_json
 
-        click.echo(json.dumps(r.to_json(), ensure_ascii=False))
+        # `library` is NEW (the build under review); `old` and `new` stay.
+        rt = None if static else runtime_json(runtime, new)
+        jsonout.emit(r.to_json(), library=new, runtime=rt)
     else:
         from ..render.tools import render_diff
 

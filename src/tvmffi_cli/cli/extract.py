@@ -34,9 +34,9 @@ def command(path: str, directory: str, force: bool, as_json: bool) -> int:
 
     r = run(path, directory, force=force)
     if as_json:
-        import json
+        from . import jsonout
 
-        click.echo(json.dumps(r.to_json(), ensure_ascii=False))
+        jsonout.emit(r.to_json(), library=path)
     else:
         from ..render.tools import render_extract
 

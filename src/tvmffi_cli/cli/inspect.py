@@ -23,19 +23,10 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
     import sys
 
     if as_json:
-        import json
+        from . import jsonout
 
-        from .. import text
-        from . import sandbox_opts
-
-        field = sandbox_opts.field()
-        # Encoded once: json_clean() changes nothing unless a string holds a
-        # raw byte, which the encoded text shows as a lone surrogate.
-        out = json.dumps(dict(rep, sandbox=field), ensure_ascii=False, separators=(",", ":"))
-        if text.has_raw_bytes(out):
-            doc = dict(text.json_clean(rep), sandbox=field)
-            out = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-        sys.stdout.write(out + "\n")
+        # `path` stays for existing readers; `library` is the contract's name.
+        jsonout.emit(rep, library=rep.get("path"), runtime=rep.get("runtime"))
     else:
         from .. import text
         from ..render.inspect import render
@@ -122,7 +113,9 @@ def fast_main(argv: list[str]) -> int | None:
         rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
         return emit(rep, opts["json"], paths[0])
     except TvmffiError as e:
-        sys.stderr.write(f"tvmffi: error: {e}\n")
+        from ..text import one_line
+
+        sys.stderr.write(f"tvmffi: error: {one_line(str(e))}\n")
         return e.exit_code
     except BrokenPipeError:
         return 0

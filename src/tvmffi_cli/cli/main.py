@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
@@ -42,6 +43,9 @@ def _debug_requested(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    from . import jsonout  # stdlib only: cheap on the inspect fast path
+
+    jsonout.STARTED = time.perf_counter()  # the elapsed_s of every --json
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, argv = hoist_global_flags(argv)
     if "-q" in flags or "--quiet" in flags:
@@ -89,7 +93,10 @@ def _run_click(argv: list[str]) -> Any:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"tvmffi: error: {e}", err=True)
+        from ..text import one_line
+
+        # Messages may quote library text (loader errors, names): one line, inert.
+        click.echo(f"tvmffi: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)

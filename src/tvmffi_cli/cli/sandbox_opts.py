@@ -30,6 +30,7 @@ def load_timeout(param: str = "timeout", what: str = "the library") -> Callable[
         "--timeout",
         param,
         type=str,
+        metavar="SECONDS",
         default="30",
         show_default=True,
         help=f"Seconds allowed for loading {what} in a child process.",
@@ -37,16 +38,17 @@ def load_timeout(param: str = "timeout", what: str = "the library") -> Callable[
 
 
 def runtime(what: str = "the library") -> Callable[[F], F]:
-    """--runtime auto|builtin|official|PATH (auto)."""
+    """--runtime auto|builtin|official|VERSION|PATH (auto)."""
     import click
 
     return click.option(
         "--runtime",
         default="auto",
         show_default=True,
-        metavar="auto|builtin|official|PATH",
+        metavar="auto|builtin|official|VERSION|PATH",
         help=f"Runtime that hosts {what}: auto picks builtin when it provides "
-        "every runtime symbol imported, else the official one.",
+        "every runtime symbol imported, else the official one; VERSION (e.g. "
+        "0.1.12) fetches that official release into the user cache.",
     )
 
 
@@ -188,3 +190,21 @@ def report(verbose: bool) -> None:
         return
     if verbose or info.missing or not info.enabled:
         sys.stderr.write(f"tvmffi: {msg}\n")
+
+
+#: The two options as rows of a hand-written help (call, bench).
+HELP_ROWS = [("--no-sandbox", NO_SANDBOX_HELP), ("--memory-limit SIZE", MEMORY_HELP)]
+
+
+def confinement() -> Callable[[F], F]:
+    """--no-sandbox and --memory-limit SIZE for a click command (parameters
+    no_sandbox, memory_limit; pass them to apply())."""
+    import click
+
+    def deco(f: F) -> F:
+        f = click.option(
+            "--memory-limit", "memory_limit", metavar="SIZE", default=None, help=MEMORY_HELP
+        )(f)
+        return click.option("--no-sandbox", "no_sandbox", is_flag=True, help=NO_SANDBOX_HELP)(f)
+
+    return deco

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
+from .. import text
 from . import sandbox_opts
 
 
@@ -31,6 +33,7 @@ from . import sandbox_opts
 )
 @sandbox_opts.load_timeout("timeout_text")
 @sandbox_opts.runtime()
+@sandbox_opts.confinement()
 def command(
     path: str,
     output: str | None,
@@ -38,6 +41,8 @@ def command(
     check_file: str | None,
     timeout_text: str,
     runtime: str | None,
+    no_sandbox: bool,
+    memory_limit: str | None,
 ) -> int:
     """Write a .pyi stub of a library's exports, globals and object types.
 
@@ -50,6 +55,7 @@ def command(
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
+    sandbox_opts.apply(no_sandbox, memory_limit)
     from . import wheel_input
 
     if wheel_input.is_bundle(path):
@@ -60,6 +66,9 @@ def command(
         return wheel_input.stubs(path, static, timeout, runtime, output)
 
     r = generate(path, static=static, timeout=timeout, runtime=runtime)
+    # A docstring line of library text must not start a workflow command when
+    # the stub is printed in a CI log (the docstring's value is unchanged).
+    r = dataclasses.replace(r, text=text.no_commands(r.text))
     if check_file is not None:
         c = check(r, check_file)
         if c.up_to_date:

@@ -16,19 +16,24 @@ def is_bundle(path: str) -> bool:
     return os.path.isdir(path) or (path.lower().endswith(".whl") and os.path.isfile(path))
 
 
-def _emit_json(res: Any) -> None:
-    import json
+def _emit_json(res: Any, runtimes: dict[str, Any] | None = None) -> None:
+    """The wheel document; each library's report gets the contract keys of
+    its own command's --json (its runtime: from `runtimes` by library path,
+    else the report's own)."""
+    from . import jsonout
 
-    from .. import text
-    from . import sandbox_opts
+    doc = res.to_json()
+    for entry in doc.get("libraries", ()):
+        rep = entry.get("report")
+        if isinstance(rep, dict):
+            rt = (runtimes or {}).get(entry.get("library"), rep.get("runtime"))
+            entry["report"] = jsonout.contract(rep, library=entry.get("library"), runtime=rt)
+    sys.stdout.write(jsonout.dumps(jsonout.contract(doc, library=doc.get("library"))) + "\n")
 
-    doc = dict(text.json_clean(res.to_json()), sandbox=sandbox_opts.field())
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
 
-
-def _finish(res: Any, as_json: bool) -> int:
+def _finish(res: Any, as_json: bool, runtimes: dict[str, Any] | None = None) -> int:
     if as_json:
-        _emit_json(res)
+        _emit_json(res, runtimes)
     else:
         from ..render.wheel import render_bundle
 
@@ -92,8 +97,18 @@ def conform(
 ) -> int:
     from ..wheel import conform_bundle, open_bundle
 
+    runtimes: dict[str, Any] = {}
+
+    def recording(lib: str) -> Any:
+        from .conform import runtime_json
+
+        o = options_for(lib)
+        shown = next((b.display(f) for f in b.files if f.path == lib), lib)
+        runtimes[shown] = runtime_json(o.runtime_arg, lib)
+        return o
+
     with open_bundle(path) as b:
-        res = conform_bundle(b, options_for, declared)
+        res = conform_bundle(b, recording, declared)
     if junit_xml:
         from ..wheel.junit import write
 
@@ -107,7 +122,7 @@ def conform(
             # The summary table says enough of a clean library.
             if o.report is not None and (verbose or o.report.failures()):
                 render(o.report, con, verbose=verbose)
-    rc = _finish(res, as_json)
+    rc = _finish(res, as_json, runtimes)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from ..conform.results import Report, github_annotations
 

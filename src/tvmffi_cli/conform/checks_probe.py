@@ -12,74 +12,29 @@ Pure functions of those facts: unit-testable without running anything.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Collection, Dict, Iterator
+from typing import Callable, Collection
 
+from .checks_crash import (
+    FunctionFacts,
+    Obs,
+    _crash_text,
+    _output,
+    check_no_crash,
+    check_no_hang,
+    check_tensor_bounds,
+)
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
-#: One observation of the worker (a JSON object), or a crash record.
-Obs = Dict[str, Any]
-
 CALL_BASES = ("zero-args", "too-few", "valid")
-_KIND_NAMES: dict[int | None, str]  # kind_name(None): "type index None"
-_KIND_NAMES = {
-    0: "None",
-    1: "int",
-    2: "bool",
-    3: "float",
-    4: "void*",
-    5: "DataType",
-    6: "Device",
-    7: "DLTensor*",
-    8: "raw str",
-    9: "byte array",
-    11: "small str",
-    12: "small bytes",
-    64: "Object",
-    65: "String",
-    66: "Bytes",
-    67: "Error",
-    68: "Function",
-    69: "Shape",
-    70: "Tensor",
-    71: "Array",
-    72: "Map",
-    73: "Module",
-}
 
 
 def kind_name(ti: int | None) -> str:
-    return _KIND_NAMES.get(ti, f"type index {ti}")
+    """A type index in words (abi's table of static type names)."""
+    from ..abi.constants import STATIC_TYPE_NAMES
 
-
-class FunctionFacts:
-    def __init__(self, name: str, getters: Collection[str] = ()) -> None:
-        self.name = name
-        self.getters = set(getters)
-        self.plan: list[str] | None = None
-        self.note: str | None = None
-        self.params: list[str] | None = None
-        self.obs: dict[str, Obs] = {}
-        self.crashes: dict[str, Obs] = {}
-        self.tool_error: str | None = None  # the probe itself could not run (worker failure)
-        self.timeout: float | None = None
-        self.is_global = False  # registered at load rather than exported
-
-    def call_obs(self) -> Iterator[tuple[str, Obs]]:
-        """(step, obs) for completed calls of the function itself (not getters,
-        not the readable re-runs used to diagnose a fault)."""
-        for step, o in self.obs.items():
-            if "/" in step or step in ("metadata", "doc") or "skipped" in o:
-                continue
-            if step == "threads":
-                continue
-            yield step, o
-
-
-def _crash_text(c: Obs, timeout: float | None) -> str:
-    if c.get("hang"):
-        return f"no return within {timeout:g} s" if timeout else "no return within the timeout"
-    return f"killed by {c.get('signal') or 'an unknown cause'}"
+    name = STATIC_TYPE_NAMES.get(ti) if ti is not None else None
+    return name or f"type index {ti}"
 
 
 def _getter_check(cid: str, what: str, f: FunctionFacts) -> Result | bytes:
@@ -177,7 +132,9 @@ def check_arg_bounds(f: FunctionFacts) -> Result:
         if step in f.obs or step in f.crashes:
             ran.append(step)
     if msgs:
-        return Result("arg-bounds", f.name, FAIL, "; ".join(msgs))
+        return Result(
+            "arg-bounds", f.name, FAIL, "; ".join(msgs), output=_output(f, ["zero-args", "too-few"])
+        )
     if not ran:
         return Result("arg-bounds", f.name, SKIP, "not probed")
     extra = "" if "too-few" in ran else " (one-too-few needs metadata with 2+ parameters)"
@@ -223,16 +180,23 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
     t = f.obs.get("threads")
     if t and "refcounts" in t:
         items.append(("threads", t))
+    kept: list[str] = []
     for step, o in items:
+        again = o.get("refcounts_repeat") or ()
         for i, (before, after) in enumerate(o.get("refcounts") or ()):
             seen += 1
-            if before != after:
-                verb = "kept" if after > before else "released"
-                bad.append(
-                    f"{step}: object argument {i} has {after - before:+d} strong "
-                    f"reference(s) after the call ({before} -> {after}); the callee "
-                    f"{verb} a reference it does not own"
-                )
+            if before == after:
+                continue
+            if after > before and i < len(again) and again[i][1] <= again[i][0]:
+                kept.append(f"{step}: argument {i}")
+                continue
+            verb = "kept" if after > before else "released"
+            grow = ", one more on a repeat call" if after > before and i < len(again) else ""
+            bad.append(
+                f"{step}: object argument {i} has {after - before:+d} strong "
+                f"reference(s) after the call ({before} -> {after}){grow}; the callee "
+                f"{verb} a reference it does not own"
+            )
     if bad:
         return Result(
             "arg-refcount",
@@ -256,17 +220,26 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
             SKIP,
             "no object argument was passed" + (f" ({f.note})" if f.note else ""),
         )
+    if kept:
+        return Result(
+            "arg-refcount",
+            f.name,
+            PASS,
+            f"a reference was kept once, not again on a repeat call (a cache or a context: "
+            f"not a leak): {', '.join(kept[:3])}",
+        )
     return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
 
 
 def check_args_unchanged(f: FunctionFacts) -> Result:
     bad = [s for s, o in f.call_obs() if o.get("args_changed")]
     if bad:
+        more = f", +{len(bad) - 4} more" if len(bad) > 4 else ""
         return Result(
             "args-unchanged",
             f.name,
             FAIL,
-            f"the argument array was modified by the call ({', '.join(bad)})",
+            f"the argument array was modified by the call ({', '.join(bad[:4])}{more})",
         )
     n = sum(1 for _ in f.call_obs())
     if not n:
@@ -331,9 +304,22 @@ def _verdict(check: str, f: FunctionFacts, bad: list[str], n: int, passed: str) 
 def check_no_leak(f: FunctionFacts) -> Result:
     bad: list[str] = []
     measured = 0
+    notes: list[str] = []
     for step, o in f.call_obs():
+        if o.get("result_kept"):
+            k = o["result_kept"]
+            if o.get("result_leak"):
+                bad.append(
+                    f"{step}: the result object came back with {k} extra strong reference(s) "
+                    "(its header count), and the library keeps one more on every call: the "
+                    "caller's release can never free it"
+                )
+            else:
+                notes.append(f"{step}: result kept once (a cache)")
         d = o.get("live_delta")
         if d is None:
+            if "result_refs" in o:
+                measured += 1
             continue
         measured += 1
         if d == 0:
@@ -352,54 +338,11 @@ def check_no_leak(f: FunctionFacts) -> Result:
             "no-leak",
             f.name,
             SKIP,
-            "no call was measured (the runtime has no live-object count, or no call completed)",
+            "no call was measured (no object result, no live-object count in the runtime, or "
+            "no call completed)",
         )
-    return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks")
-
-
-def _explained(step: str, c: Obs) -> bool:
-    """Crashes another check already reports."""
-    if step in ("metadata", "doc"):
-        return True
-    if step.startswith("wrong-type:"):
-        return True
-    if step == "threads":
-        return True  # thread-safety reports it (an error only with --threads)
-    if step.startswith("objects:"):
-        # Without metadata nothing says which types the function takes; a
-        # crash on object arguments is noted by arg-refcount, not failed.
-        return True
-    return step in ("zero-args", "too-few") and bool(c.get("oob"))
-
-
-def check_no_crash(f: FunctionFacts) -> Result:
-    steps = [
-        s
-        for s, c in f.crashes.items()
-        if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s
-    ]
-    if steps:
-        return Result(
-            "no-crash",
-            f.name,
-            FAIL,
-            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-            {"steps": steps},
-        )
-    return Result("no-crash", f.name, PASS, "no probe call crashed")
-
-
-def check_no_hang(f: FunctionFacts) -> Result:
-    steps = [s for s, c in f.crashes.items() if c.get("hang")]
-    if steps:
-        return Result(
-            "no-hang",
-            f.name,
-            FAIL,
-            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-            {"steps": steps},
-        )
-    return Result("no-hang", f.name, PASS, "every probe call returned in time")
+    extra = f" ({'; '.join(notes[:2])})" if notes else ""
+    return Result("no-leak", f.name, PASS, f"{measured} call(s) without leaks{extra}")
 
 
 def check_valid_call(f: FunctionFacts) -> Result:
@@ -492,6 +435,7 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "error-protocol": check_error_protocol,
     "result-invariants": check_result_invariants,
     "no-leak": check_no_leak,
+    "tensor-bounds": check_tensor_bounds,
     "no-crash": check_no_crash,
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,
@@ -526,10 +470,9 @@ def _unsigned_global(f: FunctionFacts, r: Result) -> Result:
     export, or a call with a declared arity, keeps the error."""
     if not (f.is_global and f.params is None and r.status == FAIL):
         return r
-    zero_only = r.check == "arg-bounds" or (
-        r.check == "no-crash" and (r.details or {}).get("steps") == ["zero-args"]
-    )
-    if not zero_only:
+    # Only a fault in the argument guard page (arg-bounds): any other crash
+    # (a NULL dereference whatever the input) stays an error.
+    if r.check != "arg-bounds":
         return r
     return replace(r, severity_override=WARNING, message=f"{r.message} ({UNSIGNED_GLOBAL})")
 

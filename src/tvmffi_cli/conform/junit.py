@@ -19,6 +19,10 @@ def _case(suite: ET.Element, cls: str, r: Result) -> None:
     where = r.function if r.function is not None else "(library)"
     case = ET.SubElement(suite, "testcase", classname=f"{cls}.{where}", name=r.check)
     text = f"{r.title}\n{r.message}" + (f"\nreproduce: {r.reproduce}" if r.reproduce else "")
+    if r.bad:
+        text += f"\nfix: {r.fix}"
+    if r.output:
+        text += f"\nlibrary output:\n{r.output}"
     if r.suppressed is not None and r.bad:
         ET.SubElement(case, "skipped", message=f"suppressed: {r.suppressed}")
         out = ET.SubElement(case, "system-out")

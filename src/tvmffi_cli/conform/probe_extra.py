@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ..abi.symbols import FUNC_PREFIX
@@ -30,11 +30,57 @@ _SAFE_CALL = ctypes.CFUNCTYPE(
 )
 
 #: Probe steps with object arguments for functions without metadata:
-#: step -> the kinds of the arguments passed.
+#: step -> the kinds of the arguments passed. One-argument calls with the
+#: containers C++ signatures take most (Array<int64_t>, Map<String, int64_t>,
+#: ...) reach typed parameters that a String never passes; "tensors:N" calls
+#: with N guarded float32 tensors (probe_tensors.py), and when one of those
+#: succeeds, the same call is repeated with every tensor variant
+#: ("tensors:N:<variant>", see tensor_followups).
 OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:1": ("str",),
     "objects:4": ("str", "array", "tensor", "function"),
+    "objects:int": ("int",),
+    "objects:array-int": ("array",),
+    "objects:array-float": ("array-float",),
+    "objects:array-str": ("array-str",),
+    "objects:map": ("map",),
+    "objects:nested": ("nested",),
+    "tensors:1": ("tensor",),
+    "tensors:2": ("tensor", "tensor"),
+    "tensors:3": ("tensor", "tensor", "tensor"),
 }
+
+
+def tensor_followups(step: str, split: Collection[str] = ()) -> list[str]:
+    """Steps to run after `step` succeeded: the tensor variants of a
+    successful untyped tensor call, as one sweep step ("tensors:1:all")
+    unless a sweep crashed (in `split`): then one step per variant."""
+    if step.startswith("tensors:") and step.count(":") == 1:
+        return variant_steps(step, split)
+    return []
+
+
+#: Object steps run as one sweep ("objects:all") for functions without metadata.
+SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
+
+
+def sweep(prefix: str) -> list[str]:
+    """The steps of the sweep "<prefix>:all"."""
+    from .probe_tensors import VARIANTS
+
+    if prefix == "objects":
+        return SWEPT_OBJECTS
+    return [f"{prefix}:{v}" for v in VARIANTS]
+
+
+def variant_steps(prefix: str, split: Collection[str] = ()) -> list[str]:
+    """ "<prefix>:all" (a sweep: every step of it in one step, one message),
+    or after that step crashed a worker, each of its steps (a crash then
+    names its call)."""
+    if f"{prefix}:all" in split:
+        return sweep(prefix)
+    return [f"{prefix}:all"]
+
 
 Caller = Callable[[Any, int, int, int], int]
 
@@ -90,7 +136,15 @@ def _call_handle(p: Any, h: int, arg_raws: list[bytes]) -> bytes | None:
 
 def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | None]:
     """(call(self, args, num_args, result) -> rc, why not) for an export
-    `__tvm_ffi_<name>` or a registered global `name`."""
+    `__tvm_ffi_<name>` or a registered global `name` (memoized per worker)."""
+    memo = p.__dict__.setdefault("_callers", {})
+    got = memo.get((name, is_global))
+    if got is None:
+        got = memo[(name, is_global)] = _caller(p, name, is_global)
+    return got  # type: ignore[no-any-return]
+
+
+def _caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | None]:
     if is_global:
         h = p.rt.get_global_handle(name)
         if not h:
@@ -115,16 +169,45 @@ def caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | Non
 def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:
     """The argument Anys of an object step; every object goes to `owned`."""
     raws = []
-    for kind in OBJECT_STEPS[step]:
-        if kind == "str":
-            raw = p.string_any(b"tvmffi-conform-probe-object")
-        elif kind == "array":
-            items = [_int(1), _int(2)]
-            raw = p.call_global("ffi.Array", items)
+    base, _, variant = step.partition(":")[2].partition(":")
+    kinds = OBJECT_STEPS[f"{step.split(':')[0]}:{base}"]
+    # Built once per worker and shared by every function (building them cost
+    # more than the calls); references kept by a callee show up all the same
+    # as counts that change across its call.
+    cache: dict[str, bytes] = p.__dict__.setdefault("_shared_objects", {})
+    for kind in kinds:
+        if kind == "int":
+            raws.append(_int(2))
         elif kind == "tensor":
+            p.variant = variant
             raw = p.tensor()
+            owned.append(raw)
+            raws.append(raw)
         else:
-            raw = p.function()
-        owned.append(raw)
-        raws.append(raw)
+            if kind not in cache:
+                cache[kind] = _object(p, kind)
+            raws.append(cache[kind])
     return raws
+
+
+def _object(p: Any, kind: str) -> bytes:
+    """An owned object Any of `kind`, kept for the worker's life."""
+    if kind in _ELEMENTS:
+        return bytes(p.make(_ELEMENTS[kind], []))
+    if kind == "str":
+        return bytes(p.string_any(b"tvmffi-conform-probe-object"))
+    return bytes(p.function())
+
+
+def _t(key: str, *args: sigs.TypeDict) -> sigs.TypeDict:
+    return {"type": key, "args": list(args)}
+
+
+#: Object kinds built through the typed value builder (ProbeValues.make).
+_ELEMENTS: dict[str, sigs.TypeDict] = {
+    "array": _t("ffi.Array", _t("int")),
+    "array-float": _t("ffi.Array", _t("float")),
+    "array-str": _t("ffi.Array", _t("ffi.String")),
+    "map": _t("ffi.Map", _t("ffi.String"), _t("int")),
+    "nested": _t("ffi.Array", _t("ffi.Array", _t("int"))),
+}

@@ -97,3 +97,45 @@ class Readable:
                 pass
         except BlockingIOError:
             pass
+
+
+class _Sigaction(ctypes.Structure):
+    """glibc's struct sigaction (x86_64 and aarch64)."""
+
+    _fields_ = [
+        ("handler", c_void_p),
+        ("mask", ctypes.c_ulong * 16),
+        ("flags", c_int),
+        ("restorer", c_void_p),
+    ]
+
+
+_SA_SIGINFO, _SA_RESETHAND = 0x4, 0x80000000
+_SIGINFO_ADDR = 16  # offset of si_addr in siginfo_t (64-bit Linux)
+_HANDLER = ctypes.CFUNCTYPE(None, c_int, c_void_p, c_void_p)
+_LIBC.sigaction.argtypes = [c_int, c_void_p, c_void_p]
+#: Marker of the fault line the handler writes to stderr (runner.fault_of reads it).
+FAULT_MARK = "tvmffi-probe-fault:"
+_installed: list[object] = []
+
+
+def report_faults(guard: int, size: int) -> None:
+    """On SIGSEGV/SIGBUS, write one line to stderr naming the fault address and
+    whether it lies in the argument guard page [guard, guard+size), then die
+    of the signal as before (SA_RESETHAND: the faulting access repeats under
+    the default action). The parent tells a read of args[num_args] from any
+    other fault by it."""
+    import signal
+
+    def handler(_sig: int, info: int | None, _ctx: int | None) -> None:
+        addr = ctypes.c_void_p.from_address(info + _SIGINFO_ADDR).value or 0 if info else 0
+        where = "args-guard" if guard <= addr < guard + size else "elsewhere"
+        os.write(2, f"\n{FAULT_MARK} {addr:#x} {where}\n".encode())
+
+    cb = _HANDLER(handler)
+    _installed.append(cb)
+    sa = _Sigaction()
+    sa.handler = ctypes.cast(cb, c_void_p).value
+    sa.flags = _SA_SIGINFO | _SA_RESETHAND
+    for sig in (signal.SIGSEGV, signal.SIGBUS):
+        _LIBC.sigaction(int(sig), ctypes.byref(sa), None)

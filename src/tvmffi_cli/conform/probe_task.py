@@ -30,13 +30,13 @@ import signal
 import threading
 import time
 from ctypes import byref, c_void_p
-from typing import Any, Callable, Collection, Dict, Iterable, cast
+from typing import Any, Callable, Collection, Dict, cast
 
 from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from . import probe_extra, sigs
-from .probe_memory import ANY, CannotSynthesize, GuardArena
+from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
 #: One JSON message: a request from the parent, or an event / observation for it.
@@ -54,6 +54,7 @@ class Prober(ProbeValues):
         self.step_started: float | None = None
         self.timeout = 10.0
         self._crew: _Crew | None = None  # threads kept for the "threads" step
+        self.split: set[str] = set()  # sweep steps to run one variant per step
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -62,6 +63,7 @@ class Prober(ProbeValues):
         self.rt = runtime.get_runtime()
         self.c = _RawApi(self.rt.lib)
         self.arena = GuardArena()
+        report_faults(self.arena.guard, self.arena.page)
         describe: Any = None
         before = probe_extra.global_names(self)
         loader = self._rt("tvmffi_rt_library_load")
@@ -112,7 +114,7 @@ class Prober(ProbeValues):
         fn: probe_extra.Caller,
         raws: list[bytes],
         guarded: bool = True,
-        owned_objs: Iterable[int] = (),
+        hold: list[int] | None = None,
     ) -> Msg:
         """Call a function once (fn: probe_extra.caller) and record what happened."""
         raw = b"".join(raws)
@@ -135,12 +137,47 @@ class Prober(ProbeValues):
         obs["result_problems"] = self.result_problems(res, rc == 0)
         if rc == 0 and not obs["result_problems"]:
             obs["fingerprint"] = self.fingerprint(res)
+            if obs["result_type_index"] >= kTVMFFIStaticObjectBegin:
+                # Ownership from the header (any runtime, any allocator): a
+                # returned object is owned once, by us. More references mean
+                # the library kept some: hold it to compare on a repeat call.
+                h = payload_u64(res)
+                obs["result_refs"] = refs = self.strong(h)
+                obs["result_handle"] = h
+                if refs > 1 and hold is not None:
+                    self.c.TVMFFIObjectIncRef(h)
+                    hold.append(h)
             self.release(res)
         obs["live_delta"] = None if live0 is None else cast(int, self.live()) - live0
         after = [self.strong(o) for o in objs]
         obs["refcounts"] = [[b, a] for b, a in zip(before, after)]
         self._restore(objs, before, after, extra=1)
         return obs
+
+    def repeat(self, fn: probe_extra.Caller, raws: list[bytes], guarded: bool, obs: Msg) -> None:
+        """Tell a cache from a leak: the same call again. A leak grows on every
+        call; a cache (or a context stack) keeps its references once."""
+        grew = [a > b for b, a in obs["refcounts"]]
+        held: list[int] = []
+        if obs.get("result_refs", 1) > 1:
+            # Re-run the first call holding its result, so the repeat can see
+            # whether the library still keeps the first object.
+            obs.update(self.call(fn, raws, guarded, held))
+        if not (obs.get("live_delta") or any(grew) or held):
+            return
+        again = self.call(fn, raws, guarded)
+        obs["live_delta_repeat"] = again.get("live_delta")
+        obs["refcounts_repeat"] = again["refcounts"]
+        if held:
+            h1 = held[0]
+            kept1 = obs["result_refs"] - 1
+            same = again.get("result_handle") == h1
+            kept_now = self.strong(h1) - 1  # our hold
+            obs["result_kept"] = kept1
+            obs["result_leak"] = (
+                kept_now > kept1 if same else kept_now > 0 and again.get("result_refs", 1) > 1
+            )
+            self.c.TVMFFIObjectDecRef(h1)
 
     def call_threads(self, fn: probe_extra.Caller, raws: list[bytes], n: int = 4) -> Msg:
         """The same call from n threads released together; results compared by
@@ -231,17 +268,19 @@ class Prober(ProbeValues):
             finally:
                 self.step = None
             if got.get("rc") == 0 and got.get("value_hex") is not None:
-                try:
-                    _, sig = sigs.parse_metadata(bytes.fromhex(got["value_hex"]).decode("utf-8"))
-                except (sigs.SchemaError, UnicodeDecodeError):
-                    sig = None
+                sig = _parse(bytes.fromhex(got["value_hex"]))
+        elif is_global and use_metadata:
+            # A global registered with a type schema (GlobalDef().def) carries
+            # it in the registry: the same typed checks as an export.
+            sig = self.global_sig(name)
         if sig is None:
             note = "no usable metadata" if "metadata" in getters else "no metadata"
             if is_global:
                 note = "a global function without metadata"
             # Untyped: object arguments find kept/dropped references and
             # written argument arrays; threads repeat the zero-argument call.
-            steps.extend(probe_extra.OBJECT_STEPS)
+            steps.extend(["objects:1", "objects:4"])
+            steps.extend(probe_extra.variant_steps("objects", self.split))
             steps.append("threads")
             return steps, sig, note
         n = len(sig.params)
@@ -251,8 +290,25 @@ class Prober(ProbeValues):
             if sigs.wrong_kind(p) is not None:
                 steps.append(f"wrong-type:{i}")
         steps.append("valid")
+        if any(p["type"] in _TENSOR_TYPES for p in sig.params):
+            steps.extend(probe_extra.variant_steps("tensor", self.split))
         steps.append("threads")
         return steps, sig, note
+
+    def global_sig(self, name: str) -> sigs.Sig | None:
+        owned: list[bytes] = []
+        try:
+            arg = self.string_any(name.encode())
+            owned.append(arg)
+            got = self.call_global("ffi.GetGlobalFuncMetadata", [arg])
+            owned.append(got)
+        except CannotSynthesize:
+            return None
+        finally:
+            for o in owned:
+                self.release(o)
+        text = self.string_of(got)
+        return None if not text else _parse(text)
 
     def run_step(
         self,
@@ -274,8 +330,17 @@ class Prober(ProbeValues):
         addr, why = probe_extra.caller(self, name, is_global)
         if addr is None:
             return {"skipped": why}
+        if step.endswith(":all"):
+            # Every tensor variant in one step: one message instead of one per
+            # variant. A crash here makes the parent split it (variant_steps).
+            sub = {
+                s: self.run_step(name, s, sig, getters, valid_ok, is_global, threads)
+                for s in probe_extra.sweep(step[: -len(":all")])
+            }
+            return {"sub": sub}
         base, _, variant = step.partition("/")
         guarded = variant != "readable"
+        self.padded = variant == "padded"
         owned: list[bytes] = []
         try:
             if base == "threads":
@@ -305,7 +370,11 @@ class Prober(ProbeValues):
             elif base == "valid":
                 assert sig is not None  # planned only for a function with a signature
                 raws = [self.make(p, owned) for p in sig.params]
-            elif base in probe_extra.OBJECT_STEPS:
+            elif base.startswith("tensor:"):
+                assert sig is not None  # planned only for a function with a signature
+                self.variant = base.split(":", 1)[1]
+                raws = [self.make(p, owned) for p in sig.params]
+            elif base.startswith(("objects:", "tensors:")):
                 raws = probe_extra.object_args(self, base, owned)
             else:
                 return {"skipped": f"unknown step {step}"}
@@ -315,14 +384,14 @@ class Prober(ProbeValues):
                 assert sig is not None  # the "valid" branch above needed it
                 obs["return_ok"] = sigs.return_ok(sig.ret, obs["result_type_index"])
                 obs["return_type"] = sigs.type_str(sig.ret)
-            if obs.get("live_delta"):
-                # A first call may fill a cache; only a second leak counts.
-                again = self.call(addr, raws, guarded)
-                obs["live_delta_repeat"] = again.get("live_delta")
+            # A first call may fill a cache; only what grows again counts.
+            self.repeat(addr, raws, guarded, obs)
+            obs.pop("result_handle", None)
             return obs
         except CannotSynthesize as e:
             return {"skipped": str(e)}
         finally:
+            self.variant, self.padded = "", False
             for o in owned:
                 self.release(o)
 
@@ -332,12 +401,15 @@ class Prober(ProbeValues):
         self.timeout = float(req.get("timeout", self.timeout))
         is_global = bool(req.get("global"))
         threads = int(req.get("threads") or 4)
+        self.split = set(req.get("split", ()))
         steps, sig, note = self.plan(name, getters, is_global, not req.get("no_metadata"))
         only = req.get("only")
         if only:
             steps = list(only)
         skip = set(req.get("skip", ()))
-        todo = [s for s in steps if s not in skip]
+        # Follow-up steps of steps that succeeded before a crash restarted us.
+        more = [x for s in req.get("ok", ()) for x in probe_extra.tensor_followups(s, self.split)]
+        todo = [s for s in steps + more if s not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
         # starts, and a crash leaves it as the last word (half the messages).
@@ -358,6 +430,12 @@ class Prober(ProbeValues):
             self.step = None
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
+            if not only:
+                for s, o in (obs.get("sub") or {step: obs}).items():
+                    if o.get("rc") == 0:
+                        todo.extend(
+                            x for x in probe_extra.tensor_followups(s, self.split) if x not in skip
+                        )
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None
@@ -376,6 +454,16 @@ class Prober(ProbeValues):
             ):
                 self.emit({"event": "hang", "step": step, "timeout": self.timeout})
                 os.kill(os.getpid(), signal.SIGKILL)
+
+
+_TENSOR_TYPES = ("ffi.Tensor", "DLTensor*")
+
+
+def _parse(raw: bytes) -> sigs.Sig | None:
+    try:
+        return sigs.parse_metadata(raw.decode("utf-8"))[1]
+    except (sigs.SchemaError, UnicodeDecodeError):
+        return None
 
 
 class _Crew:

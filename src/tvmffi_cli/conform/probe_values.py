@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import struct
-from ctypes import byref, c_int, c_int32, c_int64, c_void_p
+from ctypes import byref, c_int, c_int32, c_void_p
 from typing import TYPE_CHECKING, Any, Callable, Dict, cast
 
 from ..abi import constants as K
@@ -21,6 +21,7 @@ from ..abi.dtypes import kDLFloat
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIByteArray
 from . import sigs
 from .probe_memory import ANY, CannotSynthesize, Readable
+from .probe_tensors import TensorPool, tensor_any
 
 if TYPE_CHECKING:
     from ..ffi.runtime import Runtime
@@ -34,7 +35,6 @@ _SAFE_CALL = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_int32, c_void_p)
 VALID_STR = b"tvmffi-conform-probe"
 WRONG_STR = b"tvmffi-conform-wrong-type"
 VALID_INT, WRONG_INT, VALID_FLOAT = 2, 7, 1.5
-TENSOR_LEN = 4
 #: Type indices of values held in the Any itself.
 POD_KINDS = {
     K.kTVMFFINone,
@@ -82,6 +82,7 @@ class _RawApi:
         self.TVMFFIObjectDecRef = fn("TVMFFIObjectDecRef", c_int, P)
         self.TVMFFIEnvTensorAlloc = fn("TVMFFIEnvTensorAlloc", c_int, P, P)
         self.TVMFFIFunctionCreate = fn("TVMFFIFunctionCreate", c_int, P, P, P, P)
+        self.TVMFFITensorFromDLPack = fn("TVMFFITensorFromDLPack", c_int, P, c_int32, c_int32, P)
 
 
 def pod(ti: int, payload: bytes = b"", pad: int = 0) -> bytes:
@@ -108,6 +109,11 @@ class ProbeValues:
         self._globals: dict[str, int] = {}
         self._keep: list[Any] = []
         self._cb_keep: list[Any] = []
+        self.tensors = TensorPool()
+        # The tensor variant make() builds (probe_tensors.VARIANTS, "" = float32),
+        # and whether its data sits in padded rather than guarded memory.
+        self.variant = ""
+        self.padded = False
 
     # -- runtime access --------------------------------------------------------
     def _rt(self, name: str) -> Callable[..., Any] | None:
@@ -237,7 +243,7 @@ class ProbeValues:
             owned.append(raw)
             return raw
         if key == "DLTensor*":
-            return pod(sigs.K_DLTENSOR, struct.pack("<Q", self.dltensor()))
+            return tensor_any(self, self.variant, self.padded, as_ptr=True)
         if key == "ffi.Tensor":
             raw = self.tensor()
             owned.append(raw)
@@ -300,36 +306,9 @@ class ProbeValues:
             return raw
         return pod(sigs.K_INT, struct.pack("<q", WRONG_INT))
 
-    def dltensor(self) -> int:
-        data = (ctypes.c_float * TENSOR_LEN)()
-        shape = (c_int64 * 1)(TENSOR_LEN)
-        t = DLTensor()
-        t.data = ctypes.addressof(data)
-        t.device.device_type, t.device.device_id = kDLCPU, 0
-        t.ndim = 1
-        t.dtype.code, t.dtype.bits, t.dtype.lanes = kDLFloat, 32, 1
-        t.shape = shape
-        t.strides = None
-        t.byte_offset = 0
-        self._keep.extend([data, shape, t])
-        return ctypes.addressof(t)
-
     def tensor(self) -> bytes:
-        shape = (c_int64 * 1)(TENSOR_LEN)
-        proto = DLTensor()
-        proto.data = None
-        proto.device.device_type, proto.device.device_id = kDLCPU, 0
-        proto.ndim = 1
-        proto.dtype.code, proto.dtype.bits, proto.dtype.lanes = kDLFloat, 32, 1
-        proto.shape = shape
-        proto.strides = None
-        out = c_void_p()
-        if self.c.TVMFFIEnvTensorAlloc(byref(proto), byref(out)) != 0 or not out.value:
-            raise CannotSynthesize(f"allocating a tensor failed: {self.take_error()}")
-        data = DLTensor.from_address(abi.cell_address(out.value)).data
-        if data:
-            ctypes.memset(data, 0, ctypes.sizeof(ctypes.c_float) * TENSOR_LEN)
-        return pod(sigs.K_TENSOR, struct.pack("<Q", out.value))
+        """An owned ffi.Tensor of the current variant, its data at the guard pages."""
+        return tensor_any(self, self.variant, self.padded)
 
     def function(self) -> bytes:
         def cb(_self: int | None, _args: int | None, _n: int, result: int) -> int:

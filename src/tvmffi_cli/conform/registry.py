@@ -1,7 +1,7 @@
 """The conformance checks as data: one record per check with a stable id.
 
 Ids never change once released (CI configurations pass them to --select and
---ignore). docs/checks.md is generated from this table by
+--ignore). the checks reference (src/tvmffi_cli/docs/checks.md) is generated from this table by
 `python -m tvmffi_cli.conform.registry --markdown` and a test keeps them equal.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 ERROR = "error"
 WARNING = "warning"
@@ -249,10 +250,12 @@ CHECKS: list[Check] = [
         what="Called with zero arguments, and (with metadata) with one argument too few, the "
         "function never reads beyond `args[num_args-1]`. Exported functions and the "
         "global functions the library registers while loading are both probed. The argument array is placed "
-        "right before an unreadable guard page, so such a read faults. A global registered "
-        "without a signature that faults on the zero-argument call is a warning (and so is "
-        "its no-crash finding): nothing declares the arguments it needs, and C++ lambdas over "
-        "PackedArgs commonly index without a count check.",
+        "right before an unreadable guard page, so such a read faults; the fault address "
+        "(reported by the worker's SIGSEGV handler; else the same call with readable memory "
+        "after the arguments) tells a read past `num_args` from any other fault. A global registered without a signature whose zero-argument call faults in "
+        "that guard page is a warning: nothing declares the arguments it needs, and C++ "
+        "lambdas over PackedArgs commonly index without a count check. A fault elsewhere "
+        "(a NULL dereference whatever the input) is a `no-crash` error for every function.",
         why="Callers pass exactly `num_args` values; the memory after them belongs to "
         "someone else. Reading it returns garbage or crashes.",
         fix="Check `num_args` before touching `args[i]` and raise a TypeError when it is "
@@ -279,10 +282,15 @@ CHECKS: list[Check] = [
         FUNCTION,
         PROBE,
         what="After the call (and after its result is released) every object argument has the "
-        "same strong reference count as before. Functions without metadata are called "
-        "with a String, an Array, a Tensor and a Function to find out.",
-        why="Arguments are borrowed views. A callee that keeps an extra reference leaks the "
-        "object; one that releases a reference frees the caller's object under it.",
+        "same strong reference count as before. A reference kept on purpose (a cache, a "
+        "context stack) is kept once: the same call repeated leaves the count where it was, "
+        "and passes with a note; a leak grows on every call and fails, and so does a "
+        "released reference. Functions without metadata are called with a String, an int, "
+        "Arrays of ints, floats, strings and arrays, a Map, 1 to 3 Tensors and a Function "
+        "to find out.",
+        why="Arguments are borrowed views. A callee that keeps an extra reference on every "
+        "call leaks the object; one that releases a reference frees the caller's object under "
+        "it.",
         fix="Only increment a reference when storing the object somewhere that outlives the "
         "call, and release it there; never release an argument.",
     ),
@@ -335,11 +343,35 @@ CHECKS: list[Check] = [
         ERROR,
         FUNCTION,
         PROBE,
-        what="The runtime's count of live objects is back to its value before the call once "
-        "the result (and any raised error) is released; a function that keeps objects "
-        "only on its first call (a cache) passes.",
+        what="A returned object is owned once, by the caller: its strong reference count "
+        "(read from the object header, the ABI's, so objects made by C++ header code count "
+        "too) is 1 unless the library keeps it. A result returned with extra references "
+        "that grow on a repeat call (`new Array(...)` never released) leaks; one kept once "
+        "(a cache) passes. With tvmffi's runtime, its count of live objects is also back to "
+        "its value before the call once the result (and any raised error) is released, or "
+        "grows only on the first call.",
         why="A leak per call grows without bound in a serving process.",
-        fix="Release every object you create or retain that is not returned.",
+        fix="Release every object you create or retain that is not returned; return C++ "
+        "objects by value (`return arr;`), never through `new`.",
+    ),
+    Check(
+        "tensor-bounds",
+        "Tensor accesses stay inside the data",
+        ERROR,
+        FUNCTION,
+        PROBE,
+        what="Every tensor argument's data fills one page between two unreadable guard pages "
+        "(and a byte_offset variant points `data` into the lower guard page), so reading "
+        "or writing one element past either end faults inside the call; the same call with "
+        "the data in ordinary memory tells such a fault from any other. Tensors are probed "
+        "with every DLPack type code, 1 to 3 dimensions, strides and a byte offset; a "
+        "typed tensor parameter gets them all, a function without metadata gets them once "
+        "a call with 1-3 float32 tensors succeeded.",
+        why="Memory next to a tensor belongs to other tensors or the allocator: an "
+        "off-by-one write corrupts them silently, a read returns garbage.",
+        fix="Loop to `numel` (the product of the shape), index with the strides and add "
+        "`byte_offset` to `data`; check `ndim`, `dtype` and `device` first and raise when "
+        "they are not what the kernel handles.",
     ),
     Check(
         "no-crash",
@@ -348,7 +380,11 @@ CHECKS: list[Check] = [
         FUNCTION,
         PROBE,
         what="No probe call kills the process with a signal (SIGSEGV, SIGABRT, SIGFPE, ...), "
-        "except the faults already reported by `arg-bounds` and `wrong-type`.",
+        "except the faults already reported by `arg-bounds`, `wrong-type` and "
+        "`tensor-bounds`. A tensor of an unexpected dtype, shape or layout, or on a non-CPU "
+        "device (its data pointer is not CPU memory), must be refused with a raised error. "
+        "Without metadata a crash on object arguments is not a finding (nothing says what "
+        "the function takes), except when the same call with float32 tensors succeeded.",
         why="A crash takes down the host process (a Python interpreter, a server) with it.",
         fix="Validate arguments and raise errors instead of asserting or dereferencing "
         "unchecked pointers.",
@@ -422,14 +458,20 @@ def selected(
     return [i for i in ids if not ignore or i not in ignore]
 
 
+#: The checks reference as installed (package data).
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "checks.md"
+
+
 def markdown() -> str:
-    """docs/checks.md: every check with its docs, and the CI snippet."""
+    """The checks reference (src/tvmffi_cli/docs/checks.md, shipped in the
+    package): every check with its docs, and the CI snippet."""
     out: list[str] = []
     w = out.append
     w("# `tvmffi conform` checks\n")
     w(
         "Generated from `src/tvmffi_cli/conform/registry.py` by "
-        "`python -m tvmffi_cli.conform.registry --markdown > docs/checks.md`; "
+        "`python -m tvmffi_cli.conform.registry --markdown > src/tvmffi_cli/docs/checks.md` "
+        "(this file is installed with the package: `tvmffi conform --help` names its path); "
         "a test keeps the two in sync.\n"
     )
     w(
@@ -529,7 +571,7 @@ jobs:
 """
 
 
-if __name__ == "__main__":  # pragma: no cover - used to regenerate docs/checks.md
+if __name__ == "__main__":  # pragma: no cover - used to regenerate src/tvmffi_cli/docs/checks.md
     if sys.argv[1:] == ["--markdown"]:
         sys.stdout.write(markdown())
     else:

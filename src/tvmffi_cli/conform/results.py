@@ -29,6 +29,9 @@ class Result:
     #: the severity for this run when it differs from the registry's
     #: (thread-safety is an error only with --threads)
     severity_override: str | None = None
+    #: the library's own output before the failure (stderr tail, bounded and
+    #: sanitized): `terminate called after throwing ... what(): ...`
+    output: str | None = None
 
     def __post_init__(self) -> None:
         assert self.check in registry.BY_ID, self.check
@@ -41,6 +44,11 @@ class Result:
     @property
     def title(self) -> str:
         return registry.BY_ID[self.check].title
+
+    @property
+    def fix(self) -> str:
+        """How to fix a finding of this check, in one line (docs/checks.md has more)."""
+        return registry.BY_ID[self.check].fix
 
     @property
     def bad(self) -> bool:
@@ -65,6 +73,10 @@ class Result:
             d["details"] = self.details
         if self.reproduce:
             d["reproduce"] = self.reproduce
+        if self.bad:
+            d["fix"] = self.fix
+        if self.output:
+            d["output"] = self.output
         if self.suppressed is not None:
             d["suppressed"] = self.suppressed
         return d

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import os
 import queue
-import shlex
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
 
 from .. import errors
 from ..abi.symbols import CTX_PREFIX
 from ..sandbox import process as sandbox
-from . import checks_probe, checks_static, checks_version, exit_check, registry
-from .config import Config
+from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
+from .checks_crash import fault_of, library_output
+from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 
 if TYPE_CHECKING:
@@ -44,14 +43,13 @@ if TYPE_CHECKING:
 
 #: One event of the probe worker (a JSON object; see conform/probe_task.py).
 Event = Dict[str, Any]
-#: progress(done, total, name), called as functions finish.
+#: progress(done, total, running), called as functions start and finish;
+#: running names the functions being probed now ("" when none).
 Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
 
-DEFAULT_TIMEOUT = 10.0
-DEFAULT_THREADS = 4
 _SEGV = ("SIGSEGV", "SIGBUS")
 
 
@@ -64,6 +62,7 @@ class WorkerDied(Exception):
         self.hang = hang
         self.step = step
         self.detail = detail
+        self.fault: str | None = None  # "args-guard" | "elsewhere" (probe_memory.report_faults)
 
 
 class Worker:
@@ -81,7 +80,9 @@ class Worker:
             serve="conform.probe_task",
             stderr=subprocess.DEVNULL,
             runtime=runtime,
-            read_paths=load_read_paths(path),
+            # the runtime may live outside every default-readable folder (a
+            # fetched release in the user's cache)
+            read_paths=[*load_read_paths(path), *([runtime] if runtime else [])],
         )
 
     def alive(self) -> bool:
@@ -112,7 +113,9 @@ class Worker:
             except sandbox.ChildCrashed as e:
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
-                raise WorkerDied(name) from None
+                died = WorkerDied(name, detail=library_output(e.stderr))
+                died.fault = fault_of(e.stderr)
+                raise died from None
 
     def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not)."""
@@ -211,7 +214,7 @@ class Prober:
             if exits is not None and status is not None:
                 exits.append(status)
 
-    def _run(self, f: checks_probe.FunctionFacts, req: Event) -> WorkerDied | None:
+    def _run(self, f: checks_crash.FunctionFacts, req: Event) -> WorkerDied | None:
         """Send one probe request; fold events into f. Returns None when the
         worker finished, or the step that killed it (with a WorkerDied)."""
         self.ensure()
@@ -240,6 +243,10 @@ class Prober:
                 else:
                     step = ev.pop("step")
                     ev.pop("event", None)
+                    sub = ev.pop("sub", None)
+                    if sub is not None:  # a variant sweep: its calls one by one
+                        f.obs.update(sub)
+                        ev = {"skipped": "a sweep: its variants are recorded one by one"}
                     f.obs[step] = ev
                 if done:
                     return None
@@ -251,8 +258,8 @@ class Prober:
 
     def probe(
         self, name: str, getters: Collection[str], is_global: bool = False
-    ) -> checks_probe.FunctionFacts:
-        f = checks_probe.FunctionFacts(name, getters)
+    ) -> checks_crash.FunctionFacts:
+        f = checks_crash.FunctionFacts(name, getters)
         f.timeout = self.timeout
         f.is_global = is_global
         base = {
@@ -264,21 +271,34 @@ class Prober:
             "threads": self.threads or DEFAULT_THREADS,
         }
         skip: set[str] = set()
+        split: set[str] = set()  # variant sweeps that crashed: one step per variant
         no_meta = False
         try:
             for _attempt in range(64):
                 valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
-                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta)
+                ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
+                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
+                req["split"] = sorted(split)
                 died = self._run(f, req)
                 if died is None:
                     break
                 step = died.step or "zero-args"
+                if step.endswith(":all"):
+                    split.add(step)
+                    skip |= set(f.obs)
+                    continue
                 f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
+                if died.detail:
+                    f.crashes[step]["output"] = died.detail
+                if died.fault:
+                    f.crashes[step]["fault"] = died.fault
                 skip |= set(f.obs) | {step}
                 if step == "metadata" and f.plan is None:
                     no_meta = True
             for step, c in list(f.crashes.items()):
-                if step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
+                if step in ("zero-args", "too-few") and c.get("fault"):
+                    c["oob"] = c["fault"] == "args-guard"  # the fault address says
+                elif step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
                     # Same call, args followed by readable memory: if that one
                     # survives, the fault was the read past num_args.
                     rerun = step + "/readable"
@@ -286,9 +306,23 @@ class Prober:
                         f, dict(base, only=[rerun], valid_ok=False, no_metadata=no_meta)
                     )
                     c["oob"] = died is None and rerun in f.obs
+                elif _tensor_step(step) and c["signal"] in _SEGV and not c["hang"]:
+                    # Same call, tensor data in ordinary memory: if that one
+                    # survives, the fault was an access past the tensor's data.
+                    rerun = step + "/padded"
+                    died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=[]))
+                    c["tensor_oob"] = died is None and rerun in f.obs
         except RuntimeError as e:
             f.tool_error = str(e)
         return f
+
+
+def _tensor_step(step: str) -> bool:
+    """Steps whose tensors sit at guard pages (a CUDA tensor's data is the
+    guard page itself: a fault there is not an access past the data)."""
+    if step.endswith(":cuda"):
+        return False
+    return step == "valid" or step.startswith(("tensor:", "tensors:"))
 
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
@@ -317,25 +351,6 @@ def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if notes:
         msg += "; the loader noted: " + "; ".join(notes)
     return Result("library-load", None, PASS, msg, {"describe": desc} if desc else None)
-
-
-@dataclass(frozen=True)
-class Options:
-    """What to run, beyond the library path (the CLI fills it from its options
-    and the configuration)."""
-
-    select: frozenset[str] = frozenset()
-    ignore: frozenset[str] = frozenset()
-    timeout: float = DEFAULT_TIMEOUT
-    jobs: int | None = None
-    threads: int | None = None  # --threads N: thread-safety is then an error
-    min_runtime: str | None = None
-    runtime: str | None = None  # libtvm_ffi.so for the workers (None: ours)
-    only: frozenset[str] = frozenset()  # --function: restrict to these functions
-    strict: bool = False  # warnings fail the run too
-    config: Config = field(default_factory=Config)
-    runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
-    max_runtime: str | None = None  # --max-runtime: the newest release it must run on
 
 
 def run(
@@ -473,58 +488,16 @@ def run(
         ]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
-    return Report(
+    return Report(  # --function: the summary counts the functions checked
         path,
         results,
-        inv.functions,
+        [f for f in inv.functions if not o.only or f in o.only],
         time.monotonic() - t0,
         jobs or 1,
-        globals=globals_,
+        globals=[g for g in globals_ if not o.only or g in o.only],
         min_runtime=req.min_version,
         max_runtime=req.max_version,
     )
-
-
-def _finish(r: Result, path: str, o: Options) -> Result:
-    """Severity for this run and the reproducer of a finding."""
-    sev = None
-    if r.check == "thread-safety" and o.threads or o.strict and r.severity == registry.WARNING:
-        sev = registry.ERROR
-    if sev is not None:
-        r = replace(r, severity_override=sev)
-    if r.bad:
-        r = replace(r, reproduce=reproducer(r, path, o))
-    return r
-
-
-def reproducer(r: Result, path: str, o: Options) -> str:
-    """A command that shows the finding again and exits 1: `tvmffi call` when
-    a plain call without arguments crashes or hangs, else `tvmffi conform`
-    narrowed to the check and the function."""
-    steps = (r.details or {}).get("steps")
-    if r.check in ("no-crash", "no-hang") and steps == ["zero-args"] and r.function:
-        cmd = ["tvmffi", "call", path, r.function]
-        if r.check == "no-hang":
-            cmd += ["--timeout", f"{o.timeout:g}"]
-        if o.runtime:
-            cmd += ["--runtime", o.runtime_arg or o.runtime]
-        return " ".join(shlex.quote(c) for c in cmd)
-    cmd = ["tvmffi", "conform", path, "--select", r.check]
-    if r.function is not None:
-        cmd += ["--function", r.function]
-    if r.check == "min-runtime" and o.min_runtime:
-        cmd += ["--min-runtime", o.min_runtime]
-    if r.check == "max-runtime" and o.max_runtime:
-        cmd += ["--max-runtime", o.max_runtime]
-    if r.check == "thread-safety":
-        cmd += ["--threads", str(o.threads or DEFAULT_THREADS)]
-    elif r.severity == registry.WARNING or (o.strict and r.severity_override):
-        cmd += ["--strict"]
-    if o.runtime:
-        cmd += ["--runtime", o.runtime_arg or o.runtime]
-    if o.timeout != DEFAULT_TIMEOUT:
-        cmd += ["--timeout", f"{o.timeout:g}"]
-    return " ".join(shlex.quote(c) for c in cmd)
 
 
 def _probe_all(
@@ -545,6 +518,12 @@ def _probe_all(
     out: dict[str, list[Result]] = {}
     lock = threading.Lock()
     done = [0]
+    running: list[str] = []  # a hang shows the function that hangs, not the last one done
+
+    def report() -> None:
+        if progress:
+            shown = ", ".join(running[:3]) + (f" +{len(running) - 3}" if len(running) > 3 else "")
+            progress(done[0], len(targets), shown)
 
     def work(prober: Prober) -> None:
         try:
@@ -553,13 +532,16 @@ def _probe_all(
                     name = todo.get_nowait()
                 except queue.Empty:
                     return
+                with lock:
+                    running.append(name)
+                    report()
                 f = prober.probe(name, inv.getters.get(name, ()), name in globals_)
                 res = checks_probe.evaluate(f, ids)
                 with lock:
                     out[name] = res
                     done[0] += 1
-                    if progress:
-                        progress(done[0], len(targets), name)
+                    running.remove(name)
+                    report()
         finally:
             prober.close(exits)
 

@@ -1,9 +1,16 @@
-"""Which libtvm_ffi.so hosts a library: `--runtime auto|builtin|official|PATH`.
+"""Which libtvm_ffi.so hosts a library: `--runtime auto|builtin|official|VERSION|PATH`.
 
     choice = choose_runtime("auto", "lib.so")
     choice.path          # the libtvm_ffi.so the child process loads
-    choice.kind          # "builtin" | "official" | "path"
+    choice.kind          # "builtin" | "official" | "release" | "path"
     choice.instrumented  # True when it exports our tvmffi_rt_* API
+    choice.lacks         # C functions of newer releases it does not export
+    choice.version       # its TVMFFIGetVersion, read without loading it
+
+A VERSION (0.1.12) is that official release's runtime, fetched and verified
+by ffi/fetch.py. Any file that defines the C functions every release has
+(abi/versions.py: all but SINCE) hosts; one that lacks one of those is not a
+runtime (exit 2).
 
 `auto` (the default) picks the builtin runtime when it defines every runtime
 symbol the library and its sibling libraries import (C API functions and C++
@@ -17,14 +24,17 @@ symbols and the fix. Reading symbols never runs library code.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Union
+from typing import Iterable, Union
 
-from ..abi.versions import builtin_missing
+from ..abi.capi import C_API_NAMES
+from ..abi.versions import SINCE, builtin_missing
 from ..errors import InputError, TvmffiError
+from . import fetch
 
 #: The named choices of --runtime; anything else is a path.
 RUNTIME_NAMES = ("auto", "builtin", "official")
@@ -48,6 +58,11 @@ class RuntimeChoice:
     instrumented: bool  # exports tvmffi_rt_* (checks that need them can run)
     reason: str  # one line for people
     missing: tuple[str, ...] = field(default=())  # builtin lacks these (auto fell back)
+    #: C API functions this runtime does not export (an older release); what
+    #: needs one of them is unavailable and says so (notes()).
+    lacks: tuple[str, ...] = field(default=())
+    version: str | None = None  # what its TVMFFIGetVersion returns, when known
+    release: str | None = None  # the official release it is, when known
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -57,11 +72,19 @@ class RuntimeChoice:
             "instrumented": self.instrumented,
             "reason": self.reason,
             "missing_in_builtin": list(self.missing),
+            "version": self.version,
+            "release": self.release,
+            "missing": list(self.lacks),
         }
 
     def label(self) -> str:
-        """ "builtin", "official" or the path, for human output."""
-        return self.path if self.kind == "path" else self.kind
+        """ "builtin", "official", the release or the path, for human output."""
+        return label_of(self.to_json())
+
+    def notes(self) -> list[str]:
+        """One line per C function this runtime lacks that costs a feature
+        of tvmffi (the JSON's `missing` lists them all)."""
+        return lacks_notes(self.lacks)
 
     def skip_reason(self, what: str) -> str | None:
         """Why `what` (a check needing our instrumented runtime) cannot run
@@ -72,6 +95,32 @@ class RuntimeChoice:
             f"{what} needs tvmffi's instrumented runtime; the library is hosted by "
             f"the {self.label()} runtime"
         )
+
+
+def label_of(choice: dict[str, object]) -> str:
+    """The human name of a runtime, from RuntimeChoice.to_json()."""
+    if choice.get("kind") in ("release", "path"):  # named by its release when it is one
+        rel = choice.get("release")
+        return f"apache-tvm-ffi {rel}" if rel else str(choice["path"])
+    return str(choice.get("kind"))
+
+
+#: What tvmffi cannot do on a runtime without these C functions.
+_COSTS = {
+    "TVMFFIBigIntFromByteArray": "integers beyond 64 bits cannot be passed",
+    "TVMFFIBigIntGetContentByteArray": "big-integer results cannot be read",
+}
+
+
+def lacks_note(name: str) -> str:
+    """ "TVMFFIBigIntFromByteArray (apache-tvm-ffi 0.1.14+): integers ..." """
+    cost = _COSTS.get(name, "not used by tvmffi")
+    return f"{name} (apache-tvm-ffi {SINCE.get(name, '?')}+) is missing: {cost}"
+
+
+def lacks_notes(names: Iterable[str]) -> list[str]:
+    """Notes for the missing C functions that cost a feature of tvmffi."""
+    return [lacks_note(n) for n in names if n in _COSTS]
 
 
 def builtin_runtime_path() -> Path:
@@ -97,11 +146,18 @@ def official_runtime_path() -> Path | None:
     return None
 
 
-def _defined(path: PathLike) -> set[str]:
+def _defined(path: PathLike) -> frozenset[str]:
+    st = os.stat(path)
+    return _defined_cached(os.fspath(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _defined_cached(path: str, _mtime: int, _size: int) -> frozenset[str]:
+    # a runtime is read for its instrumentation and for what it lacks: once
     from ..binary import open_binary
 
     with open_binary(path) as b:
-        return {s.name for s in b.symbols}
+        return frozenset(s.name for s in b.symbols)
 
 
 def runtime_imports(library: PathLike) -> list[str]:
@@ -140,6 +196,34 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
 
     InputError (exit 2) for an unknown path, a missing official package, or
     `auto` when neither runtime can host the library."""
+    return _described(_choose(requested, library))
+
+
+def _described(choice: RuntimeChoice) -> RuntimeChoice:
+    """`choice` with what its file says of itself: the C functions it lacks
+    (exit 2 when it lacks one every release has: not a runtime at all), its
+    version and release."""
+    from . import paths
+
+    if choice.kind == "builtin":  # ours exports all 50 (tests/test_abi.py): nothing to read
+        return replace(choice, version=fetch.identify(Path(choice.path), True)[0])
+    paths.check_runtime_file(Path(choice.path), f"--runtime {choice.requested}")
+    try:
+        have = _defined(choice.path)
+    except (TvmffiError, OSError, ValueError) as e:
+        raise InputError(f"--runtime {choice.requested}: cannot read {choice.path}: {e}") from None
+    absent = sorted(C_API_NAMES - have)
+    required = [n for n in absent if n not in SINCE]
+    if required:
+        raise InputError(
+            f"--runtime {choice.requested}: {choice.path} is not a TVM-FFI runtime "
+            f"(it does not define {_short(required)})"
+        )
+    version, release = fetch.identify(Path(choice.path), False)
+    return replace(choice, lacks=tuple(absent), version=version, release=release)
+
+
+def _choose(requested: str | None, library: PathLike | None) -> RuntimeChoice:
     req = requested if requested else DEFAULT_RUNTIME
     if req == "builtin":
         p = builtin_runtime_path()
@@ -154,10 +238,13 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
         return RuntimeChoice("official", str(off), req, False, "requested with --runtime official")
     if req != "auto":
         p = Path(os.path.expanduser(req))
+        kind = "path"
+        if not p.is_file() and fetch.is_release_name(req):
+            p, kind = fetch.release_runtime(req), "release"
         if not p.is_file():
             raise InputError(
-                f"--runtime {req}: no such file (expected auto, builtin, "
-                "official or the path of a libtvm_ffi.so)"
+                f"--runtime {req}: no such file (expected auto, builtin, official, "
+                "a release such as 0.1.12, or the path of a libtvm_ffi.so)"
             )
         p = p.resolve()
         off = official_runtime_path()
@@ -165,7 +252,8 @@ def choose_runtime(requested: str | None, library: PathLike | None = None) -> Ru
             builtin: Path | None = builtin_runtime_path()
         except InputError:
             builtin = None
-        kind = "builtin" if p == builtin else "official" if p == off else "path"
+        if kind == "path":
+            kind = "builtin" if p == builtin else "official" if p == off else "path"
         return RuntimeChoice(
             kind, str(p), req, is_instrumented(p), f"requested with --runtime {req}"
         )

@@ -228,11 +228,29 @@ class Library:
 _keep_modules: list[values.Module] = []
 
 
+#: The global that lists type keys; runtimes before apache-tvm-ffi 0.1.3 lack it.
+TYPE_KEYS_GLOBAL = "ffi.GetRegisteredTypeKeys"
+
+
 def _type_keys(rt: Runtime) -> set[str]:
     try:
         return set(registry.registered_type_keys(rt))
     except KeyError:  # a runtime without ffi.GetRegisteredTypeKeys
         return set()
+
+
+def types_unlisted_note(rt: Runtime) -> Optional[str]:
+    """Why the types a library registers cannot be listed on `rt`, or None."""
+    if TYPE_KEYS_GLOBAL in rt._globals:
+        return None
+    try:
+        registry.registered_type_keys(rt)
+    except KeyError:
+        return (
+            f"types cannot be listed: the runtime ({rt.version_text()}) has no "
+            f"{TYPE_KEYS_GLOBAL} (apache-tvm-ffi 0.1.3+)"
+        )
+    return None
 
 
 def _check_loadable_file(p: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 
 from ..abi import structs as abi
 from ..abi.structs import TVMFFIByteArray, TVMFFITypeInfo, TVMFFIVersion
+from ..abi.versions import SINCE
 from ..errors import InputError
 from .cfuncs import C_API, RT_API, CFunctions, bind_c_api, bind_rt_api
 from .errors import FFIError, FFIErrorBase, error_from_handle
@@ -25,6 +26,7 @@ __all__ = [
     "C_API",
     "RT_API",
     "Runtime",
+    "RuntimeLacks",
     "byte_array",
     "exports_c_api",
     "get_runtime",
@@ -40,6 +42,30 @@ def byte_array(data: Union[str, bytes]) -> tuple[TVMFFIByteArray, ctypes.Array[c
     return TVMFFIByteArray(ctypes.cast(buf, c_void_p), len(data)), buf
 
 
+class RuntimeLacks(InputError):
+    """The hosting runtime is an older release without a C function a
+    feature needs (abi/versions.py SINCE): the feature is unavailable there,
+    which is a fact of the chosen runtime, not a failure of the library."""
+
+
+class _Absent:
+    """Stands in for a C function an older runtime does not export; calling
+    it raises RuntimeLacks naming the function and its first release."""
+
+    def __init__(self, name: str, runtime: Runtime) -> None:
+        self.name = name
+        self.runtime = runtime
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeLacks(lacks_message(self.name, self.runtime.version_text()))
+
+
+def lacks_message(name: str, version: Optional[str]) -> str:
+    """ "the runtime (0.1.12) lacks TVMFFIX, first exported by apache-tvm-ffi 0.1.14" """
+    which = f"the runtime ({version})" if version else "the runtime"
+    return f"{which} lacks {name}, first exported by apache-tvm-ffi {SINCE.get(name, '?')}"
+
+
 class Runtime(CFunctions):
     """A loaded libtvm_ffi.so with declared functions and small helpers."""
 
@@ -49,13 +75,18 @@ class Runtime(CFunctions):
             self.lib = ctypes.CDLL(str(self.path), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         except OSError as e:
             raise InputError(f"cannot load runtime {self.path}: {e}") from None
+        # C functions newer than the oldest release are optional: a runtime of
+        # any release hosts, and what needs a missing one raises RuntimeLacks.
         self.missing = bind_c_api(self, self.lib)
-        if self.missing:
+        required = [n for n in self.missing if n not in SINCE]
+        if required:
             raise InputError(
-                f"{self.path} is not a complete TVM-FFI runtime: missing "
-                + ", ".join(self.missing[:5])
-                + (" ..." if len(self.missing) > 5 else "")
+                f"{self.path} is not a TVM-FFI runtime: missing "
+                + ", ".join(required[:5])
+                + (" ..." if len(required) > 5 else "")
             )
+        for name in self.missing:
+            setattr(self, name, _Absent(name, self))
         self.rt = bind_rt_api(self.lib)
         self._globals: dict[str, Any] = {}  # name -> values.Function (values.global_func)
         self._lock = threading.Lock()
@@ -70,6 +101,13 @@ class Runtime(CFunctions):
         v = TVMFFIVersion()
         self.TVMFFIGetVersion(byref(v))
         return (v.major, v.minor, v.patch)
+
+    def version_text(self) -> str:
+        return ".".join(map(str, self.version()))
+
+    def has(self, name: str) -> bool:
+        """Does this runtime export the C function `name`?"""
+        return name not in self.missing
 
     # -- errors -------------------------------------------------------------
     def take_error(self) -> FFIErrorBase:
@@ -178,7 +216,7 @@ def loaded_runtime() -> Optional[Runtime]:
 
 def exports_c_api(path: Union[str, os.PathLike[str]]) -> bool:
     """True when the file at `path` defines all 50 C functions (read from its
-    dynamic symbol table, without loading it)."""
+    dynamic symbol table, without loading it): the newest ABI, as ours does."""
     try:
         from elftools.elf.elffile import ELFFile
         from elftools.elf.sections import SymbolTableSection

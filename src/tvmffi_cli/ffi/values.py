@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 from ctypes import addressof, byref, c_void_p
 from typing import Any, Callable, Optional
 
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray
-from . import objects, tensors
-from .errors import FFIErrorBase, _kind_of, error_from_handle
+from . import callbacks, objects, tensors
+from .errors import FFIErrorBase, error_from_handle
 from .objects import DataType, Device, OpaquePtr, Shape, _Borrowed, _ObjectRef, _parse_dtype
 from .runtime import Runtime, byte_array
 from .tensors import _dl_dtype_of_numpy, dltensor_of_numpy, tensor_from_numpy, tensor_numpy
@@ -359,54 +358,11 @@ def numpy_to_tensor(rt: Runtime, arr: Any) -> Tensor:
 
 
 # --- Python callables as ffi.Function ------------------------------------------
-_callbacks: dict[int, tuple[Callable[..., Any], Runtime]] = {}
-_callback_lock = threading.Lock()
-_callback_next = [1]
-
-
-def _callback_safe_call(self_ptr: Optional[int], args: Any, num_args: int, result: Any) -> int:
-    entry = _callbacks.get(self_ptr or 0)
-    if entry is None:
-        return -1
-    fn, rt = entry
-    try:
-        pyargs = [any_view_to_py(rt, args[i]) for i in range(num_args)]
-        value = fn(*pyargs)
-        py_to_owned_any(rt, value, result.contents)
-        return 0
-    except BaseException as e:  # every failure must become a raised ffi error
-        try:
-            rt.TVMFFIErrorSetRaisedFromCStr(_kind_of(e).encode(), str(e).encode("utf-8", "replace"))
-        except Exception:
-            pass
-        return -1
-
-
-def _callback_deleter(self_ptr: Optional[int]) -> None:
-    with _callback_lock:
-        _callbacks.pop(self_ptr or 0, None)
-
-
-_CB_SAFE_CALL = abi.TVMFFISafeCallType(_callback_safe_call)
-_CB_DELETER = abi.TVMFFISelfDeleter(_callback_deleter)
-
-
 def function_from_callable(rt: Runtime, fn: Callable[..., Any], owned: bool = False) -> Any:
     """ffi.Function calling the Python callable `fn`; returns an owned handle
     (owned=True) or a Function wrapper."""
-    with _callback_lock:
-        token = _callback_next[0]
-        _callback_next[0] += 1
-        _callbacks[token] = (fn, rt)
-    h = c_void_p()
-    rc = rt.TVMFFIFunctionCreate(
-        token, ctypes.cast(_CB_SAFE_CALL, c_void_p), ctypes.cast(_CB_DELETER, c_void_p), byref(h)
-    )
-    if rc != 0:
-        with _callback_lock:
-            _callbacks.pop(token, None)
-        raise rt.take_error()
-    return h.value if owned else Function(h.value or 0, rt)
+    h = callbacks.create(rt, fn, any_view_to_py, py_to_owned_any)
+    return h if owned else Function(h, rt)
 
 
 def py_to_owned_any(rt: Runtime, value: Any, out: TVMFFIAny) -> None:

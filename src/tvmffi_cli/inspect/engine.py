@@ -215,19 +215,19 @@ def static_report(binary: Binary) -> Report:
             _err(rep, LIBRARY_BIN, str(e))
             data = None
         if data is not None:
-            lb = libbin.decode(data)
+            lb = libbin.decode(data, detail_limit=libbin.detail_limit())
             rep["library_bin"] = {
                 "address": lbs.value,
                 "symbol_size": lb.symbol_size,
                 "nbytes": lb.nbytes,
                 "root": lb.root,
                 "section": lbs.section,
+                **lb.summary(),
             }
             rep["modules"] = [m.to_json() for m in lb.modules]
             for problem in lb.errors:
                 _err(rep, LIBRARY_BIN, problem["message"], problem["offset"])
-            kinds = {m.kind for m in lb.modules}
-            if lb.modules and "_lib" not in kinds:
+            if lb.module_count and "_lib" not in lb.kinds:
                 rep["warnings"].append(
                     "library_bin has no _lib entry: the library's own "
                     "functions are not part of its module tree"

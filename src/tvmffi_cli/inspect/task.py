@@ -69,6 +69,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             errors.append(f"{name}: doc getter failed: {_describe(e)}")
         functions[name] = entry
     types = []
+    unlisted = library.types_unlisted_note(rt)
+    if unlisted:
+        warnings.append(unlisted)
     for key in lib.types_registered:
         index = rt.type_key_to_index(key)
         info = type_info_dict(rt, index) if index is not None else None

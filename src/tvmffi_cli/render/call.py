@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import text
 from ..call import describe as values
 from ..call.engine import bench_json, call_json, error_json
 
@@ -29,10 +30,15 @@ def call_text(reply: dict[str, Any]) -> str:
 
 def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
     """`ValueError: message`, with the backtrace (and cause) under -v."""
-    lines = [f"{err.get('kind')}: {err.get('message')}"]
+    # Library text: the kind on one line, message and backtrace inert (their
+    # own lines kept, none able to start a workflow command).
+    lines = [f"{text.one_line(str(err.get('kind')))}: {text.terminal(str(err.get('message')))}"]
     cause = err.get("cause")
     if cause:
-        lines.append(f"  caused by {cause.get('kind')}: {cause.get('message')}")
+        lines.append(
+            f"  caused by {text.one_line(str(cause.get('kind')))}: "
+            f"{text.terminal(str(cause.get('message')))}"
+        )
     reached = err.get("memory_limit_reached")
     if reached:
         mib = reached["limit"] >> 20
@@ -43,11 +49,11 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
         )
     for d in err.get("sandbox_denied") or ():
         lines.append(
-            f"the sandbox denies {d['path']}: if the library needs it, "
-            f"rerun with {d['option']} {d['value']}"
+            f"the sandbox denies {text.one_line(str(d['path']))}: if the library needs it, "
+            f"rerun with {d['option']} {text.one_line(str(d['value']))}"
         )
     if verbose:
-        bt = (err.get("backtrace") or "").rstrip()
+        bt = text.terminal(err.get("backtrace") or "").rstrip()
         lines.append("Backtrace:" if bt else "(no backtrace recorded)")
         if bt:
             lines.append(bt)

@@ -29,12 +29,20 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     for r in report.results:
         groups.setdefault(r.function, []).append(r)
     table = Table(
-        title=f"tvmffi conform {report.path}", title_justify="left", expand=False, show_lines=False
+        title=f"tvmffi conform {text.one_line(report.path)}",
+        title_justify="left",
+        expand=False,
+        show_lines=False,
     )
     table.add_column("function", overflow="fold")
     table.add_column("status")
     table.add_column("checks", justify="right")
     table.add_column("findings", overflow="fold")
+    # A library that did not load was not probed: its functions are "not
+    # loaded", not "ok" next to the load failure.
+    not_loaded = any(
+        r.check == "library-load" and r.status in (FAIL, ERROR) for r in report.results
+    )
     folded = [0, 0, 0, 0]  # functions, passed, checks, skipped
     listed = 0  # functions with a row of their own
     for fn in sorted(groups, key=lambda k: (k is not None, k or "")):
@@ -53,6 +61,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             status = Text("WARN", style="yellow")
         elif bad:
             status = Text("ok*", style="green")
+        elif not_loaded and fn is not None:
+            status = Text("not loaded", style="yellow")
         else:
             status = Text("ok", style="green")
         lines = Text()
@@ -76,7 +86,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         counts = f"{n_pass}/{len(rs)}"
         if skips and not verbose:
             counts += f" ({len(skips)} skip)"
-        table.add_row("(library)" if fn is None else fn, status, counts, lines)
+        table.add_row("(library)" if fn is None else text.one_line(fn), status, counts, lines)
     if folded[0]:
         n_fn, n_pass, n_all, n_skip = folded
         counts = f"{n_pass}/{n_all}" + (f" ({n_skip} skip)" if n_skip else "")
@@ -84,19 +94,26 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         label = f"{n_fn} other function{plural}" if listed else f"all {n_fn} function{plural}"
         table.add_row(
             label,
-            Text("ok", style="green"),
+            Text("not loaded", style="yellow") if not_loaded else Text("ok", style="green"),
             counts,
-            Text("no findings (-v lists them)", style="dim"),
+            Text(
+                "not probed: the library did not load"
+                if not_loaded
+                else "no findings (-v lists them)",
+                style="dim",
+            ),
         )
     console.print(table)
     shown = [r for r in report.results if r.bad and r.reproduce and r.suppressed is None]
     if shown:
         console.print(Text("Reproduce:", style="bold"))
         for r in shown[:REPRODUCE_SHOWN]:
-            where = r.function if r.function is not None else "(library)"
+            where = text.one_line(r.function) if r.function is not None else "(library)"
             console.print(
-                Text.assemble(f"  {r.check} {where}: ", (r.reproduce or "", "cyan")), soft_wrap=True
+                Text.assemble(f"  {r.check} {where}: ", (text.one_line(r.reproduce or ""), "cyan")),
+                soft_wrap=True,
             )
+            _cause_and_fix(console, r)
         if len(shown) > REPRODUCE_SHOWN:
             console.print(
                 f"  ... {len(shown) - REPRODUCE_SHOWN} more in --json (field reproduce)",
@@ -112,9 +129,26 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         )
     )
     verdict = Text.assemble(("", "bold green" if report.passed else "bold red"))
-    verdict.append(report.summary_line(), style="bold green" if report.passed else "bold red")
+    verdict.append(
+        text.one_line(report.summary_line()), style="bold green" if report.passed else "bold red"
+    )
     console.print(verdict, soft_wrap=True)
 
 
+def _cause_and_fix(console: Console, r: Result) -> None:
+    """Under a finding's reproducer: the library's own last words (its stderr
+    before the crash, already bounded and sanitized) and the check's fix."""
+    from rich.text import Text
+
+    if r.output:
+        tail = r.output.splitlines()[-OUTPUT_LINES:]
+        console.print(Text("      library output:", style="dim"))
+        for line in tail:
+            console.print(Text(f"        {text.one_line(line)}", style="dim"), soft_wrap=True)
+    console.print(Text.assemble(("      fix: ", "bold"), text.one_line(r.fix)), soft_wrap=True)
+
+
+#: Lines of library output shown per finding (--json has up to 12).
+OUTPUT_LINES = 4
 #: How many reproducer commands the people's report lists.
 REPRODUCE_SHOWN = 20

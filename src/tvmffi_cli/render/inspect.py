@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import text
 from ..abi.symbols import LIBRARY_CTX
 from .common import human_size, make_console
 
@@ -20,19 +21,32 @@ def _short_doc(doc: str | None, n: int = 70) -> str:
 
 
 def build(rep: dict[str, Any]) -> Tree:
-    from rich.markup import escape
+    from rich.markup import escape as markup_escape
+
+    def escape(s: str) -> str:
+        # Names, kinds, messages: one line each, inert (newlines shown as \n).
+        return markup_escape(text.one_line(s))
+
     from rich.table import Table
     from rich.tree import Tree
 
+    mode = rep["mode"]
+    if mode == "loaded" and any(e.get("where") == "load" for e in rep["errors"]):
+        # Only the file's bytes were read: say so instead of "(loaded)".
+        mode = "load failed: static facts only"
     head = (
         f"[bold]{escape(rep['path'])}[/]  {rep['format'].upper()} {rep['arch']} "
-        f"{rep['kind']}  ({rep['mode']})"
+        f"{rep['kind']}  ({mode})"
     )
     tree = Tree(head)
     rt = rep.get("runtime")
     if rt:
-        where = rt["path"] if rt["kind"] == "path" else rt["kind"]
-        tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
+        where = rt["path"] if rt["kind"] in ("path", "release") else rt["kind"]
+        if rt.get("version") and rt["kind"] in ("path", "release"):
+            where += f" (version {rt['version']})"
+        node = tree.add(f"runtime: {escape(where)} [dim]({escape(rt['reason'])})[/]")
+        if rt.get("missing"):
+            node.add("lacks (an older release): " + escape(", ".join(rt["missing"])))
     deps = tree.add("[bold]Needs[/]")
     deps.add("libraries: " + (escape(", ".join(rep["needed"])) if rep["needed"] else "(none)"))
     if rep["runtime_imports"]:
@@ -102,6 +116,8 @@ def build(rep: dict[str, Any]) -> Tree:
                 label += f"  {human_size(m['blob_size'])}"
             if m["imports"]:
                 label += f"  imports {m['imports']}"
+                if m.get("import_count"):
+                    label = label[:-1] + f", ... {m['import_count']:,} in all]"
             node = mnode.add(label)
             d = m.get("details") or {}
             if "format" in d:
@@ -121,6 +137,13 @@ def build(rep: dict[str, Any]) -> Tree:
                     )
             elif "preview" in d:
                 node.add(f"[dim]{escape(d['preview']['ascii'])}  {d['preview']['hex'][:48]}[/]")
+        if lb.get("truncated"):
+            rest = lb["module_count"] - lb["modules_listed"]
+            kinds = ", ".join(f"{escape(k)} {n:,}" for k, n in lb["kinds"].items())
+            mnode.add(
+                f"[yellow]... {rest:,} more modules not listed[/] "
+                f"({lb['module_count']:,} in all; by kind: {kinds})"
+            )
 
     if rep["cubins"]:
         cnode = tree.add(f"[bold]Embedded CUDA binaries[/] ({len(rep['cubins'])})")
@@ -137,8 +160,11 @@ def build(rep: dict[str, Any]) -> Tree:
             knode.add(escape(c["name"]) + ("" if c["known"] else " [yellow](unknown API)[/]"))
     if rep["globals"]:
         gnode = tree.add(f"[bold]Global functions registered on load[/] ({len(rep['globals'])})")
+        info = rep.get("global_info") or {}
         for g in rep["globals"]:
-            gnode.add(escape(g if isinstance(g, str) else str(g.get("name", g))))
+            name = g if isinstance(g, str) else str(g.get("name", g))
+            sig = _global_signature(name, info.get(name))
+            gnode.add(escape(sig) if sig else escape(name))
     if rep["types"]:
         tnode = tree.add(f"[bold]Object types registered on load[/] ({len(rep['types'])})")
         for ty in rep["types"]:
@@ -158,6 +184,22 @@ def build(rep: dict[str, Any]) -> Tree:
             at = f" @{e['offset']}" if "offset" in e else ""
             enode.add(f"[red]{escape(e['where'])}{at}:[/] {escape(e['message'])}")
     return tree
+
+
+def _global_signature(name: str, info: Any) -> str | None:
+    """A typed global's signature from its metadata (GlobalDef().def(...)
+    records the type schema), as exports show theirs; None when untyped."""
+    from ..abi import typeschema
+    from ..errors import FormatError
+
+    md = info.get("metadata") if isinstance(info, dict) else None
+    if not md:
+        return None
+    try:
+        _, spec = typeschema.parse_metadata(md)
+    except FormatError:
+        return None  # the JSON report carries the raw metadata; the tree stays readable
+    return None if spec is None else spec.signature(name)
 
 
 def render(rep: dict[str, Any], console: Console | None = None) -> None:

@@ -34,6 +34,9 @@ FEATURES: dict[str, int] = {
     "landlock-scope": 1 << 8,
     "seccomp": 1 << 9,
     "user-namespace": 1 << 10,
+    # RLIMIT_NPROC: applied for users other than root (the kernel exempts
+    # root), so it is reported when applied and never counted as missing.
+    "process-limit": 1 << 11,
 }
 
 #: Process-lifetime features: applied with and without --no-sandbox.
@@ -194,9 +197,11 @@ def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
 
 
 def confine(
-    want: tuple[str, ...], read_paths: list[str], write_paths: list[str]
+    want: tuple[str, ...], read_paths: list[str], write_paths: list[str], in_pidns: bool = False
 ) -> tuple[int, tuple[str, ...]]:
-    """Confine this process (irreversibly). Returns (applied mask, notes)."""
+    """Confine this process (irreversibly). Returns (applied mask, notes).
+    in_pidns: the worker is in its own PID namespace, where every pid it can
+    name is its own, so scheduling calls on its threads stay allowed."""
     import ctypes
 
     lib = _lib()
@@ -205,7 +210,7 @@ def confine(
     applied = ctypes.c_uint(0)
     note = ctypes.create_string_buffer(4096)
     lib.tvmffi_sandbox_confine(
-        mask_of(want),
+        mask_of(want) | (FEATURES["pid-namespace"] if in_pidns else 0),
         _paths(read_paths),
         _paths(write_paths),
         ctypes.byref(applied),

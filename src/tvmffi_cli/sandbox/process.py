@@ -62,6 +62,8 @@ signal_name = failures.signal_name
 _STDERR_TAIL = 4096
 _STATIC_TLS_RESERVE = 65536
 _START_TIMEOUT = 60.0
+#: How long the supervisor may take to empty the worker's process tree.
+_KILL_GRACE = 5.0
 _last_sandbox: kernel.Applied | None = None
 
 
@@ -237,11 +239,23 @@ class Worker:
                 return
             if files.tree_usage(scratch) > self.scratch_limit:
                 self.scratch_exceeded = True
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                if not self._signal_supervisor():
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
                 return
+
+    def _signal_supervisor(self) -> bool:
+        """A byte on the lifeline: the supervisor kills every descendant of
+        the worker and exits (kernel.py). False when there is none to ask."""
+        sb, fd = self.sandbox, self._lifeline_w
+        if sb is None or "subreaper" not in sb.applied or fd is None:
+            return False
+        try:
+            return os.write(fd, b"k") == 1
+        except OSError:
+            return False
 
     @property
     def pid(self) -> int | None:
@@ -284,6 +298,16 @@ class Worker:
         p = self.proc
         if p is None:
             return
+        # Hang up the lifeline first: the supervisor kills every descendant
+        # of the worker (setsid() and fork chains included, with or without a
+        # PID namespace), then exits. Killing it first would orphan them.
+        if self._signal_supervisor():
+            self._close_lifeline()
+            try:
+                p.wait(timeout=_KILL_GRACE)
+                return
+            except subprocess.TimeoutExpired:
+                pass
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -231,7 +231,8 @@ def _start(
         writes = [scratch] if scratch else []
         writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
         writes.append("/dev/null")
-        got2, notes2 = kernel.confine(confine_want, reads, writes)
+        in_pidns = bool(got & kernel.FEATURES["pid-namespace"])
+        got2, notes2 = kernel.confine(confine_want, reads, writes, in_pidns)
         got |= got2
         notes += notes2
         want += confine_want

@@ -47,6 +47,9 @@ from ..inspect.api import Api, Field, Func, Method, ObjectType, TypeRef
 
 PREAMBLE_CLASSES = ("Object", "Tensor", "Shape", "DataType", "Device", "Function", "Module")
 RESERVED = frozenset(PREAMBLE_CLASSES) | {
+    "SupportsDLPack",
+    "TensorLike",
+    "Protocol",
     "Any",
     "Callable",
     "Mapping",
@@ -215,7 +218,9 @@ class _Writer:
         for i, p in enumerate(params):
             n = sanitize(names[i] if names else f"arg{i}", taken)
             taken.append(n)
-            out.append(f"{n}: {self.ann(p)}")
+            ann = self.ann(p)
+            # A tensor parameter takes whatever exports DLPack (NumPy arrays...).
+            out.append(f"{n}: {'TensorLike' if ann == 'Tensor' else ann}")
         if out:
             out.append("/")
         return ", ".join(out), self.ann(t.ret) if t.ret is not None else "Any"
@@ -392,8 +397,19 @@ PREAMBLE = '''
 class Object:
     """A TVM-FFI object (ffi.Object); registered object types derive from it."""
 
+class SupportsDLPack(Protocol):
+    """Anything that exports DLPack: NumPy arrays, PyTorch, JAX, CuPy tensors."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __dlpack_device__(self) -> Any: ...
+
 class Tensor(Object):
     """An ffi.Tensor (a DLPack tensor); DLTensor* parameters take one too."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+TensorLike = Tensor | SupportsDLPack
 
 class Shape(Object, Sequence[int]):
     """An ffi.Shape: a sequence of int."""
@@ -452,7 +468,7 @@ def render(api: Api, source_name: str) -> StubResult:
         '"""',
         "",
         "from collections.abc import Callable, Mapping, Sequence",
-        "from typing import Any, overload",
+        "from typing import Any, Protocol, overload",
         "",
     ]
     text_lines = head + PREAMBLE.strip("\n").split("\n") + body

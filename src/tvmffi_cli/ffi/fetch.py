@@ -1,0 +1,195 @@
+"""Runtimes by release: `--runtime 0.1.12` is that official release's
+libtvm_ffi.so, fetched once into a user cache and verified by its bytes.
+
+    fetch.release_runtime("0.1.12")   # Path of the verified libtvm_ffi.so
+
+The cache is $TVMFFI_RUNTIME_CACHE or ~/.cache/tvmffi/runtimes:
+  wheels/apache_tvm_ffi-V-*.whl   what `pip download --no-deps` fetched
+  V/libtvm_ffi.so                 the runtime, extracted and verified
+A cached runtime is re-hashed and used without the network. A wheel is
+fetched with pip (the user's index and proxy settings apply) and trusted
+only through two hashes: the wheel's own RECORD line for the file (the
+archive is intact) and the sha256 committed in abi/runtime_files.py for that
+release (it is the file the release shipped). pip's --require-hashes would
+need a hash per wheel (one per Python tag); the runtime inside is one file
+per release, so that is what is pinned. Offline, an uncached release is exit
+2 with the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+
+from ..abi.runtime_files import PLATFORM, RELEASE_OF_SHA256, RUNTIME_FILES
+from ..errors import InputError
+
+CACHE_ENV = "TVMFFI_RUNTIME_CACHE"
+DIST = "apache-tvm-ffi"
+MEMBER = "tvm_ffi/lib/libtvm_ffi.so"
+_RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$")
+_PIP_TIMEOUT = 600
+
+
+def is_release_name(text: str) -> bool:
+    """Does `text` read as a release number (0.1.12, 0.1.8.post2)?"""
+    return bool(_RELEASE.match(text))
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "tvmffi" / "runtimes"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _this_platform() -> str:
+    import platform
+
+    return f"{sys.platform}-{platform.machine()}"
+
+
+def pip_command(version: str, dest: Path) -> list[str]:
+    return [
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        f"{DIST}=={version}",
+        "-d",
+        str(dest),
+    ]
+
+
+def release_runtime(version: str) -> Path:
+    """The verified libtvm_ffi.so of official release `version`, from the
+    cache or fetched into it. InputError (exit 2) for an unknown release, a
+    platform without recorded hashes, or when it cannot be fetched."""
+    if version not in RUNTIME_FILES:
+        raise InputError(
+            f"--runtime {version}: not a known official release of {DIST} "
+            f"(known: {', '.join(RUNTIME_FILES)}); pass --runtime PATH of a libtvm_ffi.so"
+        )
+    if _this_platform() != PLATFORM:
+        raise InputError(
+            f"--runtime {version}: runtimes by release are recorded for {PLATFORM} only "
+            f"(this is {_this_platform()}); pass --runtime PATH of a libtvm_ffi.so"
+        )
+    want = RUNTIME_FILES[version][1]
+    target = cache_dir() / version / "libtvm_ffi.so"
+    if target.is_file() and sha256_of(target) == want:
+        return target
+    wheel = _wheel(version)
+    data = _verified_member(wheel, version, want)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    tmp.write_bytes(data)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)  # atomic: a concurrent run sees the old or the new file
+    return target
+
+
+def _cached_wheel(wheels: Path, version: str) -> Path | None:
+    stem = DIST.replace("-", "_")
+    found = sorted(wheels.glob(f"{stem}-{version}-*.whl")) if wheels.is_dir() else []
+    return found[0] if found else None
+
+
+def _wheel(version: str) -> Path:
+    import subprocess  # here and below: only a fetch pays for these imports
+
+    wheels = cache_dir() / "wheels"
+    found = _cached_wheel(wheels, version)
+    if found is not None:
+        return found
+    wheels.mkdir(parents=True, exist_ok=True)
+    cmd = pip_command(version, wheels)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", *cmd, "--disable-pip-version-check", "--retries", "1", "-q"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=_PIP_TIMEOUT,
+        )
+        why = (r.stderr.strip().splitlines() or [f"pip exited {r.returncode}"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        why = str(e)
+    found = _cached_wheel(wheels, version)
+    if found is None:
+        raise InputError(
+            f"--runtime {version}: cannot download {DIST}=={version} ({why[:160]}); "
+            f"where the registry is reachable run `{' '.join(cmd)}`, "
+            "or pass --runtime PATH of a libtvm_ffi.so"
+        )
+    return found
+
+
+def _verified_member(wheel: Path, version: str, want: str) -> bytes:
+    """The runtime's bytes from `wheel`, checked against the wheel's RECORD
+    and against the recorded hash of the release."""
+    import base64
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            record_name = next((n for n in z.namelist() if n.endswith(".dist-info/RECORD")), None)
+            if record_name is None:
+                raise InputError(f"{wheel}: a wheel without RECORD; delete it and retry")
+            record = z.read(record_name).decode("utf-8", "replace")
+            data = z.read(MEMBER)
+    except (zipfile.BadZipFile, KeyError, OSError) as e:
+        raise InputError(f"{wheel}: not a usable {DIST} wheel ({e}); delete it and retry") from None
+    digest = hashlib.sha256(data)
+    b64 = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    line = next((ln for ln in record.splitlines() if ln.startswith(MEMBER + ",")), "")
+    if f"sha256={b64}" not in line:
+        raise InputError(
+            f"{wheel}: {MEMBER} does not match the wheel's RECORD; delete it and retry"
+        )
+    if digest.hexdigest() != want:
+        raise InputError(
+            f"{wheel}: its {MEMBER} is not the file {DIST} {version} shipped "
+            f"(sha256 {digest.hexdigest()[:16]}..., recorded {want[:16]}...); delete it and retry"
+        )
+    return data
+
+
+def identify(path: Path, builtin: bool) -> tuple[str | None, str | None]:
+    """(TVMFFIGetVersion text, official release) of a runtime file, read
+    without loading it: the builtin runtime's from the header it was built
+    with, an official release's from its recorded hash; None when unknown."""
+    if builtin:
+        return _builtin_version(), None
+    try:
+        release = RELEASE_OF_SHA256.get(sha256_of(path))
+    except OSError:
+        return None, None
+    if release is None:
+        return None, None
+    return RUNTIME_FILES[release][0], release
+
+
+def _builtin_version() -> str | None:
+    from . import paths
+
+    try:
+        header = (paths.include_dir() / "tvm" / "ffi" / "c_api.h").read_text()
+    except (InputError, OSError):
+        return None
+    parts = [
+        re.search(rf"#define TVM_FFI_VERSION_{k}\s+([0-9]+)", header)
+        for k in ("MAJOR", "MINOR", "PATCH")
+    ]
+    if not all(parts):
+        return None
+    return ".".join(m.group(1) for m in parts if m)
