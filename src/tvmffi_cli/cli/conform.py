@@ -219,7 +219,9 @@ def command(
             for r in doc["results"]
             if r.get("status") == "error"
         ]
-        jsonout.emit(doc, library=library, runtime=runtime_json(runtime, library), errors=errors)
+        jsonout.emit(
+            doc, library=library, runtime=sandbox_opts.runtime_json(runtime, library), errors=errors
+        )
     else:
         from ..render.common import make_console
         from ..render.conform import render
@@ -279,17 +281,6 @@ def resolve_runtime(value: str | None, library: str | None = None) -> str | None
         library = None  # the run reports the missing file itself
     choice = choose_runtime(value, library)
     return None if choice.kind == "builtin" else choice.path
-
-
-def runtime_json(value: str | None, library: str) -> Any:
-    """The `runtime` of --json: the libtvm_ffi.so the checks ran with."""
-    from ..errors import TvmffiError
-    from ..ffi.hosts import choose_runtime
-
-    try:
-        return choose_runtime(value, library if os.path.isfile(library) else None).to_json()
-    except TvmffiError:
-        return None
 
 
 #: Below this many functions the run is short: no progress bar.

@@ -60,7 +60,7 @@ def command(
     r = suppress(run(old, new, static=static, timeout=timeout, runtime=runtime), rules)
     if as_json:
         from . import jsonout
-        from .conform import runtime_json
+        from .sandbox_opts import runtime_json
 
         # `library` is NEW (the build under review); `old` and `new` stay.
         rt = None if static else runtime_json(runtime, new)

@@ -208,3 +208,17 @@ def confinement() -> Callable[[F], F]:
         return click.option("--no-sandbox", "no_sandbox", is_flag=True, help=NO_SANDBOX_HELP)(f)
 
     return deco
+
+
+def runtime_json(value: str | None, library: str) -> Any:
+    """The `runtime` of a --json document: the libtvm_ffi.so that hosts `library`
+    under --runtime `value` (None when it cannot be chosen)."""
+    import os
+
+    from ..errors import TvmffiError
+    from ..ffi.hosts import choose_runtime
+
+    try:
+        return choose_runtime(value, library if os.path.isfile(library) else None).to_json()
+    except TvmffiError:
+        return None

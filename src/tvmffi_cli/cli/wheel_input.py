@@ -100,7 +100,7 @@ def conform(
     runtimes: dict[str, Any] = {}
 
     def recording(lib: str) -> Any:
-        from .conform import runtime_json
+        from .sandbox_opts import runtime_json
 
         o = options_for(lib)
         shown = next((b.display(f) for f in b.files if f.path == lib), lib)
