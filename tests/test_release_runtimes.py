@@ -75,12 +75,10 @@ def test_release_runtime_hosts_its_own_test_library(version: str) -> None:
     oracle = _oracle(version)
 
     r = tvmffi("inspect", "--json", "--runtime", rt, lib)
-    assert r.returncode != 2, r.stderr  # never refused
     doc = json.loads(r.stdout)
     validate(doc, "inspect")
-    # Exit 0 once the metadata formats of 0.1.5..0.1.14 parse (issue 19 item
-    # 1, another branch); until then the only errors are those type schemas.
-    assert r.returncode == 0 or all("type schema" in e["message"] for e in doc["errors"]), r.stderr
+    # Every release's metadata formats (0.1.5..0.1.14 type schemas included) parse.
+    assert r.returncode == 0 and doc["errors"] == [], r.stderr
     assert sorted(doc["globals"]) == oracle["globals"]
     types = sorted(t["type_key"] for t in doc["types"])
     # 0.1.0 has no ffi.GetRegisteredTypeKeys: neither side can list types.
