@@ -8,9 +8,11 @@
 // GCC 13, <iostream> no longer puts an ios_base::Init object in every
 // translation unit, the library that defines std::cout does it. With an older
 // libstdc++ nobody does, and the first write to std::cout touches an
-// unconstructed stream (SIGSEGV). Those libraries also import two symbols
-// without a version that only GCC 13+/14+ define; the official runtime
-// exports both, so they load even with RTLD_NOW.
+// unconstructed stream (SIGSEGV). Libraries built with GCC 14+ also import
+// __cxa_call_terminate without a version; the official runtime exports it, so
+// they load even with RTLD_NOW. (Their std::ios_base_library_init import is
+// only a .globl, never relocated: it needs no definition, and nothing of the
+// standard library's own namespace is exported.)
 #include <exception>
 #include <ios>
 
@@ -21,12 +23,6 @@ namespace {
 // standard library already did it, the fix where it did not.
 const std::ios_base::Init ios_streams_ready;
 }  // namespace
-
-namespace std {
-// GCC 13+: <iostream> references this (never calls it) so that linking pulls
-// in the standard library that initialises the streams; it does nothing.
-__attribute__((visibility("default"), weak)) void ios_base_library_init() {}
-}  // namespace std
 
 // GCC 14+: called when an exception leaves a noexcept function; the
 // exception counts as caught (std::current_exception sees it), then terminate.
