@@ -12,6 +12,7 @@ Wheels come from tests/releases.py (skipped with the reason when offline).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -40,8 +41,26 @@ out = {
     "add_one": tvm_ffi.get_global_func("testing.add_one")(41),
     "echo": tvm_ffi.get_global_func("testing.echo")("abc"),
 }
-print(json.dumps(out))
+# Last: it writes a line to std::cout, which must come after our JSON line.
+check = tvm_ffi.get_global_func("testing.run_check_signal", allow_missing=True)
+print(json.dumps(out), flush=True)
+if check is not None:
+    print(json.dumps({"run_check_signal": check(0)}), flush=True)
 """
+
+_CHECK_LINE = "Function finished without catching signal"
+
+
+@functools.cache
+def _oracle(version: str) -> dict:
+    """What release `version`'s own Python sees (run once per release)."""
+    ref = run_release_python(version, _ORACLE)
+    assert ref.returncode == 0, ref.stderr
+    first, *rest = ref.stdout.splitlines()
+    out = json.loads(first)
+    out["check_signal_output"] = [ln for ln in rest if not ln.startswith("{")]
+    out.update(json.loads(rest[-1]) if rest and rest[-1].startswith("{") else {})
+    return out
 
 
 def _missing_for(version: str) -> list[str]:
@@ -53,17 +72,13 @@ def _missing_for(version: str) -> list[str]:
 @pytest.mark.parametrize("version", RELEASES)
 def test_release_runtime_hosts_its_own_test_library(version: str) -> None:
     rt, lib = str(release_runtime(version)), str(release_testing_lib(version))
-    ref = run_release_python(version, _ORACLE)
-    assert ref.returncode == 0, ref.stderr
-    oracle = json.loads(ref.stdout)
+    oracle = _oracle(version)
 
     r = tvmffi("inspect", "--json", "--runtime", rt, lib)
-    assert r.returncode != 2, r.stderr  # never refused
     doc = json.loads(r.stdout)
     validate(doc, "inspect")
-    # Exit 0 once the metadata formats of 0.1.5..0.1.14 parse (issue 19 item
-    # 1, another branch); until then the only errors are those type schemas.
-    assert r.returncode == 0 or all("type schema" in e["message"] for e in doc["errors"]), r.stderr
+    # Every release's metadata formats (0.1.5..0.1.14 type schemas included) parse.
+    assert r.returncode == 0 and doc["errors"] == [], r.stderr
     assert sorted(doc["globals"]) == oracle["globals"]
     types = sorted(t["type_key"] for t in doc["types"])
     # 0.1.0 has no ffi.GetRegisteredTypeKeys: neither side can list types.
@@ -86,6 +101,27 @@ def test_release_runtime_hosts_its_own_test_library(version: str) -> None:
 
     r = tvmffi("conform", "--runtime", rt, lib, "--function", "testing.add_one")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_builtin_runtime_runs_check_signal_like_the_release(version: str) -> None:
+    # testing.run_check_signal (every release) polls TVMFFIEnvCheckSignals and
+    # then writes to std::cout. Test libraries built with GCC 13+ headers no
+    # longer construct std::ios_base::Init themselves: the runtime must have
+    # done it (the official one does at load), or std::cout is used
+    # uninitialised and the call crashes. 0 seconds: the crash is at the
+    # print, so the polling loop adds nothing but time.
+    oracle = _oracle(version)
+    assert "run_check_signal" in oracle, "every release has it"
+    assert oracle["run_check_signal"] is None
+    assert _CHECK_LINE in oracle["check_signal_output"]
+    lib = str(release_testing_lib(version))
+    r = tvmffi("call", "--json", lib, "testing.run_check_signal", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "call")
+    assert doc["result"] is None and doc["runtime"]["kind"] == "builtin"
+    assert f"[lib] {_CHECK_LINE}" in r.stderr
 
 
 def test_a_file_that_is_not_a_runtime_is_refused(tmp_path: Path) -> None:
