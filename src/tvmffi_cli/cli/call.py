@@ -201,7 +201,17 @@ def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json:
     if m.exit_code() == 2:
         raise InputError(m.runs[0].message)  # refused on every runtime: as a single run
     if as_json:
-        emit_json(m.to_json())
+        from . import jsonout
+
+        doc = m.to_json()
+        for run in doc["runs"]:  # each run is the document a single call prints
+            d = run.get("document")
+            if isinstance(d, dict):
+                errs = [d["error"]] if isinstance(d.get("error"), dict) else []
+                run["document"] = jsonout.contract(
+                    d, library=doc["library"], runtime=run.get("runtime"), errors=errs
+                )
+        emit_json(doc)
         return m.exit_code()
     from ..render import call as render_call
     from ..render import matrix as render_matrix

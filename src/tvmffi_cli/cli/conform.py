@@ -253,7 +253,12 @@ def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
     if as_json:
         from . import jsonout
 
-        jsonout.emit(m.to_json(), library=library)
+        doc = m.to_json()
+        for run in doc["runtimes"]:  # each report is the document one run prints
+            run["report"] = jsonout.contract(
+                run["report"], library=library, runtime=run.get("runtime")
+            )
+        jsonout.emit(doc, library=library)
     else:
         from ..render import matrix
         from ..render.common import make_console
