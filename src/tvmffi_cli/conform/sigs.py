@@ -155,6 +155,38 @@ def wrong_kind(t: TypeDict) -> int | None:
     return None
 
 
+def own_type_converts(t: TypeDict) -> bool:
+    """True when a plain value a parameter of type `t` is given may be
+    converted rather than refused: a library's own object type can define
+    conversions in its C++ type traits (TVM's ir.Expr makes an IntImm of an
+    int), which the ABI does not fix; the ffi.* types' rules are fixed."""
+    key = t["type"]
+    if key in ("Optional", "Variant"):
+        return any(own_type_converts(a) for a in t["args"])
+    return key not in _ACCEPTS and key != "Any" and not key.startswith("ffi.")
+
+
+def type_of_str(text: str) -> TypeDict:
+    """The TypeDict `type_str` wrote (`Optional[ir.Expr]`, `Map[K, V]`)."""
+    stack: list[TypeDict] = [{"type": "", "args": []}]
+    word = ""
+    for ch in text + ",":
+        if ch in "[,]":
+            w = word.strip()
+            word = ""
+            if w:
+                node: TypeDict = {"type": w, "args": []}
+                stack[-1]["args"].append(node)
+                if ch == "[":
+                    stack.append(node)
+            if ch == "]" and len(stack) > 1:
+                stack.pop()
+        else:
+            word += ch
+    root = stack[0]["args"]
+    return root[0] if root else {"type": "Any", "args": []}
+
+
 # --- what a declared return type allows ----------------------------------------
 _RET_KINDS = {
     "int": {K_INT},
