@@ -217,3 +217,14 @@ def test_type_of_str_reads_back_type_str():
         assert sigs.type_str(sigs.type_of_str(text)) == text
     assert sigs.own_type_converts(sigs.type_of_str("Variant[ir.Expr, ffi.Array[ir.Expr]]"))
     assert not sigs.own_type_converts(sigs.type_of_str("Optional[ffi.Array[ir.Expr]]"))
+
+
+def test_valid_call_a_nullable_object_reference_may_be_none(build_lib):
+    # TVM's target.TargetCurrent declares target.Target and returns None when
+    # no target is in scope (a null ObjectRef); ffi.Function is nullable too.
+    # An ffi.Array is never null.
+    _r, doc = conform_json(build_lib("conform/converts.c"), "--select", "valid-call", "-j", "1")
+    got = {x["function"]: (x["status"], x["message"]) for x in doc["results"]}
+    assert got["current_target"][0] == "pass"
+    assert got["current_hook"][0] == "pass"
+    assert got["no_array"] == ("fail", "returned None but the metadata declares ffi.Array[int]")

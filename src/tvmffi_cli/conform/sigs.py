@@ -163,7 +163,16 @@ def own_type_converts(t: TypeDict) -> bool:
     key = t["type"]
     if key in ("Optional", "Variant"):
         return any(own_type_converts(a) for a in t["args"])
-    return key not in _ACCEPTS and key != "Any" and not key.startswith("ffi.")
+    return _own_type(key)
+
+
+def _own_type(key: str) -> bool:
+    """A type the library registers itself (not a POD, not an ffi.* type)."""
+    return (
+        key not in _ACCEPTS
+        and key not in ("Any", "Optional", "Variant")
+        and not key.startswith("ffi.")
+    )
 
 
 def type_of_str(text: str) -> TypeDict:
@@ -205,6 +214,12 @@ _RET_KINDS = {
     "ffi.Function": {K_FUNCTION},
 }
 
+# Object references that may hold nothing, passed as None without Optional in
+# the schema (nullable C++ ObjectRefs; a library's own types are nullable unless
+# declared otherwise, which the schema does not say). String, Bytes, Array,
+# Map and Shape are never null.
+_NULLABLE = ("ffi.Function", "ffi.Tensor", "ffi.Module", "ffi.Error")
+
 
 def return_ok(t: TypeDict, type_index: int) -> bool:
     """True when a result of `type_index` fits the declared return type `t`.
@@ -212,6 +227,8 @@ def return_ok(t: TypeDict, type_index: int) -> bool:
     checked by the runtime, not here)."""
     key = t["type"]
     if key in ("Any", "ffi.Object"):
+        return True
+    if type_index == K_NONE and (key in _NULLABLE or _own_type(key)):
         return True
     if key == "Optional":
         return type_index == K_NONE or any(return_ok(a, type_index) for a in t["args"])
