@@ -228,3 +228,17 @@ def test_valid_call_a_nullable_object_reference_may_be_none(build_lib):
     assert got["current_target"][0] == "pass"
     assert got["current_hook"][0] == "pass"
     assert got["no_array"] == ("fail", "returned None but the metadata declares ffi.Array[int]")
+
+
+def test_arg_refcount_a_per_thread_context_stack_is_not_a_leak(build_lib):
+    # TVM's relax.dpl.enter_context pushes its argument on a thread_local
+    # stack: one more reference on every call, all released when the thread
+    # ends. A leak (the same push, never released) stays an error.
+    _r, doc = conform_json(
+        build_lib("conform/context_stack.c"), "--select", "arg-refcount", "-j", "1"
+    )
+    got = {x["function"]: (x["status"], x["message"]) for x in doc["results"]}
+    assert got["enter_scope"][0] == "pass"
+    assert "released when the calling thread ended" in got["enter_scope"][1]
+    assert got["leak_ref"][0] == "fail"
+    assert "one more on a repeat call" in got["leak_ref"][1]
