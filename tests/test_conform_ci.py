@@ -4,6 +4,7 @@ suppressions, JUnit without false failures, --strict and the summary line."""
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -103,6 +104,19 @@ def test_exit_clean_catches_crash_and_hang_at_exit(build_lib, defines, needle):
         timeout=120,
     )
     assert again.returncode == 1 and needle in again.stdout
+
+
+def test_exit_clean_fresh_process_reads_a_library_outside_the_tree(build_lib, tmp_path):
+    # When no probe worker ended normally (every one crashed), exit-clean loads
+    # the library in a fresh worker; that worker must be allowed to read the
+    # library where it is (xgrammar in ~/.cache: "Permission denied", skipped).
+    from tvmffi_cli.conform import exit_check
+
+    lib = tmp_path / "elsewhere" / "libgood.so"
+    lib.parent.mkdir()
+    shutil.copy(build_lib("conform/good.c"), lib)
+    got = exit_check.run(str(lib), 10.0)
+    assert (got.status, got.message) == ("pass", "loaded, released and exited with status 0")
 
 
 def test_exit_clean_passes_good_libraries(build_lib):

@@ -187,3 +187,58 @@ def test_unknown_function_is_a_usage_error(build_lib):
 
     r = conform(build_lib("conform/globals_only.c"), "--function", "conform_globals.nope")
     assert r.returncode == 2 and "no such exported or registered function" in r.stderr
+
+
+def test_wrong_type_an_own_type_may_convert_an_int(build_lib):
+    # TVM's ir.Expr takes an int (its type traits make an IntImm): for a
+    # library's own object type an accepted int is a conversion, not a
+    # finding (258 false errors on apache-tvm 0.27's compiler library);
+    # ffi.Array's rules never take an int, so there it stays an error.
+    r, doc = conform_json(build_lib("conform/converts.c"), "--select", "wrong-type", "-j", "1")
+    got = {x["function"]: (x["status"], x["message"]) for x in doc["results"]}
+    assert got["expr_kind"] == (
+        "pass",
+        "parameter 0 (my.Expr) took an int and the call succeeded: the library's own type "
+        "may convert plain values (as TVM's ir.Expr makes an IntImm of an int)",
+    )
+    assert got["opt_expr_kind"][0] == "pass"
+    assert "Optional[my.Expr]" in got["opt_expr_kind"][1]
+    assert got["arr_len"] == (
+        "fail",
+        "parameter 0 (ffi.Array[int]) accepted a String and the call succeeded",
+    )
+    assert r.returncode == 1
+
+
+def test_type_of_str_reads_back_type_str():
+    from tvmffi_cli.conform import sigs
+
+    for text in ["int", "Optional[ir.Expr]", "ffi.Map[ffi.String, ffi.Array[Variant[int, x.Y]]]"]:
+        assert sigs.type_str(sigs.type_of_str(text)) == text
+    assert sigs.own_type_converts(sigs.type_of_str("Variant[ir.Expr, ffi.Array[ir.Expr]]"))
+    assert not sigs.own_type_converts(sigs.type_of_str("Optional[ffi.Array[ir.Expr]]"))
+
+
+def test_valid_call_a_nullable_object_reference_may_be_none(build_lib):
+    # TVM's target.TargetCurrent declares target.Target and returns None when
+    # no target is in scope (a null ObjectRef); ffi.Function is nullable too.
+    # An ffi.Array is never null.
+    _r, doc = conform_json(build_lib("conform/converts.c"), "--select", "valid-call", "-j", "1")
+    got = {x["function"]: (x["status"], x["message"]) for x in doc["results"]}
+    assert got["current_target"][0] == "pass"
+    assert got["current_hook"][0] == "pass"
+    assert got["no_array"] == ("fail", "returned None but the metadata declares ffi.Array[int]")
+
+
+def test_arg_refcount_a_per_thread_context_stack_is_not_a_leak(build_lib):
+    # TVM's relax.dpl.enter_context pushes its argument on a thread_local
+    # stack: one more reference on every call, all released when the thread
+    # ends. A leak (the same push, never released) stays an error.
+    _r, doc = conform_json(
+        build_lib("conform/context_stack.c"), "--select", "arg-refcount", "-j", "1"
+    )
+    got = {x["function"]: (x["status"], x["message"]) for x in doc["results"]}
+    assert got["enter_scope"][0] == "pass"
+    assert "released when the calling thread ended" in got["enter_scope"][1]
+    assert got["leak_ref"][0] == "fail"
+    assert "one more on a repeat call" in got["leak_ref"][1]

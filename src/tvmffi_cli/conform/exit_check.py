@@ -12,6 +12,7 @@ library-load's business: then this check is skipped.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import Any
 
@@ -77,7 +78,12 @@ def blame_runtime(verdict: Result, timeout: float, runtime: str | None) -> Resul
 
 
 def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
-    w = sandbox.Worker(runtime=runtime, stderr=subprocess.DEVNULL)
+    from ..binary.deps import load_read_paths
+
+    # The library (and a fetched runtime) may live outside every folder a
+    # worker may read by default, as for the probe workers.
+    reads = [*(load_read_paths(path) if path else ()), *([runtime] if runtime else [])]
+    w = sandbox.Worker(runtime=runtime, stderr=subprocess.DEVNULL, read_paths=reads)
     try:
         w.start()
         try:
@@ -96,11 +102,15 @@ def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
             return Result("exit-clean", None, SKIP, f"the library did not load ({e})")
         proc = w.proc
         assert proc is not None
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()  # end of requests: the worker returns and exits
-        except OSError:
-            pass
+        # End of requests: closing the request channel makes the worker return
+        # and exit (its stdin is /dev/null; closing that says nothing).
+        chan = w.chan
+        if chan is not None and chan.out_fd >= 0:
+            try:
+                os.close(chan.out_fd)
+            except OSError:
+                pass
+            chan.out_fd = -1
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

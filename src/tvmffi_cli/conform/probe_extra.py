@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
+import time
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -211,3 +213,27 @@ _ELEMENTS: dict[str, sigs.TypeDict] = {
     "map": _t("ffi.Map", _t("ffi.String"), _t("int")),
     "nested": _t("ffi.Array", _t("ffi.Array", _t("int"))),
 }
+
+
+def thread_released(p: Any, fn: Caller, raws: list[bytes], guarded: bool) -> list[bool] | None:
+    """Per object argument: did the reference the call kept go when the calling
+    thread ended? A per-thread context stack (a C++ thread_local, TVM's
+    relax.dpl.enter_context) is released then; a leak never is. None when the
+    call made in a fresh thread failed."""
+    objs = p._objects(raws)
+    base = [p.strong(o) for o in objs]
+    box: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: box.update(p.call(fn, raws, guarded)))
+    t.start()
+    t.join()
+    if box.get("rc") != 0:
+        return None
+    grew = [a > b for b, a in box["refcounts"]]
+    # join() returns before the thread's TLS destructors have run: wait for them.
+    deadline = time.monotonic() + 0.5
+    while True:
+        now = [p.strong(o) for o in objs]
+        if all(n <= b for n, b in zip(now, base)) or time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    return [g and n <= b for g, n, b in zip(grew, now, base)]

@@ -168,6 +168,8 @@ class Prober(ProbeValues):
         again = self.call(fn, raws, guarded)
         obs["live_delta_repeat"] = again.get("live_delta")
         obs["refcounts_repeat"] = again["refcounts"]
+        if any(a > b for b, a in again["refcounts"]):
+            obs["refcounts_thread"] = probe_extra.thread_released(self, fn, raws, guarded)
         if held:
             h1 = held[0]
             kept1 = obs["result_refs"] - 1

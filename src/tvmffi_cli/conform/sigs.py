@@ -155,6 +155,47 @@ def wrong_kind(t: TypeDict) -> int | None:
     return None
 
 
+def own_type_converts(t: TypeDict) -> bool:
+    """True when a plain value a parameter of type `t` is given may be
+    converted rather than refused: a library's own object type can define
+    conversions in its C++ type traits (TVM's ir.Expr makes an IntImm of an
+    int), which the ABI does not fix; the ffi.* types' rules are fixed."""
+    key = t["type"]
+    if key in ("Optional", "Variant"):
+        return any(own_type_converts(a) for a in t["args"])
+    return _own_type(key)
+
+
+def _own_type(key: str) -> bool:
+    """A type the library registers itself (not a POD, not an ffi.* type)."""
+    return (
+        key not in _ACCEPTS
+        and key not in ("Any", "Optional", "Variant")
+        and not key.startswith("ffi.")
+    )
+
+
+def type_of_str(text: str) -> TypeDict:
+    """The TypeDict `type_str` wrote (`Optional[ir.Expr]`, `Map[K, V]`)."""
+    stack: list[TypeDict] = [{"type": "", "args": []}]
+    word = ""
+    for ch in text + ",":
+        if ch in "[,]":
+            w = word.strip()
+            word = ""
+            if w:
+                node: TypeDict = {"type": w, "args": []}
+                stack[-1]["args"].append(node)
+                if ch == "[":
+                    stack.append(node)
+            if ch == "]" and len(stack) > 1:
+                stack.pop()
+        else:
+            word += ch
+    root = stack[0]["args"]
+    return root[0] if root else {"type": "Any", "args": []}
+
+
 # --- what a declared return type allows ----------------------------------------
 _RET_KINDS = {
     "int": {K_INT},
@@ -173,6 +214,12 @@ _RET_KINDS = {
     "ffi.Function": {K_FUNCTION},
 }
 
+# Object references that may hold nothing, passed as None without Optional in
+# the schema (nullable C++ ObjectRefs; a library's own types are nullable unless
+# declared otherwise, which the schema does not say). String, Bytes, Array,
+# Map and Shape are never null.
+_NULLABLE = ("ffi.Function", "ffi.Tensor", "ffi.Module", "ffi.Error")
+
 
 def return_ok(t: TypeDict, type_index: int) -> bool:
     """True when a result of `type_index` fits the declared return type `t`.
@@ -180,6 +227,8 @@ def return_ok(t: TypeDict, type_index: int) -> bool:
     checked by the runtime, not here)."""
     key = t["type"]
     if key in ("Any", "ffi.Object"):
+        return True
+    if type_index == K_NONE and (key in _NULLABLE or _own_type(key)):
         return True
     if key == "Optional":
         return type_index == K_NONE or any(return_ok(a, type_index) for a in t["args"])
