@@ -47,7 +47,8 @@ def test_hypothesis_engine_finds_nothing(name, tmp_path):
     stats = fuzz.run_hypothesis(
         fuzz_targets.TARGETS[name], HYPOTHESIS_EXECS, seconds=20, seed=1, artifacts=tmp_path
     ).to_json()
-    assert stats["execs"] >= min(HYPOTHESIS_EXECS, 100), stats
+    # a loaded machine may spend the time budget before 100 inputs
+    assert stats["execs"] >= min(HYPOTHESIS_EXECS, 100) or stats["seconds"] >= 20, stats
     assert stats["crashes"] == 0, _summary(stats)
     assert stats["distinct"] == 0
 
