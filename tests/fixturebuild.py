@@ -112,6 +112,9 @@ def build(
     h = hashlib.sha256()
     for s in srcs:
         h.update(s.read_bytes())
+        # headers beside a source (a fixture family's shared helpers) key it too
+        for hdr in sorted(s.parent.glob("*.h")):
+            h.update(hdr.read_bytes())
     h.update(" ".join(args).encode())
     if headers == "ours":
         # Rebuild when our headers change.

@@ -22,24 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from tvmffi_cli.abi.versions import KNOWN_RELEASES
+
 CACHE_ENV = "TVMFFI_WHEEL_CACHE"
 
-#: The distinct official releases of the field (ABI-NOTES "Releases"), oldest first.
-RELEASES = [
-    "0.1.0",
-    "0.1.3",
-    "0.1.5",
-    "0.1.6",
-    "0.1.7",
-    "0.1.8.post2",
-    "0.1.9",
-    "0.1.10",
-    "0.1.11",
-    "0.1.12",
-    "0.1.13.post3",
-    "0.1.14.post1",
-    "0.1.15.post2",
-]
+#: The distinct official releases of the field (ABI-NOTES "Releases"), oldest
+#: first: the releases of the package's export table (one list).
+RELEASES = list(KNOWN_RELEASES)
 
 
 def cache_dir() -> Path:
