@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, failures, files, kernel, protocol
+from . import environ, failures, files, kernel, protocol, spawn
 from .denials import Denial, suggest
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
@@ -134,7 +134,9 @@ class Worker:
         self.require = pol.require or os.environ.get(REQUIRE_ENV) == "1"
         self.memory_limit = pol.memory_limit if memory_limit == -1 else memory_limit
         self.cpu_limit = cpu_limit
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | spawn.Forked | None = None
+        #: Why the last start was a new interpreter (None: a fork of this process).
+        self.exec_reason: str | None = None
         self.chan: protocol.Endpoint | None = None
         self.sandbox: kernel.Applied | None = None
         self.worker_pid: int | None = None
@@ -165,29 +167,25 @@ class Worker:
         self._fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])
-        cmd = [
-            self.python,
-            "-I",
-            "-c",
-            BOOT,
-            src,
-            self.serve or "",
-            str(req_r),
-            str(rep_w),
-            str(life_r),
-            str(stat_w),
-        ]
+        argv = [src, self.serve or "", str(req_r), str(rep_w), str(life_r), str(stat_w)]
+        env = _child_env(self.runtime, self.env, self._scratch, self.env_pass)
+        libs = [*self.read_paths, *filter(None, [env.get("TVMFFI_RUNTIME")])]
+        self.exec_reason = spawn.fork_refusal(env, self.python, libs)
         try:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=out_w,
-                pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
-                cwd=self._scratch,
-                env=_child_env(self.runtime, self.env, self._scratch, self.env_pass),
-                start_new_session=True,
-            )
+            if self.exec_reason is None:
+                keep = (req_r, rep_w, life_r, stat_w, fault_fd)
+                self.proc = spawn.fork_worker(argv, out_w, keep, self._scratch, env)
+            else:
+                self.proc = subprocess.Popen(
+                    [self.python, "-I", "-c", BOOT, *argv],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out_w,
+                    stderr=out_w,
+                    pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
+                    cwd=self._scratch,
+                    env=env,
+                    start_new_session=True,
+                )
         finally:
             for fd in (req_r, rep_w, life_r, stat_w, out_w):
                 os.close(fd)
@@ -496,6 +494,7 @@ class Worker:
         p = self.proc
         if p is None:
             return ChildCrashed(None, None, "")
+        rc: int | None
         try:
             rc = p.wait(timeout=5)
         except subprocess.TimeoutExpired:

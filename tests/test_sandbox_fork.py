@@ -1,0 +1,130 @@
+"""Workers started as a fork of tvmffi (sandbox/spawn.py) against the exec path
+(TVMFFI_WORKER_EXEC=1): the same worker, the same confinement, nothing of the
+parent's but what `python -I` would have had."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sandbox_helpers import hostile
+from test_call_helpers import tvmffi
+from tvmffi_cli.sandbox import environ, process, spawn
+
+MODES = ["fork", "exec"]
+
+
+@pytest.fixture
+def mode(request, monkeypatch):
+    # A credential-like name in our environment makes every start an exec.
+    for name in list(os.environ):
+        if environ.may_hold_secret(name):
+            monkeypatch.delenv(name)
+    if request.param == "exec":
+        monkeypatch.setenv(spawn.EXEC_ENV, "1")
+    else:
+        monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
+    return request.param
+
+
+@pytest.mark.parametrize("mode", MODES, indirect=True)
+def test_worker_state_is_the_same_on_both_paths(mode, monkeypatch, tmp_path):
+    monkeypatch.setenv("FORKTEST_PARENT_ONLY", "1")
+    monkeypatch.chdir(tmp_path)
+    keep = os.open(os.devnull, os.O_RDONLY)  # a parent fd the worker must not get
+    try:
+        with process.Worker(stderr="capture") as w:
+            st = w.call("sandbox.selftest", {"op": "state"}, timeout=30)
+            echo = w.call("sandbox.selftest", {"op": "echo", "x": 1}, timeout=30)
+    finally:
+        os.close(keep)
+    assert (w.exec_reason is None) == (mode == "fork"), w.exec_reason
+    assert echo["x"] == 1
+    assert "FORKTEST_PARENT_ONLY" not in st["environ"]
+    assert "FORKTEST_PARENT_ONLY" not in st["proc_environ"]
+    assert {"HOME", "TMPDIR"} <= set(st["environ"])
+    assert os.path.basename(st["cwd"]).startswith("tvmffi-scratch-")
+    assert str(tmp_path) not in st["path"]
+    assert "" not in st["path"]
+    # stdin/stdout/stderr, the two channel ends, the fault log, the listing itself
+    assert len(st["fds"]) == 7, st["fds"]
+    assert st["sid"] == st["pgid"]
+    assert w.sandbox is not None
+
+
+@pytest.fixture(scope="module")
+def crashy(build_lib):
+    return str(build_lib("c/crashy.c", headers="ours"))
+
+
+@pytest.mark.parametrize("mode", MODES, indirect=True)
+def test_crash_and_restart_on_both_paths(mode, crashy):
+    with process.Worker(stderr="capture", read_paths=[crashy]) as w:
+        with pytest.raises(process.ChildCrashed) as e:
+            w.call(
+                "sandbox.selftest",
+                {"op": "call", "path": crashy, "func": "segv", "args": []},
+                timeout=30,
+            )
+        assert e.value.signal == "SIGSEGV"
+        again = w.call("sandbox.selftest", {"op": "echo"}, timeout=30)
+        assert again["op"] == "echo"
+        assert w.starts == 2
+
+
+@pytest.mark.parametrize("mode", MODES, indirect=True)
+def test_call_cli_on_both_paths(mode):
+    r = tvmffi("call", hostile(), "hello", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["sandbox"]["ran"] is True
+    assert doc["result"] == 1
+
+
+def test_refusals(monkeypatch, tmp_path):
+    base = {k: v for k, v in os.environ.items() if environ.allowed(k)}
+    for name in list(os.environ):
+        if environ.may_hold_secret(name):
+            monkeypatch.delenv(name)
+    monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
+    assert spawn.fork_refusal(base, sys.executable, []) is None
+    assert spawn.fork_refusal(base, "/usr/bin/python3-other", []) == "another interpreter"
+    other = dict(base, LD_LIBRARY_PATH="/nowhere")
+    assert "LD_LIBRARY_PATH" in (spawn.fork_refusal(other, sys.executable, []) or "")
+    tun = dict(base, GLIBC_TUNABLES="glibc.rtld.optional_static_tls=65536")
+    if "GLIBC_TUNABLES" not in os.environ:
+        # our own static TLS reserve is not a difference the fork cannot honour...
+        assert spawn.fork_refusal(tun, sys.executable, []) is None
+    monkeypatch.setenv("GITHUB_TOKEN", "x")
+    assert "GITHUB_TOKEN" in (spawn.fork_refusal(base, sys.executable, []) or "")
+    monkeypatch.delenv("GITHUB_TOKEN")
+    monkeypatch.setenv("AWS_REGION", "x")  # kept from the worker, but no secret
+    assert spawn.fork_refusal(base, sys.executable, []) is None
+    monkeypatch.setenv(spawn.EXEC_ENV, "1")
+    assert spawn.fork_refusal(base, sys.executable, []) == f"{spawn.EXEC_ENV}=1"
+
+
+def _cc(tmp_path, name, src, *flags):
+    c = tmp_path / f"{name}.c"
+    c.write_text(src)
+    out = tmp_path / f"lib{name}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", *flags, "-o", out, c], check=True)
+    return str(out)
+
+
+def test_static_tls_libraries_are_exec(tmp_path, monkeypatch):
+    src = "__thread int t; int get(void) { return t; }\n"
+    ie = _cc(tmp_path, "ie", src, "-ftls-model=initial-exec")
+    gd = _cc(tmp_path, "gd", src)
+    assert spawn.needs_static_tls(ie) is True
+    assert spawn.needs_static_tls(gd) is False
+    assert spawn.needs_static_tls(str(tmp_path / "ie.c")) is False  # not ELF: an input
+    for name in list(os.environ):
+        if environ.may_hold_secret(name):
+            monkeypatch.delenv(name)
+    monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
+    same = {k: v for k, v in os.environ.items() if spawn._exec_time(k)}
+    assert spawn.fork_refusal(same, sys.executable, [gd]) is None
+    assert spawn.fork_refusal(same, sys.executable, [ie]) == f"{ie} needs static TLS"
