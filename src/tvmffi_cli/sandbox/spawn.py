@@ -31,6 +31,8 @@ from collections.abc import Iterable
 
 from . import environ
 
+#: The name of every thread the sandbox starts in the parent.
+THREAD_PREFIX = "tvmffi-"
 #: Set to 1: always start workers as a new interpreter (the exec path).
 EXEC_ENV = "TVMFFI_WORKER_EXEC"
 
@@ -143,13 +145,27 @@ def _threads() -> int:
         return 2  # cannot tell: assume the worst
 
 
+def _single_threaded() -> bool:
+    """Only this thread runs, after giving our own threads of a worker that
+    just ended (its output relay, its scratch watch) a moment to finish."""
+    deadline = time.monotonic() + 0.1
+    while True:
+        others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+        if not others and _threads() == 1:
+            return True
+        ours = all(t.name.startswith(THREAD_PREFIX) for t in others)
+        if not ours or time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+
+
 def fork_refusal(child_env: dict[str, str], python: str, libraries: Iterable[str]) -> str | None:
     """Why this worker must be a new interpreter; None when forking is safe."""
     if os.environ.get(EXEC_ENV) == "1":
         return f"{EXEC_ENV}=1"
     if not hasattr(os, "fork") or python != sys.executable:
         return "another interpreter"
-    if threading.active_count() != 1 or _threads() != 1:
+    if not _single_threaded():
         return "the parent runs other threads"
     ours = os.environ
     secret = [n for n in ours if environ.may_hold_secret(n) and n not in child_env]
