@@ -290,6 +290,11 @@ def _child(
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     _close_other_fds(keep)
+    # The parent's sys.std* may be objects of its own (a test's capture, a
+    # rich console's file) over descriptors closed above.
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
     os.chdir(scratch)
     _scrub_environment(env)
     tempfile.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
