@@ -115,16 +115,21 @@ def _cc(tmp_path, name, src, *flags):
 
 
 def test_static_tls_libraries_are_exec(tmp_path, monkeypatch):
-    src = "__thread int t; int get(void) { return t; }\n"
-    ie = _cc(tmp_path, "ie", src, "-ftls-model=initial-exec")
-    gd = _cc(tmp_path, "gd", src)
-    assert spawn.needs_static_tls(ie) is True
-    assert spawn.needs_static_tls(gd) is False
-    assert spawn.needs_static_tls(str(tmp_path / "ie.c")) is False  # not ELF: an input
+    small = "__thread int t; int get(void) { return t; }\n"
+    big = "__thread char t[4096]; int get(int i) { return t[i]; }\n"
+    ie = _cc(tmp_path, "ie", small, "-ftls-model=initial-exec")
+    ie_big = _cc(tmp_path, "iebig", big, "-ftls-model=initial-exec")
+    gd = _cc(tmp_path, "gd", big)
+    assert spawn.static_tls_bytes(ie) == 4
+    assert spawn.static_tls_bytes(ie_big) == 4096
+    assert spawn.static_tls_bytes(gd) == 0
+    assert spawn.static_tls_bytes(str(tmp_path / "ie.c")) == 0  # not ELF: an input
     for name in list(os.environ):
         if environ.may_hold_secret(name):
             monkeypatch.delenv(name)
     monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
     same = {k: v for k, v in os.environ.items() if spawn._exec_time(k)}
-    assert spawn.fork_refusal(same, sys.executable, [gd]) is None
-    assert spawn.fork_refusal(same, sys.executable, [ie]) == f"{ie} needs static TLS"
+    assert spawn.fork_refusal(same, sys.executable, [gd, ie]) is None
+    assert spawn.fork_refusal(same, sys.executable, [ie_big, ie]) == (
+        "the libraries need 4100 bytes of static TLS"
+    )

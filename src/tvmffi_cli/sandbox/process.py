@@ -169,7 +169,7 @@ class Worker:
         src = str(Path(__file__).resolve().parents[2])
         argv = [src, self.serve or "", str(req_r), str(rep_w), str(life_r), str(stat_w)]
         env = _child_env(self.runtime, self.env, self._scratch, self.env_pass)
-        libs = [*self.read_paths, *filter(None, [env.get("TVMFFI_RUNTIME")])]
+        libs = [*self.read_paths, env.get("TVMFFI_RUNTIME") or spawn.own_runtime()]
         self.exec_reason = spawn.fork_refusal(env, self.python, libs)
         try:
             if self.exec_reason is None:

@@ -14,8 +14,9 @@ second thread (a fork would copy its locks mid-use); the parent's environment
 holds a credential-like name (the fork's memory is a copy of the parent's,
 which held it); what the dynamic loader or the interpreter read at start-up
 (LD_*, GLIBC_TUNABLES, MALLOC_*, locale, PYTHON*) would differ from the
-worker's; or a library to load needs static TLS (only the exec'd worker gets
-glibc's larger static TLS reserve, a start-up tunable).
+worker's; or the libraries to load need more static TLS than glibc keeps for late
+loads by default (only the exec'd worker gets the larger reserve, a start-up
+tunable).
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ _HARMLESS_PYTHON = frozenset(
     {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING"}
 )
 _STATIC_TLS_TUNABLE = "glibc.rtld.optional_static_tls"
-_DT_FLAGS, _DF_STATIC_TLS, _PT_DYNAMIC = 30, 0x10, 2
+_DT_FLAGS, _DF_STATIC_TLS, _PT_DYNAMIC, _PT_TLS = 30, 0x10, 2, 7
+#: Static TLS a late-loaded library may take without the exec path's reserve:
+#: glibc.rtld.optional_static_tls's default, kept for exactly this.
+STATIC_TLS_BUDGET = 512
+_UNKNOWN_TLS = 1 << 30
 
 
 class Forked:
@@ -102,40 +107,51 @@ def _exec_time(name: str) -> bool:
     return name.startswith(("LD_", "MALLOC_", "LC_")) or name in ("LANG", "GLIBC_TUNABLES")
 
 
-def needs_static_tls(path: str) -> bool:
-    """The ELF file sets DF_STATIC_TLS (initial-exec TLS: needs glibc's
-    static TLS reserve when loaded late). Files we cannot read as 64-bit
-    little-endian ELF count as needing it; other files (inputs) do not."""
+def static_tls_bytes(path: str) -> int:
+    """Static TLS the ELF file takes when loaded late: the size of its TLS
+    segment when it sets DF_STATIC_TLS (initial-exec TLS), else 0. Files we
+    cannot read as 64-bit little-endian ELF count as needing too much;
+    other files (inputs) need none."""
     try:
         with open(path, "rb") as f:
             head = f.read(64)
             if head[:4] != b"\x7fELF":
-                return False
+                return 0
             if head[4] != 2 or head[5] != 1:
-                return True
-            phoff, phentsize, phnum = (
-                struct.unpack_from("<Q", head, 32)[0],
-                *struct.unpack_from("<HH", head, 54),
-            )
+                return _UNKNOWN_TLS
+            phoff = struct.unpack_from("<Q", head, 32)[0]
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
             f.seek(phoff)
             phdrs = f.read(phentsize * phnum)
+            tls, static = 0, False
             for i in range(phnum):
-                p_type, _, p_off, _, _, p_filesz = struct.unpack_from(
-                    "<IIQQQQ", phdrs, i * phentsize
+                p_type, _, p_off, _, _, p_filesz, p_memsz, p_align = struct.unpack_from(
+                    "<IIQQQQQQ", phdrs, i * phentsize
                 )
-                if p_type != _PT_DYNAMIC:
-                    continue
-                f.seek(p_off)
-                dyn = f.read(min(p_filesz, 1 << 20))
-                for j in range(0, len(dyn) - 15, 16):
-                    tag, val = struct.unpack_from("<qQ", dyn, j)
-                    if tag == 0:
-                        break
-                    if tag == _DT_FLAGS and val & _DF_STATIC_TLS:
-                        return True
-            return False
+                if p_type == _PT_TLS:
+                    align = max(p_align, 1)
+                    tls = (p_memsz + align - 1) // align * align
+                elif p_type == _PT_DYNAMIC:
+                    f.seek(p_off)
+                    dyn = f.read(min(p_filesz, 1 << 20))
+                    for j in range(0, len(dyn) - 15, 16):
+                        tag, val = struct.unpack_from("<qQ", dyn, j)
+                        if tag == 0:
+                            break
+                        if tag == _DT_FLAGS and val & _DF_STATIC_TLS:
+                            static = True
+            return tls if static else 0
     except (OSError, struct.error, IndexError):
-        return True
+        return _UNKNOWN_TLS
+
+
+def own_runtime() -> str:
+    """Our libtvm_ffi.so, which a worker loads when no runtime is named
+    (next to libtvmffi_sandbox.so); "" when not built."""
+    from .kernel import library_path
+
+    lib = library_path()
+    return str(lib.parent / "libtvm_ffi.so") if lib is not None else ""
 
 
 def _threads() -> int:
@@ -179,9 +195,9 @@ def fork_refusal(child_env: dict[str, str], python: str, libraries: Iterable[str
             want = strip_static_tls(want) or None
         if ours.get(name) != want:
             return f"{name} differs from the parent's"
-    for lib in libraries:
-        if os.path.isfile(lib) and needs_static_tls(lib):
-            return f"{lib} needs static TLS"
+    need = sum(static_tls_bytes(lib) for lib in libraries if os.path.isfile(lib))
+    if need > STATIC_TLS_BUDGET:
+        return f"the libraries need {need} bytes of static TLS"
     return None
 
 
