@@ -81,7 +81,7 @@ def large_library():
 
     cache = releases.cache_dir()
     for dist, version, member in (
-        ("apache-tvm", "0.27.0", "tvm/libtvm_compiler.so"),
+        ("apache-tvm", "0.27.0", "tvm/lib/libtvm_compiler.so"),
         ("tilelang", "0.1.15", "tilelang/lib/libtvm_runtime.so"),
     ):
         found = sorted(cache.glob(f"{dist.replace('-', '_')}-{version}-*.whl"))

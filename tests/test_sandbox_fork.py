@@ -11,7 +11,7 @@ import pytest
 
 from sandbox_helpers import hostile
 from test_call_helpers import tvmffi
-from tvmffi_cli.sandbox import environ, process, spawn
+from tvmffi_cli.sandbox import environ, spawn
 
 MODES = ["fork", "exec"]
 
@@ -29,19 +29,50 @@ def mode(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("mode", MODES, indirect=True)
-def test_worker_state_is_the_same_on_both_paths(mode, monkeypatch, tmp_path):
-    monkeypatch.setenv("FORKTEST_PARENT_ONLY", "1")
-    monkeypatch.chdir(tmp_path)
-    keep = os.open(os.devnull, os.O_RDONLY)  # a parent fd the worker must not get
+# Run in a fresh interpreter: this test process may run threads left by other
+# tests, and a parent with threads always execs (test_threads_mean_exec).
+STATE = """
+import json, os, sys
+from tvmffi_cli.sandbox import process
+keep = os.open(os.devnull, os.O_RDONLY)  # a parent fd the worker must not get
+with process.Worker(stderr="capture") as w:
+    st = w.call("sandbox.selftest", {"op": "state"}, timeout=30)
+    echo = w.call("sandbox.selftest", {"op": "echo", "x": 1}, timeout=30)
+crash = None
+with process.Worker(stderr="capture", read_paths=[sys.argv[1]]) as w2:
     try:
-        with process.Worker(stderr="capture") as w:
-            st = w.call("sandbox.selftest", {"op": "state"}, timeout=30)
-            echo = w.call("sandbox.selftest", {"op": "echo", "x": 1}, timeout=30)
-    finally:
-        os.close(keep)
-    assert (w.exec_reason is None) == (mode == "fork"), w.exec_reason
-    assert echo["x"] == 1
+        w2.call("sandbox.selftest", {"op": "call", "path": sys.argv[1], "func": "segv"}, timeout=30)
+    except process.ChildCrashed as e:
+        crash = e.signal
+    again = w2.call("sandbox.selftest", {"op": "echo"}, timeout=30)
+print(json.dumps({"state": st, "echo": echo, "reason": w.exec_reason, "crash": crash,
+                  "again": again["op"], "starts": w2.starts, "reason2": w2.exec_reason,
+                  "applied": list(w.sandbox.applied)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def crashy(build_lib):
+    return str(build_lib("c/crashy.c", headers="ours"))
+
+
+@pytest.mark.parametrize("mode", MODES, indirect=True)
+def test_worker_state_and_crash_on_both_paths(mode, crashy, tmp_path):
+    env = dict(os.environ, FORKTEST_PARENT_ONLY="1")
+    r = subprocess.run(
+        [sys.executable, "-c", STATE, crashy],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    st = doc["state"]
+    assert (doc["reason"] is None) == (mode == "fork"), doc["reason"]
+    assert (doc["reason2"] is None) == (mode == "fork"), doc["reason2"]
+    assert doc["echo"]["x"] == 1
     assert "FORKTEST_PARENT_ONLY" not in st["environ"]
     assert "FORKTEST_PARENT_ONLY" not in st["proc_environ"]
     assert {"HOME", "TMPDIR"} <= set(st["environ"])
@@ -51,27 +82,23 @@ def test_worker_state_is_the_same_on_both_paths(mode, monkeypatch, tmp_path):
     # stdin/stdout/stderr, the two channel ends, the fault log, the listing itself
     assert len(st["fds"]) == 7, st["fds"]
     assert st["sid"] == st["pgid"]
-    assert w.sandbox is not None
+    assert "seccomp" in doc["applied"] or "no-new-privs" not in doc["applied"]
+    assert doc["crash"] == "SIGSEGV"
+    assert doc["again"] == "echo" and doc["starts"] == 2
 
 
-@pytest.fixture(scope="module")
-def crashy(build_lib):
-    return str(build_lib("c/crashy.c", headers="ours"))
+def test_threads_mean_exec(monkeypatch):
+    import threading
 
-
-@pytest.mark.parametrize("mode", MODES, indirect=True)
-def test_crash_and_restart_on_both_paths(mode, crashy):
-    with process.Worker(stderr="capture", read_paths=[crashy]) as w:
-        with pytest.raises(process.ChildCrashed) as e:
-            w.call(
-                "sandbox.selftest",
-                {"op": "call", "path": crashy, "func": "segv", "args": []},
-                timeout=30,
-            )
-        assert e.value.signal == "SIGSEGV"
-        again = w.call("sandbox.selftest", {"op": "echo"}, timeout=30)
-        assert again["op"] == "echo"
-        assert w.starts == 2
+    monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name="not-ours")
+    t.start()
+    try:
+        assert spawn.fork_refusal({}, sys.executable, []) == "the parent runs other threads"
+    finally:
+        stop.set()
+        t.join()
 
 
 @pytest.mark.parametrize("mode", MODES, indirect=True)
@@ -84,6 +111,7 @@ def test_call_cli_on_both_paths(mode):
 
 
 def test_refusals(monkeypatch, tmp_path):
+    monkeypatch.setattr(spawn, "_single_threaded", lambda: True)
     base = {k: v for k, v in os.environ.items() if environ.allowed(k)}
     for name in list(os.environ):
         if environ.may_hold_secret(name):
@@ -115,6 +143,7 @@ def _cc(tmp_path, name, src, *flags):
 
 
 def test_static_tls_libraries_are_exec(tmp_path, monkeypatch):
+    monkeypatch.setattr(spawn, "_single_threaded", lambda: True)
     small = "__thread int t; int get(void) { return t; }\n"
     big = "__thread char t[4096]; int get(int i) { return t[i]; }\n"
     ie = _cc(tmp_path, "ie", small, "-ftls-model=initial-exec")

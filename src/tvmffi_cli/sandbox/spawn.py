@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from typing import NoReturn
 
 from . import environ
 
@@ -272,20 +273,43 @@ def fork_worker(
 
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    """End the worker as a process ends: its own atexit handlers, then libc's
+    exit(), which runs the library's destructors and atexit handlers (conform's
+    exit-clean, a destructor that crashes or hangs) but unwinds none of the
+    parent's Python frames it was forked from (their cleanups are the parent's)."""
+    import atexit
+    import ctypes
+
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:
+        libc = ctypes.CDLL(None)
+        libc.exit.argtypes = [ctypes.c_int]
+        libc.exit(code)
+    finally:
         os._exit(code)
 
 
 def _child(
     argv: list[str], out_fd: int, keep: tuple[int, ...], scratch: str, env: dict[str, str]
 ) -> int:
+    import atexit
     import faulthandler
     import gc
     import tempfile
+
+    atexit._clear()  # the parent's exit handlers are the parent's
 
     # The parent's garbage is not collected here: its finalizers could close
     # descriptors whose numbers the worker has reused.
