@@ -48,6 +48,7 @@ _DT_FLAGS, _DF_STATIC_TLS, _PT_DYNAMIC, _PT_TLS = 30, 0x10, 2, 7
 #: glibc.rtld.optional_static_tls's default, kept for exactly this.
 STATIC_TLS_BUDGET = 512
 _UNKNOWN_TLS = 1 << 30
+_PARENT_STREAMS: list[object] = []
 
 
 class Forked:
@@ -332,6 +333,8 @@ def _child(
     _close_other_fds(keep)
     # The parent's sys.std* may be objects of its own (a test's capture, a
     # rich console's file) over descriptors closed above.
+    # Kept alive: freeing one would close the descriptor it wrapped (now ours).
+    _PARENT_STREAMS.extend((sys.stdin, sys.stdout, sys.stderr))
     sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
