@@ -284,11 +284,20 @@ def _exit(code: int) -> NoReturn:
     parent's Python frames it was forked from (their cleanups are the parent's)."""
     import atexit
     import ctypes
+    import faulthandler
 
     try:
         atexit._run_exitfuncs()
     except BaseException:
         pass
+    # As after an interpreter's finalization: no Python-level fault handler
+    # (faulthandler, a ctypes callback) catches a fault in a destructor.
+    faulthandler.disable()
+    for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT):
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
