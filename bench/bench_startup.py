@@ -105,7 +105,8 @@ def conform_ms_per_function(lib, env):
     if r.returncode not in (0, 1):
         raise SystemExit(f"conform {lib} failed ({r.returncode}): {r.stderr[-2000:]}")
     doc = json.loads(r.stdout)
-    n = len(doc.get("functions") or []) or doc.get("summary", {}).get("functions") or 1
+    # functions the library exports plus the globals it registers
+    n = len(doc.get("functions") or []) + int(doc.get("globals") or 0) or 1
     return dt * 1000 / n, n, dt
 
 
