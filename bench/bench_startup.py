@@ -106,7 +106,7 @@ def conform_ms_per_function(lib, env):
         raise SystemExit(f"conform {lib} failed ({r.returncode}): {r.stderr[-2000:]}")
     doc = json.loads(r.stdout)
     # functions the library exports plus the globals it registers
-    n = len(doc.get("functions") or []) + int(doc.get("globals") or 0) or 1
+    n = len(doc.get("functions") or []) + len(doc.get("globals") or []) or 1
     return dt * 1000 / n, n, dt
 
 
