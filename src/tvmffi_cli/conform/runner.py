@@ -28,10 +28,12 @@ from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from ..sandbox.spawn import Forked
+
     class _Child(Protocol):
         """What Worker uses of sandbox.Worker (sandbox/ is not annotated yet)."""
 
-        proc: subprocess.Popen[bytes] | None
+        proc: subprocess.Popen[bytes] | Forked | None
 
         def alive(self) -> bool: ...
         def start(self) -> None: ...

@@ -50,11 +50,22 @@ _CREDENTIAL = re.compile(
     r"TOKEN|SECRET|PASSW|CREDENTIAL|(^|_)KEY($|_)|APIKEY|AUTH|COOKIE|SESSION|PRIVATE|^AWS_",
     re.IGNORECASE,
 )
+#: The words of _CREDENTIAL: a name holding one may hold a secret value (every
+#: AWS_* is kept from the worker, but AWS_REGION or AWS_CA_BUNDLE hold none).
+_SECRET_WORD = re.compile(
+    r"TOKEN|SECRET|PASSW|CREDENTIAL|(^|_)KEY($|_)|APIKEY|AUTH|COOKIE|SESSION|PRIVATE",
+    re.IGNORECASE,
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def looks_secret(name: str) -> bool:
     return bool(_CREDENTIAL.search(name))
+
+
+def may_hold_secret(name: str) -> bool:
+    """The value of `name` may be a secret (a forked worker must not hold a copy)."""
+    return bool(_SECRET_WORD.search(name))
 
 
 def allowed(name: str) -> bool:

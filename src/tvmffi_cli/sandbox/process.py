@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, failures, files, kernel, protocol
+from . import environ, failures, files, kernel, messages, protocol, spawn
 from .denials import Denial, suggest
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
@@ -134,7 +134,9 @@ class Worker:
         self.require = pol.require or os.environ.get(REQUIRE_ENV) == "1"
         self.memory_limit = pol.memory_limit if memory_limit == -1 else memory_limit
         self.cpu_limit = cpu_limit
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | spawn.Forked | None = None
+        #: Why the last start was a new interpreter (None: a fork of this process).
+        self.exec_reason: str | None = None
         self.chan: protocol.Endpoint | None = None
         self.sandbox: kernel.Applied | None = None
         self.worker_pid: int | None = None
@@ -165,29 +167,25 @@ class Worker:
         self._fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])
-        cmd = [
-            self.python,
-            "-I",
-            "-c",
-            BOOT,
-            src,
-            self.serve or "",
-            str(req_r),
-            str(rep_w),
-            str(life_r),
-            str(stat_w),
-        ]
+        argv = [src, self.serve or "", str(req_r), str(rep_w), str(life_r), str(stat_w)]
+        env = _child_env(self.runtime, self.env, self._scratch, self.env_pass)
+        libs = [*self.read_paths, env.get("TVMFFI_RUNTIME") or spawn.own_runtime()]
+        self.exec_reason = spawn.fork_refusal(env, self.python, libs)
         try:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=out_w,
-                pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
-                cwd=self._scratch,
-                env=_child_env(self.runtime, self.env, self._scratch, self.env_pass),
-                start_new_session=True,
-            )
+            if self.exec_reason is None:
+                keep = (req_r, rep_w, life_r, stat_w, fault_fd)
+                self.proc = spawn.fork_worker(argv, out_w, keep, self._scratch, env)
+            else:
+                self.proc = subprocess.Popen(
+                    [self.python, "-I", "-c", BOOT, *argv],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out_w,
+                    stderr=out_w,
+                    pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
+                    cwd=self._scratch,
+                    env=env,
+                    start_new_session=True,
+                )
         finally:
             for fd in (req_r, rep_w, life_r, stat_w, out_w):
                 os.close(fd)
@@ -199,35 +197,36 @@ class Worker:
         ncpu = os.cpu_count() or 1
         try:
             protocol.write_all(req_w, key)
-            self.chan.send(
-                {
-                    "sandbox": self.use_sandbox,
-                    "memory_limit": self.memory_limit,
-                    "cpu_limit": self.cpu_limit,
-                    "scratch": self._scratch,
-                    "scratch_limit": self.scratch_limit,
-                    "fault_fd": fault_fd,
-                    "read": self.read_paths,
-                    "write": self.write_paths,
-                    "ncpu": ncpu,
-                }
+            config = messages.Config(
+                sandbox=self.use_sandbox,
+                memory_limit=self.memory_limit,
+                cpu_limit=self.cpu_limit,
+                scratch=self._scratch,
+                scratch_limit=self.scratch_limit,
+                fault_fd=fault_fd,
+                read=tuple(self.read_paths),
+                write=tuple(self.write_paths),
+                ncpu=ncpu,
             )
+            self.chan.send(messages.encode(config))
         except BrokenPipeError:
             raise self._death() from None
-        hello = self._recv(_START_TIMEOUT)
-        if not isinstance(hello, dict) or hello.get("hello") != 1:
+        try:
+            hello = messages.decode(messages.Hello, self._recv(_START_TIMEOUT))
+        except messages.MessageError as e:
             self._kill()
-            raise ChannelTampered("the worker's first message is not its greeting")
-        self.sandbox = kernel.Applied.from_json(hello.get("sandbox"))
-        pid = hello.get("pid")
-        self.worker_pid = pid if isinstance(pid, int) else None
+            raise ChannelTampered(str(e)) from None
+        self.sandbox = hello.sandbox
+        self.worker_pid = hello.pid
         _last_sandbox = self.sandbox
         if self.require and (self.sandbox.missing or not self.sandbox.enabled):
             self._kill()
             self._cleanup()
             raise SandboxUnavailable(require_message(self.sandbox))
         self._stop_watch.clear()
-        self._watch = threading.Thread(target=self._watch_scratch, daemon=True)
+        self._watch = threading.Thread(
+            target=self._watch_scratch, daemon=True, name="tvmffi-scratch-watch"
+        )
         self._watch.start()
 
     def _watch_scratch(self) -> None:
@@ -496,6 +495,7 @@ class Worker:
         p = self.proc
         if p is None:
             return ChildCrashed(None, None, "")
+        rc: int | None
         try:
             rc = p.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -518,28 +518,30 @@ class Worker:
     def call(self, task: str, request: dict[str, Any], timeout: float | None = None) -> Any:
         """Run tvmffi_cli.<task>.run(request) in the child and return its result."""
         with self._lock:
-            self.send({"task": task, "request": request})
-            reply = self.read_line(timeout)
-        if not isinstance(reply, dict):
-            raise WorkerError(f"task {task}: the worker's reply is not an object")
-        if reply.get("ok"):
-            return reply.get("result")
-        err = reply.get("error") or {}
-        if err.get("type") == "MemoryError" and self.memory_limit:
+            self.send(messages.encode(messages.Request(task, request)))
+            raw = self.read_line(timeout)
+        try:
+            reply = messages.decode(messages.Reply, raw)
+        except messages.MessageError as bad:
+            raise WorkerError(f"task {task}: the worker's reply is not a reply ({bad})") from None
+        if reply.ok:
+            return reply.result
+        err = reply.error
+        assert err is not None
+        if err.type == "MemoryError" and self.memory_limit:
             self.kill()
             raise MemoryLimitExceeded(self.memory_limit, None)
-        cls = getattr(errors, err.get("type", ""), None)
-        if err.get("known") and isinstance(cls, type) and issubclass(cls, TvmffiError):
-            e = cls(err.get("message", ""))
-            e.exit_code = err.get("exit_code", e.exit_code)
+        cls = getattr(errors, err.type, None)
+        if err.known and isinstance(cls, type) and issubclass(cls, TvmffiError):
+            e = cls(err.message)
+            e.exit_code = err.exit_code
             raise e
-        if err.get("known"):
-            e2 = TvmffiError(err.get("message", ""))
-            e2.exit_code = err.get("exit_code", e2.exit_code)
+        if err.known:
+            e2 = TvmffiError(err.message)
+            e2.exit_code = err.exit_code
             raise e2
         raise WorkerError(
-            f"task {task} failed in the worker: {err.get('type')}: {err.get('message')}",
-            err.get("traceback"),
+            f"task {task} failed in the worker: {err.type}: {err.message}", err.traceback
         )
 
 

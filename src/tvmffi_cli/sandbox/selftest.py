@@ -6,9 +6,13 @@ request {"op": "call", "path", "func", "args": [JSON values]}
                                      -> {"result": repr of the call's result}
 request {"op": "print", "text"}      -> prints text to stdout (must not reach the reply pipe)
 request {"op": "raise", "kind": "InputError"|"bug", "message"}
+request {"op": "state"}              -> what the worker process holds: environment
+                                        (os.environ and /proc/self/environ names),
+                                        open fds, sys.path, cwd, session leader
 """
 
 import os
+import sys
 from typing import Any
 
 #: One value per worker process (in a PID namespace every worker is pid 2).
@@ -34,4 +38,18 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
             raise InputError(request.get("message", "bad input"))
         raise RuntimeError(request.get("message", "boom"))
+    if op == "state":
+        with open("/proc/self/environ", "rb") as f:
+            block = f.read()
+        return {
+            "environ": sorted(os.environ),
+            "proc_environ": sorted(
+                e.split(b"=", 1)[0].decode("utf-8", "replace") for e in block.split(b"\0") if e
+            ),
+            "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+            "path": list(sys.path),
+            "cwd": os.getcwd(),
+            "sid": os.getsid(0),
+            "pgid": os.getpgid(0),
+        }
     raise ValueError(f"unknown op {op!r}")

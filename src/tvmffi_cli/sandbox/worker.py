@@ -16,7 +16,8 @@ can run:
 5. a "hello" frame reports what was applied.
 
 Then each request frame {"task": "<dotted name>", "request": {...}} gets one
-reply frame {"ok": true, "result": ...} or {"ok": false, "error": {...}}; or,
+reply frame {"ok": true, "result": ...} or {"ok": false, "error": {...}} (typed in
+messages.py: Config, Hello, Request, Reply); or,
 with <serve> set, the task's serve(channel) speaks its own message stream
 over the same authenticated channel.
 """
@@ -31,7 +32,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from . import kernel, protocol
+from . import kernel, messages, protocol
 
 # A task is a module named by its dotted path under tvmffi_cli ("call.task",
 # "inspect.task", "conform.probe_task", "sandbox.selftest") that defines
@@ -72,38 +73,30 @@ def load_task(name: object) -> ModuleType:
     return mod
 
 
-def handle(msg: Any) -> dict[str, Any]:
-    """One request -> one reply dict (never raises)."""
+def handle(msg: Any) -> messages.Reply:
+    """One request -> one reply (never raises)."""
     try:
-        if not isinstance(msg, dict):
-            raise TypeError("a request is a JSON object")
-        mod = load_task(msg.get("task"))
-        return {"ok": True, "result": mod.run(msg.get("request") or {})}
+        req = messages.decode(messages.Request, msg)
+        mod = load_task(req.task)
+        return messages.Reply(ok=True, result=mod.run(req.request))
     except MemoryError:
-        return {
-            "ok": False,
-            "error": {
-                "type": "MemoryError",
-                "message": "out of memory",
-                "exit_code": 1,
-                "known": False,
-                "traceback": None,
-            },
-        }
+        return messages.Reply(
+            ok=False, error=messages.TaskError("MemoryError", "out of memory", 1, False)
+        )
     except Exception as e:
         from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)
-        return {
-            "ok": False,
-            "error": {
-                "type": type(e).__name__,
-                "message": str(e),
-                "exit_code": getattr(e, "exit_code", 3),
-                "known": known,
-                "traceback": None if known else traceback.format_exc(),
-            },
-        }
+        return messages.Reply(
+            ok=False,
+            error=messages.TaskError(
+                type=type(e).__name__,
+                message=str(e),
+                exit_code=getattr(e, "exit_code", 3),
+                known=known,
+                traceback=None if known else traceback.format_exc(),
+            ),
+        )
 
 
 #: Seconds the worker waits, after its last request, for threads the library
@@ -137,20 +130,10 @@ def serve_requests(chan: protocol.Endpoint) -> None:
             return
         reply = handle(msg)
         try:
-            chan.send(reply)
+            chan.send(messages.encode(reply))
         except (TypeError, ValueError) as e:
-            chan.send(
-                {
-                    "ok": False,
-                    "error": {
-                        "type": "InternalError",
-                        "message": f"task reply is not sendable: {e}",
-                        "exit_code": 3,
-                        "known": False,
-                        "traceback": None,
-                    },
-                }
-            )
+            err = messages.TaskError("InternalError", f"task reply is not sendable: {e}", 3, False)
+            chan.send(messages.encode(messages.Reply(ok=False, error=err)))
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -199,17 +182,12 @@ def _start(
     os.close(devnull)
     key = _read_exact(req_fd, protocol.KEY_BYTES)
     chan = protocol.Endpoint(key, req_fd, rep_fd, parent=False)
-    config = chan.recv()
-    if not isinstance(config, dict):
-        raise SystemExit(2)
-    enabled = bool(config.get("sandbox", True))
-    memory, cpu = config.get("memory_limit"), config.get("cpu_limit")
-    fsize = config.get("scratch_limit")
-    _set_limits(
-        memory if isinstance(memory, int) else None,
-        cpu if isinstance(cpu, int) else None,
-        fsize if isinstance(fsize, int) else None,
-    )
+    try:
+        config = messages.decode(messages.Config, chan.recv())
+    except messages.MessageError:
+        raise SystemExit(2) from None
+    enabled, memory, cpu = config.sandbox, config.memory_limit, config.cpu_limit
+    _set_limits(memory, cpu, config.scratch_limit)
 
     want_launch = kernel.LIFETIME + (("net-namespace",) if enabled else ())
     got, notes = kernel.launch(want_launch, lifeline_fd, status_fd)
@@ -219,17 +197,17 @@ def _start(
             os.close(fd)
         except OSError:
             pass
-    scratch = str(config.get("scratch") or "")
+    scratch = config.scratch
     if scratch:
         os.environ["TMPDIR"] = scratch
         os.chdir(scratch)
     want = want_launch
     if enabled:
         confine_want = tuple(n for n in kernel.CONFINEMENT if n != "net-namespace")
-        reads = [str(p) for p in config.get("read", []) if isinstance(p, str)]
+        reads = list(config.read)
         reads += list(SYSTEM_READ) + python_paths()
         writes = [scratch] if scratch else []
-        writes += [str(p) for p in config.get("write", []) if isinstance(p, str)]
+        writes += list(config.write)
         writes.append("/dev/null")
         in_pidns = bool(got & kernel.FEATURES["pid-namespace"])
         got2, notes2 = kernel.confine(confine_want, reads, writes, in_pidns)
@@ -242,12 +220,11 @@ def _start(
         applied=applied,
         missing=tuple(n for n in want if n not in applied),
         notes=notes,
-        memory_limit=memory if isinstance(memory, int) else None,
-        cpu_limit=cpu if isinstance(cpu, int) else None,
+        memory_limit=memory,
+        cpu_limit=cpu,
     )
-    chan.send({"hello": 1, "pid": os.getpid(), "sandbox": info.to_json()})
-    fault = config.get("fault_fd")
-    return chan, fault if isinstance(fault, int) else -1
+    chan.send(messages.encode(messages.Hello(pid=os.getpid(), sandbox=info)))
+    return chan, config.fault_fd
 
 
 def main(argv: list[str] | None = None) -> int:

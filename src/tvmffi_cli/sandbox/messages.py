@@ -1,0 +1,171 @@
+"""The messages between tvmffi and its worker, typed (protocol.py carries them).
+
+    parent -> worker   Config    once, right after the key
+    worker -> parent   Hello     once, after confinement
+    parent -> worker   Request   one per task
+    worker -> parent   Reply     one per Request (ok + result, or a TaskError)
+
+encode(msg) gives the JSON object sent on the channel; decode(Type, obj)
+checks one against its type and raises MessageError for anything else (the
+parent then treats the worker as tampered with). A streaming task (serve)
+speaks its own messages over the same channel after Hello.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union, cast
+
+from .kernel import Applied
+
+JsonObject = dict[str, Any]
+
+
+class MessageError(ValueError):
+    """An object on the channel is not the message expected there."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """How the worker sets itself up (limits, confinement, scratch)."""
+
+    sandbox: bool
+    memory_limit: int | None
+    cpu_limit: int | None
+    scratch: str
+    scratch_limit: int | None
+    fault_fd: int
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    ncpu: int
+
+
+@dataclass(frozen=True)
+class Hello:
+    """The worker is confined and ready: its pid (in its namespace) and what applied."""
+
+    pid: int
+    sandbox: Applied
+
+
+@dataclass(frozen=True)
+class Request:
+    """Run tvmffi_cli.<task>.run(request) in the worker."""
+
+    task: str
+    request: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskError:
+    """What a task raised. known: a tvmffi error (type names its class)."""
+
+    type: str
+    message: str
+    exit_code: int
+    known: bool
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    ok: bool
+    result: Any = None
+    error: TaskError | None = None
+
+
+Message = Union[Config, Hello, Request, Reply]
+M = TypeVar("M", Config, Hello, Request, Reply)
+
+
+def encode(msg: Message) -> JsonObject:
+    if isinstance(msg, Hello):
+        return {"hello": 1, "pid": msg.pid, "sandbox": msg.sandbox.to_json()}
+    if isinstance(msg, Reply):
+        if msg.ok:
+            return {"ok": True, "result": msg.result}
+        err = msg.error or TaskError("InternalError", "no error given", 3, False)
+        return {"ok": False, "error": dataclasses.asdict(err)}
+    out = dataclasses.asdict(msg)
+    if isinstance(msg, Config):
+        out["read"], out["write"] = list(msg.read), list(msg.write)
+    return out
+
+
+def _get(obj: JsonObject, key: str, types: tuple[type, ...], what: str) -> Any:
+    v = obj.get(key)
+    # bool is an int to isinstance; a field typed int takes no bool
+    if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+        raise MessageError(f"{what}: field {key!r} is {type(v).__name__}")
+    return v
+
+
+def _strings(obj: JsonObject, key: str, what: str) -> tuple[str, ...]:
+    v = _get(obj, key, (list,), what)
+    if not all(isinstance(s, str) for s in v):
+        raise MessageError(f"{what}: field {key!r} holds a non-string")
+    return tuple(v)
+
+
+_INT = (int,)
+_OPT_INT = (int, type(None))
+
+
+def _config(obj: JsonObject, what: str) -> Config:
+    return Config(
+        sandbox=_get(obj, "sandbox", (bool,), what),
+        memory_limit=_get(obj, "memory_limit", _OPT_INT, what),
+        cpu_limit=_get(obj, "cpu_limit", _OPT_INT, what),
+        scratch=_get(obj, "scratch", (str,), what),
+        scratch_limit=_get(obj, "scratch_limit", _OPT_INT, what),
+        fault_fd=_get(obj, "fault_fd", _INT, what),
+        read=_strings(obj, "read", what),
+        write=_strings(obj, "write", what),
+        ncpu=_get(obj, "ncpu", _INT, what),
+    )
+
+
+def _hello(obj: JsonObject, what: str) -> Hello:
+    if obj.get("hello") != 1:
+        raise MessageError("the worker's first message is not its greeting")
+    sb = _get(obj, "sandbox", (dict,), what)
+    return Hello(pid=_get(obj, "pid", _INT, what), sandbox=Applied.from_json(sb))
+
+
+def _request(obj: JsonObject, what: str) -> Request:
+    req = _get(obj, "request", (dict, type(None)), what) or {}
+    return Request(task=_get(obj, "task", (str,), what), request=req)
+
+
+def _reply(obj: JsonObject, what: str) -> Reply:
+    if _get(obj, "ok", (bool,), what):
+        return Reply(ok=True, result=obj.get("result"))
+    e = _get(obj, "error", (dict,), what)
+    return Reply(
+        ok=False,
+        error=TaskError(
+            type=_get(e, "type", (str,), what),
+            message=_get(e, "message", (str,), what),
+            exit_code=_get(e, "exit_code", _INT, what),
+            known=_get(e, "known", (bool,), what),
+            traceback=_get(e, "traceback", (str, type(None)), what),
+        ),
+    )
+
+
+_DECODERS: dict[type, Callable[[JsonObject, str], Message]] = {
+    Config: _config,
+    Hello: _hello,
+    Request: _request,
+    Reply: _reply,
+}
+
+
+def decode(kind: type[M], obj: object) -> M:
+    """obj as a `kind` message; MessageError when it is not one."""
+    what = kind.__name__
+    if not isinstance(obj, dict):
+        raise MessageError(f"{what}: not a JSON object")
+    return cast(M, _DECODERS[kind](obj, what))
