@@ -21,7 +21,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+# tvmffi_cli as installed (its built runtime is part of the table); the
+# tests' wheel cache for the releases.
+sys.path[:0] = [str(ROOT / "tests")]
 
 from tvmffi_cli.abi.versions import is_runtime_symbol  # noqa: E402
 from tvmffi_cli.binary import open_binary  # noqa: E402

@@ -123,8 +123,11 @@ def command(
     memory_limit: str | None,
     **confine: Any,
 ) -> int:
-    """Check LIBRARY against the TVM-FFI ABI rules (every check, why it
-    matters and how to fix a finding: CHECKS_MD, installed with tvmffi).
+    """Check LIBRARY against the TVM-FFI ABI rules. Every check, why it
+    matters and how to fix a finding (installed with tvmffi):
+
+    \b
+    CHECKS_MD
 
     LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
     is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
