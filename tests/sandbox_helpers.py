@@ -65,3 +65,22 @@ def processes_named(name):
         except OSError:
             pass
     return out
+
+
+def token():
+    """A fresh process name for one test (a comm holds 15 characters)."""
+    import uuid
+
+    return "tvsb" + uuid.uuid4().hex[:10]
+
+
+def gone(name, within=5.0):
+    """True once no process is named `name`, polling up to `within` seconds."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not processes_named(name):
+            return True
+        time.sleep(0.05)
+    return False

@@ -14,13 +14,12 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
 
 import pytest
 
 import fixturebuild
 import unprivileged
-from sandbox_helpers import EPERM, ESRCH, hostile, processes_named
+from sandbox_helpers import EPERM, ESRCH, gone, hostile, processes_named, token
 from test_call_helpers import validate
 
 ENOSYS = 38
@@ -81,19 +80,6 @@ def _call(user, ns, *argv):
     doc = validate(json.loads(r.stdout), "call")
     v = doc["result"]
     return [(v >> (8 * i)) & 0xFF for i in range(8)], set(doc["sandbox"]["applied"])
-
-
-def _token():
-    return "tvsb" + uuid.uuid4().hex[:10]  # comm holds 15 characters
-
-
-def _gone(name, within=10.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not processes_named(name):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _kill_all(name):
@@ -185,29 +171,29 @@ def test_no_namespaces_from_inside_and_threads_still_work(user, ns):
 
 @pytest.mark.parametrize(("user", "ns"), MODES)
 def test_setsid_grandchild_is_gone_when_the_step_ends(user, ns):
-    name = _token()
+    name = token()
     try:
         r = _tvmffi(user, ns, "call", hostile(), "spawn_sleeper", "--str", name, "--json")
         assert r.returncode == 0 and json.loads(r.stdout)["result"] == 0, r.stderr
-        assert _gone(name), f"{name} survived tvmffi call"
+        assert gone(name, 10.0), f"{name} survived tvmffi call"
     finally:
         _kill_all(name)
 
 
 @pytest.mark.parametrize(("user", "ns"), MODES)
 def test_setsid_grandchild_is_gone_after_timeout(user, ns):
-    name = _token()
+    name = token()
     try:
         r = _tvmffi(user, ns, "call", hostile(), "spawn_and_hang", "--str", name, "--timeout", "1")
         assert r.returncode == 1 and "did not return within 1 s" in r.stderr, r.stderr
-        assert _gone(name), f"{name} survived the timeout"
+        assert gone(name, 10.0), f"{name} survived the timeout"
     finally:
         _kill_all(name)
 
 
 @pytest.mark.parametrize(("user", "ns"), MODES)
 def test_fork_chain_is_gone_after_tvmffi_is_sigkilled(user, ns):
-    name = _token()
+    name = token()
     depth = 80  # more than the 64 rounds the old supervisor gave up after
     argv = [*_argv(user, ns), "call", str(contain())]
     argv += ["chain_and_hang", "--str", name, "--int", str(depth), "--timeout", "120"]
@@ -219,7 +205,9 @@ def test_fork_chain_is_gone_after_tvmffi_is_sigkilled(user, ns):
             time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
-        assert _gone(name), f"{len(processes_named(name))} of {name} survived SIGKILL of tvmffi"
+        assert gone(name, 10.0), (
+            f"{len(processes_named(name))} of {name} survived SIGKILL of tvmffi"
+        )
     finally:
         if p.poll() is None:
             p.kill()

@@ -8,23 +8,9 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
-from sandbox_helpers import call_json, hostile, processes_named
+from sandbox_helpers import call_json, gone, hostile, processes_named, token
 from test_call_helpers import tvmffi
-
-
-def _token():
-    return "tvsb" + uuid.uuid4().hex[:10]  # comm holds 15 characters
-
-
-def _gone(name, within=5.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not processes_named(name):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _kill_all(name):
@@ -36,27 +22,27 @@ def _kill_all(name):
 
 
 def test_grandchild_dies_when_the_step_ends():
-    name = _token()
+    name = token()
     try:
         doc, _ = call_json(hostile(), "spawn_sleeper", "--str", name)
         assert doc["result"] == 0
-        assert _gone(name), f"{name} survived tvmffi call"
+        assert gone(name), f"{name} survived tvmffi call"
     finally:
         _kill_all(name)
 
 
 def test_grandchild_dies_on_timeout():
-    name = _token()
+    name = token()
     try:
         r = tvmffi("call", hostile(), "spawn_and_hang", "--str", name, "--timeout", "1")
         assert r.returncode == 1 and "did not return within 1 s" in r.stderr
-        assert _gone(name), f"{name} survived the timeout"
+        assert gone(name), f"{name} survived the timeout"
     finally:
         _kill_all(name)
 
 
 def test_everything_dies_when_tvmffi_is_sigkilled():
-    name = _token()
+    name = token()
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
     p = subprocess.Popen(
@@ -91,16 +77,16 @@ def test_everything_dies_when_tvmffi_is_sigkilled():
         assert workers
         p.send_signal(signal.SIGKILL)
         p.wait()
-        assert _gone(name), f"{name} survived SIGKILL of tvmffi"
+        assert gone(name), f"{name} survived SIGKILL of tvmffi"
         for w in workers:
-            assert _pid_gone(w), f"worker {w} survived SIGKILL of tvmffi"
+            assert _pidgone(w), f"worker {w} survived SIGKILL of tvmffi"
     finally:
         if p.poll() is None:
             p.kill()
         _kill_all(name)
 
 
-def _pid_gone(pid, within=5.0):
+def _pidgone(pid, within=5.0):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
