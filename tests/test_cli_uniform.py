@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import fixturebuild
+from test_call_helpers import tvmffi
 from tvmffi_cli.cli.app import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,15 +23,6 @@ LOADING = ["inspect", "call", "bench", "conform", "stubs", "diff"]
 @pytest.fixture(scope="module")
 def lib():
     return str(fixturebuild.build(ROOT / "examples" / "add_one.c", name="contract_add_one"))
-
-
-def tvmffi(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "tvmffi_cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def help_of(cmd):

@@ -4,14 +4,13 @@ probed (a hang shows the culprit, not the last one done); a library whose
 dependency is missing is "not loaded", not "ok" next to its load failure."""
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import fixturebuild
+from test_call_helpers import tvmffi as run_tvmffi
 from tvmffi_cli.conform import runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,13 +22,7 @@ def lib():
 
 
 def tvmffi(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "tvmffi_cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, COLUMNS="200"),
-        timeout=300,
-    )
+    return run_tvmffi(*args, env={"COLUMNS": "200"}, timeout=300)
 
 
 def test_function_option_counts_only_the_selected(lib):
