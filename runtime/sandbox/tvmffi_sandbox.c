@@ -10,9 +10,13 @@
  *       the one tvmffi started) into a supervisor: it forks A, the init of a
  *       new PID namespace (and network namespace when asked), and A forks B,
  *       which returns to the caller and becomes the worker. O and A never
- *       return. When B exits, A reports B's wait status and peak RSS to O and
- *       exits; the kernel then kills every process left in the namespace. O
- *       writes "<status> <maxrss_kb>\n" to status_fd and exits the way B did.
+ *       return. A reaps every child it gets: B's probe children (B forks
+ *       twice, so its grandchild is reparented to A) and orphans are passed
+ *       on as they end, O writing "c <pid> <status> <maxrss_kb>\n" to
+ *       status_fd for each. When B exits, A reports B's wait status and peak
+ *       RSS to O and exits; the kernel then kills every process left in the
+ *       namespace. O writes "<status> <maxrss_kb>\n" to status_fd and exits
+ *       the way B did.
  *       When the lifeline fd reports hang-up (tvmffi closed it or died, even by
  *       SIGKILL), O kills A and everything below it. A and B also die with
  *       their parent (PR_SET_PDEATHSIG). O is a child subreaper (and so is A
@@ -345,46 +349,75 @@ static unsigned enter_namespaces(unsigned want, char *note, size_t note_len) {
   return got;
 }
 
-/* A: the init of the worker's PID namespace (or a subreaper without one). */
+/* A: the init of the worker's PID namespace (or a subreaper without one).
+ * Every child it reaps but the worker is reported as it ends, {1, pid,
+ * status, maxrss}: the worker's probe children (the worker forks twice, so
+ * the grandchild is reparented here) and orphans of what the library
+ * started; tvmffi keeps the records of the pids it waits for. The worker's
+ * own end is the last record, {0, pid, status, maxrss}. */
 static void run_reaper(pid_t worker, int report_fd, int in_pidns) {
-  int status = 0;
-  long maxrss = 0;
+  long rec[4] = {0, worker, 0, 0};
   for (;;) {
     struct rusage ru;
     int st;
     pid_t p = wait4(-1, &st, 0, &ru);
     if (p == worker) {
-      status = st;
-      maxrss = ru.ru_maxrss;
+      rec[2] = st;
+      rec[3] = ru.ru_maxrss;
       break;
+    }
+    if (p > 0) {
+      long child[4] = {1, p, st, ru.ru_maxrss};
+      write_all(report_fd, child, sizeof child);
+      continue;
     }
     if (p < 0 && errno == ECHILD) break;
   }
   if (!in_pidns) kill_descendants(0); /* with a namespace the kernel does this on exit */
-  long rec[2] = {status, maxrss};
   write_all(report_fd, rec, sizeof rec);
   _exit(0);
 }
 
-/* O: wait for A's report or the lifeline's hang-up. */
+/* A probe child's record, "c <pid> <status> <maxrss_kb>\n" on status_fd,
+ * dropped when tvmffi has left more than SB_STATUS_BACKLOG bytes unread
+ * (status_fd is non-blocking: a library that forks without end cannot stall
+ * us, and the worker's own final line always finds room). */
+#define SB_STATUS_BACKLOG 1024
+static void forward_child(int status_fd, const long rec[4]) {
+  int unread = 0;
+  if (status_fd < 0) return;
+  if (ioctl(status_fd, FIONREAD, &unread) == 0 && unread > SB_STATUS_BACKLOG) return;
+  char line[96];
+  int n = snprintf(line, sizeof line, "c %ld %ld %ld\n", rec[1], rec[2], rec[3]);
+  write_all(status_fd, line, (size_t)n);
+}
+
+/* O: wait for A's reports or the lifeline's hang-up. */
 static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int status_fd) {
   struct pollfd pfd[2] = {{report_fd, POLLIN, 0}, {lifeline_fd, POLLIN, 0}};
   int nfds = lifeline_fd >= 0 ? 2 : 1;
-  long rec[2] = {0, 0};
+  long rec[4] = {0, 0, 0, 0};
   int have = 0;
+  if (status_fd >= 0) fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) | O_NONBLOCK);
   for (;;) {
     int r = poll(pfd, (nfds_t)nfds, -1);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) break;
     if (pfd[0].revents) {
-      have = read_all(report_fd, rec, sizeof rec) == 0;
+      if (read_all(report_fd, rec, sizeof rec) != 0) break;
+      if (rec[0] == 1) { /* a probe child (or an orphan) ended: pass it on */
+        forward_child(status_fd, rec);
+        continue;
+      }
+      have = 1;
       break;
     }
     /* A byte (tvmffi asks) or a hang-up (tvmffi is gone): end the worker. */
     if (nfds == 2 && pfd[1].revents) break;
   }
   if (!have) {
-    rec[0] = SIGKILL; /* a wait status: killed by SIGKILL */
+    rec[2] = SIGKILL; /* a wait status: killed by SIGKILL */
+    rec[3] = 0;
   } else {
     waitpid(reaper, NULL, 0);
   }
@@ -393,11 +426,11 @@ static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int sta
   kill_descendants(have ? 0 : reaper);
   if (status_fd >= 0) {
     char line[64];
-    int n = snprintf(line, sizeof line, "%ld %ld\n", rec[0], rec[1]);
+    int n = snprintf(line, sizeof line, "%ld %ld\n", rec[2], rec[3]);
     write_all(status_fd, line, (size_t)n);
     close(status_fd);
   }
-  die_like((int)rec[0]);
+  die_like((int)rec[2]);
 }
 
 /* RLIMIT_NPROC counts every task (thread) of the real user, system-wide, and
@@ -649,6 +682,19 @@ static void deny_unless_self_arg(struct bpf_prog_buf *b, long nr, int i, uint32_
   load_nr(b);
 }
 
+/* if (nr == n && !(arg[i] is a pid >= min: high half 0, low half in
+ * [min, INT_MAX])) return EPERM; then reload nr. */
+static void deny_unless_pid_from(struct bpf_prog_buf *b, long nr, int i, uint32_t min) {
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 6));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_HI(i)));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(i)));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x80000000u, 1, 0));
+  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, min, 1, 0));
+  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
+  load_nr(b);
+}
+
 /* if (nr == n && (low half of arg[i]) == v) return err; then reload nr (for
  * unsigned int arguments such as fcntl's and ioctl's command). */
 static void deny_arg_eq(struct bpf_prog_buf *b, long nr, int i, uint32_t v, uint32_t ret) {
@@ -677,7 +723,7 @@ static void deny_unless_unix(struct bpf_prog_buf *b, long nr) {
   emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
 }
 
-static int apply_seccomp(int in_pidns, char *note, size_t note_len) {
+static int apply_seccomp(int in_pidns, int scoped, char *note, size_t note_len) {
 #ifndef SB_AUDIT_ARCH
   note_add(note, note_len, "%s: %s; ", "seccomp (unsupported architecture)", ENOSYS);
   return -1;
@@ -755,11 +801,22 @@ static int apply_seccomp(int in_pidns, char *note, size_t note_len) {
 #ifdef SYS_clone3
   deny_nr_err(&b, SYS_clone3, ENOSYS);
 #endif
-  /* Signals: only to ourselves (raise, abort, pthread_kill use tgkill). */
-  deny_unless_self_arg(&b, SYS_kill, 0, self, 0, -1, 0);
-  deny_unless_self_arg(&b, SYS_tgkill, 0, self, 0, -1, 0);
-  deny_unless_self_arg(&b, SYS_rt_sigqueueinfo, 0, self, 0, -1, 0);
-  deny_unless_self_arg(&b, SYS_rt_tgsigqueueinfo, 0, self, 0, -1, 0);
+  /* Signals: only to the worker's own processes (raise, abort and
+   * pthread_kill use tgkill), never to a process group or to every process.
+   * In a PID namespace every pid above 1 is one of them (1 is the init, A);
+   * without one, Landlock's signal scope (when applied) refuses every
+   * process outside the worker's domain; else only the worker itself. A
+   * probe child forked from the worker (conform) has a pid of its own and
+   * must still be able to signal itself. */
+  static const long sig_nrs[] = {SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo};
+  for (size_t i = 0; i < sizeof sig_nrs / sizeof sig_nrs[0]; i++) {
+    if (in_pidns)
+      deny_unless_pid_from(&b, sig_nrs[i], 0, 2);
+    else if (scoped)
+      deny_unless_pid_from(&b, sig_nrs[i], 0, 1);
+    else
+      deny_unless_self_arg(&b, sig_nrs[i], 0, self, 0, -1, 0);
+  }
   /* ...nor by the I/O-signal owner of a file: SIGIO/SIGURG (or any signal,
    * F_SETSIG) would go to a process the library names. */
   deny_arg_eq(&b, SYS_fcntl, 1, F_SETOWN, SB_DENY);
@@ -826,7 +883,9 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_confine(unsigned want, const char *const *re
     }
   }
   if ((want & TVMFFI_SB_SECCOMP) && (got & TVMFFI_SB_NO_NEW_PRIVS)) {
-    if (apply_seccomp((want & TVMFFI_SB_PIDNS) != 0, note, note_len) == 0) got |= TVMFFI_SB_SECCOMP;
+    int scoped = (got & TVMFFI_SB_LANDLOCK_SCOPE) != 0;
+    if (apply_seccomp((want & TVMFFI_SB_PIDNS) != 0, scoped, note, note_len) == 0)
+      got |= TVMFFI_SB_SECCOMP;
   }
   if (applied != NULL) *applied = got;
   return 0;

@@ -35,6 +35,7 @@ from typing import Any, Callable, Collection, Dict, cast
 from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
+from ..sandbox import zygote
 from . import probe_extra, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
@@ -445,9 +446,8 @@ class Prober(ProbeValues):
             self.emit(obs)
 
     # -- watchdog -------------------------------------------------------------------
-    def watchdog(self) -> None:
-        while True:
-            time.sleep(0.05)
+    def watchdog(self, stop: threading.Event) -> None:
+        while not stop.wait(0.05):
             step, started = self.step, self.step_started
             if (
                 step is not None
@@ -510,7 +510,9 @@ def serve(chan: Any) -> None:
             chan.send(obj)
 
     prober = Prober(emit)
-    threading.Thread(target=prober.watchdog, daemon=True).start()
+    stop = threading.Event()
+    dog = threading.Thread(target=prober.watchdog, args=(stop,), daemon=True)
+    dog.start()
     while True:
         try:
             req = chan.recv()
@@ -526,7 +528,21 @@ def serve(chan: Any) -> None:
                 info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             prober.step = None
             info["event"] = "loaded"
+            if not (info.get("ok") and req.get("zygote")):
+                emit(info)
+                continue
+            # Become a zygote (sandbox/zygote.py): fork a probe child per
+            # order, alone in this process (the watchdog stops for the fork).
+            stop.set()
+            dog.join()
+            why = zygote.refusal()
+            info["zygote"], info["zygote_refused"] = why is None, why
             emit(info)
+            if why is None and not zygote.serve_orders(chan):
+                return  # the orders ended: the worker exits
+            stop = threading.Event()  # in the probe child, or refused: a new watchdog
+            dog = threading.Thread(target=prober.watchdog, args=(stop,), daemon=True)
+            dog.start()
         elif op == "probe":
             prober.probe(req)
         elif op == "exit":

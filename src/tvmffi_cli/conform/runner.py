@@ -1,50 +1,30 @@
 """Run the selected checks on one library.
 
 Static checks read the file here. Everything that executes library code runs
-in worker processes (conform/probe_task.py): each worker loads the library once and
-probes many functions; a worker is replaced only after the library crashed or
-hung it. Workers stream one event per step, so after a crash the parent knows
-the step that died, records it, and resumes that function in a fresh worker
-after the failed step.
+in worker processes (conform/probe_task.py, conform/workers.py): each worker
+loads the library once and probes many functions, in a probe child it forks
+where it may (a crash then costs a fork), else itself (a crash then costs a
+new worker). Workers stream one event per step, so after a crash the parent
+knows the step that died, records it, and resumes that function in a fresh
+probe child or worker after the failed step.
 """
 
 from __future__ import annotations
 
 import os
 import queue
-import subprocess
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, Iterator
+from typing import Callable, Collection, Iterable
 
-from .. import errors
 from ..abi.symbols import CTX_PREFIX
-from ..sandbox import process as sandbox
 from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
-from .checks_crash import fault_of, library_output
+from .checks_crash import fault_of as fault_of
+from .checks_crash import library_output as library_output
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
+from .workers import Event, Spares, Worker, WorkerDied
 
-if TYPE_CHECKING:
-    from typing import Protocol
-
-    from ..sandbox.spawn import Forked
-
-    class _Child(Protocol):
-        """What Worker uses of sandbox.Worker (sandbox/ is not annotated yet)."""
-
-        proc: subprocess.Popen[bytes] | Forked | None
-
-        def alive(self) -> bool: ...
-        def start(self) -> None: ...
-        def send(self, obj: Any) -> None: ...
-        def read_line(self, timeout: float | None = None) -> Any: ...
-        def kill(self) -> None: ...
-        def close(self) -> None: ...
-
-
-#: One event of the probe worker (a JSON object; see conform/probe_task.py).
-Event = Dict[str, Any]
 #: progress(done, total, running), called as functions start and finish;
 #: running names the functions being probed now ("" when none).
 Progress = Callable[[int, int, str], object]
@@ -53,138 +33,6 @@ Progress = Callable[[int, int, str], object]
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
 
 _SEGV = ("SIGSEGV", "SIGBUS")
-
-
-class WorkerDied(Exception):
-    def __init__(
-        self, signal_name: str | None, hang: bool = False, step: str | None = None, detail: str = ""
-    ) -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-        self.hang = hang
-        self.step = step
-        self.detail = detail
-        self.fault: str | None = None  # "args-guard" | "elsewhere" (probe_memory.report_faults)
-
-
-class Worker:
-    """One probe process: sandbox.Worker serving conform/probe_task.py's event stream
-    (a request line in, event lines out; the library's own output never
-    reaches the event pipe)."""
-
-    def __init__(self, path: str, timeout: float, runtime: str | None = None) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.loaded: Event | None = None
-        from ..binary.deps import load_read_paths
-
-        self._w: _Child = sandbox.Worker(  # type: ignore[no-untyped-call, unused-ignore]
-            serve="conform.probe_task",
-            stderr=subprocess.DEVNULL,
-            runtime=runtime,
-            # the runtime may live outside every default-readable folder (a
-            # fetched release in the user's cache)
-            read_paths=[*load_read_paths(path), *([runtime] if runtime else [])],
-        )
-
-    def alive(self) -> bool:
-        return self._w.alive()
-
-    def start(self) -> None:
-        self._w.start()
-        self.send({"op": "load", "path": self.path, "timeout": self.timeout})
-
-    def send(self, obj: Event) -> None:
-        try:
-            self._w.send(obj)
-        except sandbox.ChildCrashed:
-            pass  # the worker died; reading its events reports how
-
-    def events(self, idle: float) -> Iterator[Event]:
-        """Yield events until the worker dies (raises WorkerDied)."""
-        while True:
-            try:
-                yield self._w.read_line(timeout=idle)
-            except sandbox.ChildTimeout:
-                # The in-worker watchdog should have fired; a stuck interpreter
-                # (e.g. a callee holding the GIL) was killed from here.
-                raise WorkerDied("SIGKILL", hang=True) from None
-            except sandbox.ChannelTampered:
-                # Forged or garbled messages: whatever step was running failed.
-                raise WorkerDied("tampered channel") from None
-            except sandbox.ChildCrashed as e:
-                rc = e.returncode
-                name = e.signal or (None if rc is None else f"exit status {rc}")
-                died = WorkerDied(name, detail=library_output(e.stderr))
-                died.fault = fault_of(e.stderr)
-                raise died from None
-
-    def load(self) -> Event:
-        """Wait for the load answer: the event dict (ok or not)."""
-        for ev in self.events(self.timeout + 30):
-            if ev.get("event") == "loaded":
-                self.loaded = ev
-                return ev
-            if ev.get("event") == "hang":
-                self.kill()
-                raise WorkerDied("SIGKILL", hang=True, step="load")
-        raise AssertionError("unreachable: events() ends only by raising")
-
-    def kill(self) -> None:
-        self._w.kill()
-
-    def stop(self, wait: float | None = None) -> int | str | None:
-        """Ask the worker to exit. With `wait` seconds, return how it ended:
-        its exit status, "hang" (killed after `wait`), or None (already dead)."""
-        status: int | str | None = None
-        proc = self._w.proc
-        if self._w.alive():
-            self.send({"op": "exit"})
-            if wait is not None and proc is not None:
-                try:
-                    if proc.stdin is not None:
-                        proc.stdin.close()
-                except OSError:
-                    pass
-                try:
-                    status = proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    self._w.kill()
-                    status = "hang"
-        self._w.close()
-        return status
-
-
-class _Spares:
-    """Workers started and loaded in a background thread; take() waits for
-    them and returns those whose load succeeded (a failed one is killed: its
-    prober starts a fresh worker, which reports the failure properly)."""
-
-    def __init__(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
-        self._workers: list[Worker] = []
-        self._thread: threading.Thread | None = None
-        if n > 0:
-            self._thread = threading.Thread(
-                target=self._start, args=(path, timeout, runtime, n), daemon=True
-            )
-            self._thread.start()
-
-    def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
-        for _ in range(n):
-            w = Worker(path, timeout, runtime)
-            try:
-                w.start()
-                if w.load().get("ok"):
-                    self._workers.append(w)
-                    continue
-            except (WorkerDied, OSError, errors.TvmffiError):
-                pass
-            w.kill()
-
-    def take(self) -> list[Worker]:
-        if self._thread is not None:
-            self._thread.join()
-        return self._workers
 
 
 class Prober:
@@ -200,6 +48,12 @@ class Prober:
         self.worker: Worker | None = None
 
     def ensure(self) -> None:
+        if self.worker is not None and self.worker.needs_child():
+            try:
+                self.worker.fork_child()
+                return
+            except WorkerDied:
+                self.worker = None  # killed: a new worker below
         if self.worker is None or not self.worker.alive():
             self.worker = Worker(self.path, self.timeout, self.runtime)
             self.worker.start()
@@ -229,8 +83,7 @@ class Prober:
                 kind = ev.get("event")
                 if kind == "hang":
                     current = ev.get("step", current)
-                    w.kill()
-                    raise WorkerDied("SIGKILL", hang=True, step=current)
+                    raise w.end_hung(current)
                 if kind not in ("plan", "obs"):
                     continue
                 # The step the worker runs next: no separate "start" message
@@ -253,7 +106,8 @@ class Prober:
                 if done:
                     return None
         except WorkerDied as e:
-            self.worker = None
+            if not e.zygote_lives:
+                self.worker = None
             e.step = e.step or current
             return e
         return None
@@ -410,7 +264,7 @@ def run(
         # each takes ~0.1 s, and waiting for the first before starting them
         # was a fixed cost of every run.
         n_spare = min(jobs or os.cpu_count() or 1, len(exports)) - 1 if fn_checks else 0
-        spares = _Spares(path, timeout, o.runtime, n_spare)
+        spares = Spares(path, timeout, o.runtime, n_spare)
         died: WorkerDied | None = None
         ev: Event = {}
         try:

@@ -28,6 +28,8 @@ class ChildCrashed(errors.CheckFailed):
         #: True when the worker had replied and died afterwards (a thread the
         #: library started, a destructor at exit).
         self.after_reply = False
+        #: True when a zygote's probe child died and the zygote lives on.
+        self.probe_child = False
         what = signal_name or f"exit status {returncode}"
         super().__init__(message or f"the library crashed the worker process ({what})")
 

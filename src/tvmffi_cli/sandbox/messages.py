@@ -4,6 +4,8 @@
     worker -> parent   Hello     once, after confinement
     parent -> worker   Request   one per task
     worker -> parent   Reply     one per Request (ok + result, or a TaskError)
+    parent -> zygote   Spawn     fork a probe child (conform; the zygote lane)
+    zygote -> parent   Spawned   its pid (sandbox/zygote.py)
 
 encode(msg) gives the JSON object sent on the channel; decode(Type, obj)
 checks one against its type and raises MessageError for anything else (the
@@ -40,6 +42,8 @@ class Config:
     read: tuple[str, ...]
     write: tuple[str, ...]
     ncpu: int
+    #: The read end of the zygote's order pipe (-1: none; sandbox/zygote.py).
+    order_fd: int = -1
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,25 @@ class Reply:
     error: TaskError | None = None
 
 
-Message = Union[Config, Hello, Request, Reply]
-M = TypeVar("M", Config, Hello, Request, Reply)
+@dataclass(frozen=True)
+class Spawn:
+    """Fork a probe child that speaks the main lane from these frame counts
+    on (the parent's: frames it sent, frames it received)."""
+
+    sent: int
+    received: int
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """The probe child's pid, in the worker's PID namespace (the pid the
+    supervisor reports its end under)."""
+
+    pid: int
+
+
+Message = Union[Config, Hello, Request, Reply, Spawn, Spawned]
+M = TypeVar("M", Config, Hello, Request, Reply, Spawn, Spawned)
 
 
 def encode(msg: Message) -> JsonObject:
@@ -124,6 +145,7 @@ def _config(obj: JsonObject, what: str) -> Config:
         read=_strings(obj, "read", what),
         write=_strings(obj, "write", what),
         ncpu=_get(obj, "ncpu", _INT, what),
+        order_fd=_get(obj, "order_fd", _INT, what),
     )
 
 
@@ -155,11 +177,31 @@ def _reply(obj: JsonObject, what: str) -> Reply:
     )
 
 
+def _count(obj: JsonObject, key: str, what: str) -> int:
+    v: int = _get(obj, key, _INT, what)
+    if v < 0:
+        raise MessageError(f"{what}: field {key!r} is negative")
+    return v
+
+
+def _spawn(obj: JsonObject, what: str) -> Spawn:
+    return Spawn(sent=_count(obj, "sent", what), received=_count(obj, "received", what))
+
+
+def _spawned(obj: JsonObject, what: str) -> Spawned:
+    pid = _count(obj, "pid", what)
+    if pid < 2:
+        raise MessageError(f"{what}: pid {pid} is not a probe child's")
+    return Spawned(pid=pid)
+
+
 _DECODERS: dict[type, Callable[[JsonObject, str], Message]] = {
     Config: _config,
     Hello: _hello,
     Request: _request,
     Reply: _reply,
+    Spawn: _spawn,
+    Spawned: _spawned,
 }
 
 

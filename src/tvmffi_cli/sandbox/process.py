@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, failures, files, kernel, messages, protocol, spawn
+from . import environ, failures, files, kernel, messages, protocol, spawn, zygote
 from .denials import Denial, suggest
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
@@ -101,7 +101,8 @@ class Worker:
     besides its private scratch directory (staged outputs). stderr: "relay" (our stderr, marked),
     "capture" (kept only for crash reports), or a writable binary file object.
     sandbox / memory_limit: default from policy(). cpu_limit: seconds of CPU
-    for the worker's life (RLIMIT_CPU), backing the wall-clock timeouts."""
+    for the worker's life (RLIMIT_CPU), backing the wall-clock timeouts.
+    orders: give it an order pipe, so it may become a zygote (sandbox/zygote.py)."""
 
     def __init__(
         self,
@@ -115,8 +116,14 @@ class Worker:
         sandbox: bool | None = None,
         memory_limit: int | None = -1,
         cpu_limit: int | None = None,
+        orders: bool = False,
     ) -> None:
         pol = policy()
+        self.orders = orders
+        self.order_w: int | None = None
+        self.order_lane: protocol.Endpoint | None = None
+        #: The zygote's living probe child (None: the worker itself serves).
+        self.child: zygote.Child | None = None
         self.runtime = runtime
         self.env = env
         self.stderr_mode = pol.output if stderr is None else stderr
@@ -140,11 +147,11 @@ class Worker:
         self.chan: protocol.Endpoint | None = None
         self.sandbox: kernel.Applied | None = None
         self.worker_pid: int | None = None
-        self._relay: Relay | None = None
+        self.relay: Relay | None = None
         self._lifeline_w: int | None = None
-        self._status_r: int | None = None
+        self.status: zygote.StatusStream | None = None
         self._scratch: str | None = None
-        self._fault_fd: int | None = None
+        self.fault_fd: int | None = None
         self._watch: threading.Thread | None = None
         self._stop_watch = threading.Event()
         self.scratch_exceeded = False
@@ -163,17 +170,18 @@ class Worker:
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        ord_r, self.order_w = os.pipe2(os.O_CLOEXEC) if self.orders else (-1, None)
         self._scratch = tempfile.mkdtemp(prefix="tvmffi-scratch-")
-        self._fault_fd = fault_fd = files.fault_log()
+        self.fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])
         argv = [src, self.serve or "", str(req_r), str(rep_w), str(life_r), str(stat_w)]
         env = _child_env(self.runtime, self.env, self._scratch, self.env_pass)
         libs = [*self.read_paths, env.get("TVMFFI_RUNTIME") or spawn.own_runtime()]
         self.exec_reason = spawn.fork_refusal(env, self.python, libs)
+        keep = (req_r, rep_w, life_r, stat_w, fault_fd, *([ord_r] if ord_r >= 0 else []))
         try:
             if self.exec_reason is None:
-                keep = (req_r, rep_w, life_r, stat_w, fault_fd)
                 self.proc = spawn.fork_worker(argv, out_w, keep, self._scratch, env)
             else:
                 self.proc = subprocess.Popen(
@@ -181,17 +189,17 @@ class Worker:
                     stdin=subprocess.DEVNULL,
                     stdout=out_w,
                     stderr=out_w,
-                    pass_fds=(req_r, rep_w, life_r, stat_w, fault_fd),
+                    pass_fds=keep,
                     cwd=self._scratch,
                     env=env,
                     start_new_session=True,
                 )
         finally:
-            for fd in (req_r, rep_w, life_r, stat_w, out_w):
+            for fd in (req_r, rep_w, life_r, stat_w, out_w, *([ord_r] if ord_r >= 0 else [])):
                 os.close(fd)
-        self._lifeline_w, self._status_r = life_w, stat_r
-        self._relay = Relay(out_r, self.stderr_mode)
-        self._relay.start()
+        self._lifeline_w, self.status = life_w, zygote.StatusStream(stat_r)
+        self.relay = Relay(out_r, self.stderr_mode)
+        self.relay.start()
         self.chan = protocol.Endpoint(key, rep_r, req_w, parent=True)
         self.starts += 1
         ncpu = os.cpu_count() or 1
@@ -207,6 +215,7 @@ class Worker:
                 read=tuple(self.read_paths),
                 write=tuple(self.write_paths),
                 ncpu=ncpu,
+                order_fd=ord_r,
             )
             self.chan.send(messages.encode(config))
         except BrokenPipeError:
@@ -336,14 +345,18 @@ class Worker:
                         pass
             self.chan = None
         self._close_lifeline()
-        if self._status_r is not None:
+        if self.status is not None:
+            self.status.close()
+            self.status = None
+        if self.order_w is not None:
             try:
-                os.close(self._status_r)
+                os.close(self.order_w)
             except OSError:
                 pass
-            self._status_r = None
-        if self._relay is not None:
-            self._relay.join(timeout=1.0)
+            self.order_w = None
+        self.order_lane = self.child = None
+        if self.relay is not None:
+            self.relay.join(timeout=1.0)
         self._stop_watch.set()
         if self._watch is not None and self._watch is not threading.current_thread():
             self._watch.join(timeout=1.0)
@@ -351,9 +364,9 @@ class Worker:
         if self._scratch is not None:
             files.remove_tree(self._scratch)
             self._scratch = None
-        if self._fault_fd is not None:
-            os.close(self._fault_fd)
-            self._fault_fd = None
+        if self.fault_fd is not None:
+            os.close(self.fault_fd)
+            self.fault_fd = None
         self.proc = None
 
     def __enter__(self) -> Worker:
@@ -429,7 +442,7 @@ class Worker:
 
     def stderr_text(self, limit: int = _STDERR_TAIL) -> str:
         """The last `limit` bytes the child wrote to stdout/stderr."""
-        r = self._relay
+        r = self.relay
         if r is None:
             return ""
         return text.terminal(text.from_bytes(bytes(r.tail[-limit:])))
@@ -469,27 +482,14 @@ class Worker:
 
     def _fault_log(self) -> str:
         """The worker's Python stack at a crash (faulthandler), if it wrote one."""
-        if self._fault_fd is None:
+        if self.fault_fd is None:
             return ""
-        data = files.read_log(self._fault_fd, _STDERR_TAIL)
+        data = files.read_log(self.fault_fd, _STDERR_TAIL)
         return text.terminal(text.from_bytes(data))
 
     def _status(self) -> tuple[int | None, int | None]:
         """(wait status of the worker proper, its peak RSS in KiB) from the supervisor."""
-        fd = self._status_r
-        if fd is None:
-            return None, None
-        try:
-            data = os.read(fd, 64)
-        except OSError:
-            return None, None
-        parts = data.split()
-        if len(parts) != 2:
-            return None, None
-        try:
-            return int(parts[0]), int(parts[1])
-        except ValueError:
-            return None, None
+        return self.status.final() if self.status is not None else (None, None)
 
     def _death(self) -> ChildCrashed:
         p = self.proc
@@ -502,10 +502,14 @@ class Worker:
             self._kill()
             rc = p.returncode
         _, peak_kb = self._status()
-        if self._relay is not None:
-            self._relay.join(timeout=1.0)
+        if self.relay is not None:
+            self.relay.join(timeout=1.0)
         tail = self.stderr_text() + self._fault_log()
         self._cleanup()
+        return self.verdict(rc, peak_kb, tail)
+
+    def verdict(self, rc: int | None, peak_kb: int | None, tail: str) -> ChildCrashed:
+        """How a process of this worker ended (rc: negative for a signal)."""
         sig = signal_name(rc)
         if self.scratch_exceeded:
             return ScratchLimitExceeded(self.scratch_limit, tail)

@@ -4,8 +4,10 @@ sanitized, up to RELAY_CAP bytes; keeps the last bytes for crash reports."""
 from __future__ import annotations
 
 import os
+import select
 import sys
 import threading
+import time
 from typing import Any
 
 from .. import text
@@ -26,6 +28,34 @@ class Relay(threading.Thread):
         self.tail = bytearray()
         self.relayed = 0
         self.dropped = 0
+        #: Bytes read so far (a probe child's output is what came after its start).
+        self.total = 0
+        # Held from a read to the tail's update: settle() sees both or neither.
+        self._lock = threading.Lock()
+
+    def settle(self, timeout: float = 1.0) -> None:
+        """Wait until every byte written so far is in the tail (the writer
+        that matters is dead, others may live on: no end of stream to wait for)."""
+        import fcntl
+        import termios
+
+        deadline = time.monotonic() + timeout
+        buf = bytearray(4)
+        while time.monotonic() < deadline and self.is_alive():
+            with self._lock:
+                try:
+                    fcntl.ioctl(self.fd, termios.FIONREAD, buf)
+                except OSError:
+                    return
+                if int.from_bytes(buf, sys.byteorder) == 0:
+                    return
+            time.sleep(0.001)
+
+    def since(self, mark: int) -> bytes:
+        """The kept tail of what was written after `mark` (a value of total)."""
+        with self._lock:
+            n = min(self.total - mark, len(self.tail))
+            return bytes(self.tail[len(self.tail) - n :]) if n > 0 else b""
 
     def _show(self, line: bytes) -> None:
         if self.mode == "relay":
@@ -49,13 +79,16 @@ class Relay(threading.Thread):
         pending = b""
         while True:
             try:
-                chunk = os.read(self.fd, 1 << 16)
-            except OSError:
+                select.select([self.fd], [], [])
+                with self._lock:
+                    chunk = os.read(self.fd, 1 << 16)
+                    self.tail += chunk
+                    del self.tail[:-TAIL]
+                    self.total += len(chunk)
+            except (OSError, ValueError):
                 break
             if not chunk:
                 break
-            self.tail += chunk
-            del self.tail[:-TAIL]
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:

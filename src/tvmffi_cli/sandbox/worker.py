@@ -32,7 +32,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from . import kernel, messages, protocol
+from . import kernel, messages, protocol, zygote
 
 # A task is a module named by its dotted path under tvmffi_cli ("call.task",
 # "inspect.task", "conform.probe_task", "sandbox.selftest") that defines
@@ -223,6 +223,7 @@ def _start(
         memory_limit=memory,
         cpu_limit=cpu,
     )
+    zygote.order_fd, zygote.applied = config.order_fd, applied
     chan.send(messages.encode(messages.Hello(pid=os.getpid(), sandbox=info)))
     return chan, config.fault_fd
 

@@ -1,0 +1,209 @@
+"""conform's probe workers (parent side): a sandbox worker serving
+conform/probe_task.py's event stream, as a zygote where it may be one.
+
+A worker loads the library once. Where it may (sandbox/zygote.py), it then
+forks a probe child that serves the probes; when the library crashes or
+hangs the child, the zygote forks the next one, resuming after the failed
+step, and the library is not loaded again. Otherwise (threads at load, no
+supervisor, TVMFFI_CONFORM_ZYGOTE=0) the worker serves the probes itself and
+is replaced after a crash, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from typing import Any, Dict, Iterator
+
+from .. import errors
+from ..sandbox import process as sandbox
+from ..sandbox import zygote
+from .checks_crash import fault_of, library_output
+
+#: One event of the probe worker (a JSON object; see conform/probe_task.py).
+Event = Dict[str, Any]
+#: Set to 0: no zygote, every worker serves its probes itself.
+ZYGOTE_ENV = "TVMFFI_CONFORM_ZYGOTE"
+
+
+class WorkerDied(Exception):
+    def __init__(
+        self, signal_name: str | None, hang: bool = False, step: str | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.hang = hang
+        self.step = step
+        self.detail = detail
+        self.fault: str | None = None  # "args-guard" | "elsewhere" (probe_memory.report_faults)
+        #: Only the zygote's probe child died: the worker forks the next one.
+        self.zygote_lives = False
+
+
+class Worker:
+    """One probe process: sandbox.Worker serving conform/probe_task.py's event stream
+    (a request line in, event lines out; the library's own output never
+    reaches the event pipe)."""
+
+    def __init__(self, path: str, timeout: float, runtime: str | None = None) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.loaded: Event | None = None
+        #: The worker loaded the library and forks probe children.
+        self.zygote = False
+        #: Probe children forked (the first included) and workers' loads, for tests.
+        self.children = 0
+        from ..binary.deps import load_read_paths
+
+        self._w = sandbox.Worker(
+            serve="conform.probe_task",
+            stderr=subprocess.DEVNULL,
+            runtime=runtime,
+            # the runtime may live outside every default-readable folder (a
+            # fetched release in the user's cache)
+            read_paths=[*load_read_paths(path), *([runtime] if runtime else [])],
+            orders=True,
+        )
+
+    def alive(self) -> bool:
+        return self._w.alive()
+
+    def start(self) -> None:
+        self._w.start()
+        wanted = os.environ.get(ZYGOTE_ENV, "1") != "0"
+        self.send({"op": "load", "path": self.path, "timeout": self.timeout, "zygote": wanted})
+
+    def send(self, obj: Event) -> None:
+        try:
+            self._w.send(obj)
+        except sandbox.ChildCrashed:
+            pass  # the worker died; reading its events reports how
+
+    def _read(self, idle: float) -> Any:
+        if self.zygote:
+            return zygote.recv(self._w, idle)
+        return self._w.read_line(timeout=idle)
+
+    def events(self, idle: float) -> Iterator[Event]:
+        """Yield events until the worker (or its probe child) dies (raises WorkerDied)."""
+        while True:
+            try:
+                yield self._read(idle)
+            except sandbox.ChildTimeout:
+                # The in-worker watchdog should have fired; a stuck interpreter
+                # (e.g. a callee holding the GIL) was killed from here.
+                raise WorkerDied("SIGKILL", hang=True) from None
+            except sandbox.ChannelTampered:
+                # Forged or garbled messages: whatever step was running failed.
+                self._w.kill()
+                raise WorkerDied("tampered channel") from None
+            except sandbox.ChildCrashed as e:
+                rc = e.returncode
+                name = e.signal or (None if rc is None else f"exit status {rc}")
+                died = WorkerDied(name, detail=library_output(e.stderr))
+                died.fault = fault_of(e.stderr)
+                died.zygote_lives = e.probe_child and self._w.alive()
+                raise died from None
+
+    def load(self) -> Event:
+        """Wait for the load answer: the event dict (ok or not). A zygote
+        forks its first probe child before this returns."""
+        for ev in self.events(self.timeout + 30):
+            if ev.get("event") == "loaded":
+                self.loaded = ev
+                if ev.get("ok") and ev.get("zygote"):
+                    self.zygote = True
+                    self.fork_child()
+                return ev
+            if ev.get("event") == "hang":
+                self.kill()
+                raise WorkerDied("SIGKILL", hang=True, step="load")
+        raise AssertionError("unreachable: events() ends only by raising")
+
+    def needs_child(self) -> bool:
+        """A living zygote whose probe child is gone."""
+        return self.zygote and self._w.child is None and self._w.alive()
+
+    def fork_child(self) -> None:
+        """A new probe child; a zygote that cannot give one is killed (the
+        caller starts a new worker)."""
+        try:
+            zygote.spawn(self._w)
+        except zygote.ZygoteLost:
+            self.kill()
+            raise WorkerDied(None, detail="the zygote could not fork a probe child") from None
+        self.children += 1
+
+    def end_hung(self, step: str | None) -> WorkerDied:
+        """After a "hang" event: the watchdog ends its process. A probe child
+        ends alone and the zygote lives on; anything else is killed whole."""
+        died = WorkerDied("SIGKILL", hang=True, step=step)
+        if self.zygote and self._w.child is not None and zygote.end_child(self._w) is not None:
+            died.zygote_lives = self._w.alive()
+            return died
+        self.kill()
+        return died
+
+    def kill(self) -> None:
+        self._w.kill()
+
+    def stop(self, wait: float | None = None) -> int | str | None:
+        """Ask the worker to exit. With `wait` seconds, return how it ended:
+        its exit status, "hang" (killed after `wait`), or None (already dead).
+        A zygote's probe child exits first: its status counts when not 0."""
+        status: int | str | None = None
+        child: int | str | None = None
+        proc = self._w.proc
+        if self._w.alive() and self._w.child is not None:
+            self.send({"op": "exit"})
+            child = zygote.end_child(self._w, wait if wait is not None else 2.0)
+            if child is None:
+                self._w.kill()
+                return "hang" if wait is not None else None
+        if self.zygote and self._w.order_w is not None:  # no more orders: the zygote exits
+            os.close(self._w.order_w)
+            self._w.order_w = None
+        if self._w.alive():
+            if not self.zygote:
+                self.send({"op": "exit"})
+            if wait is not None and proc is not None:
+                try:
+                    status = proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    self._w.kill()
+                    status = "hang"
+        self._w.close()
+        return child if child not in (None, 0) else status
+
+
+class Spares:
+    """Workers started and loaded in a background thread; take() waits for
+    them and returns those whose load succeeded (a failed one is killed: its
+    prober starts a fresh worker, which reports the failure properly)."""
+
+    def __init__(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        self._workers: list[Worker] = []
+        self._thread: threading.Thread | None = None
+        if n > 0:
+            self._thread = threading.Thread(
+                target=self._start, args=(path, timeout, runtime, n), daemon=True
+            )
+            self._thread.start()
+
+    def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        for _ in range(n):
+            w = Worker(path, timeout, runtime)
+            try:
+                w.start()
+                if w.load().get("ok"):
+                    self._workers.append(w)
+                    continue
+            except (WorkerDied, OSError, errors.TvmffiError):
+                pass
+            w.kill()
+
+    def take(self) -> list[Worker]:
+        if self._thread is not None:
+            self._thread.join()
+        return self._workers
