@@ -1,0 +1,199 @@
+"""Issue 22 item 2: conform's worker loads the library once and forks a probe
+child per crash (sandbox/zygote.py, conform/workers.py). The fixture
+fixtures/conform/zygote.c logs each load and has functions that crash in
+every way a probe child can end (signals, exit, memory, a hang, a forged
+status line). Verdicts must be exactly those of the worker-per-crash path
+(TVMFFI_CONFORM_ZYGOTE=0), with the library loaded once per worker; a library
+that starts a thread at load takes that path by itself."""
+
+import functools
+import json
+import os
+import subprocess
+
+import pytest
+
+import fixturebuild
+import unprivileged
+from test_call_helpers import tvmffi
+
+#: Functions that crash on the zero-args probe, and how the report says it.
+CRASHES = {
+    "crash_abort": "zero-args: killed by SIGABRT",
+    "crash_exit_3": "zero-args: killed by exit status 3",
+    "crash_forges_status": "zero-args: killed by tampered channel",
+    "crash_memory_hog": "zero-args: killed by SIGSEGV",
+    "crash_null_write": "zero-args: killed by SIGSEGV",
+    "crash_sigkill": "zero-args: killed by SIGKILL",
+}
+
+
+@functools.cache
+def library(thread=False):
+    if thread:
+        return fixturebuild.build("conform/zygote.c", defines=("START_THREAD",), flags=("-pthread",))
+    return fixturebuild.build("conform/zygote.c")
+
+
+def conform(tmp_path, lib, *extra, zygote=True, prefix=None):
+    """(results by (check, function), number of loads) of one conform run."""
+    log = tmp_path / f"loads-{len(list(tmp_path.iterdir()))}"
+    args = [
+        "conform",
+        "-j",
+        "1",
+        "--timeout",
+        "2",
+        "--memory-limit",
+        "768M",
+        "--env",
+        f"ZYGOTE_TEST_LOG={log}",
+        "--allow-write",
+        tmp_path,
+        "--json",
+        lib,
+        *extra,
+    ]
+    env = {"TVMFFI_CONFORM_ZYGOTE": "1" if zygote else "0"}
+    if prefix is None:
+        r = tvmffi(*args, env=env, timeout=300)
+    else:
+        e = dict(os.environ, **env)
+        e.pop("TVMFFI_RUNTIME", None)
+        r = subprocess.run(
+            [*prefix, *map(str, args)], capture_output=True, text=True, env=e, timeout=300
+        )
+    assert r.returncode == 1, r.stderr  # the crashes fail no-crash
+    doc = json.loads(r.stdout)
+    results = {(x["check"], x.get("function")): (x["status"], x["message"]) for x in doc["results"]}
+    loads = log.read_text().splitlines() if log.exists() else []
+    return results, len(loads), doc
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The worker-per-crash path's verdicts on the fixture."""
+    results, loads, _ = conform(tmp_path_factory.mktemp("ref"), library(), zygote=False)
+    # a new worker, and so a new load, after every crash and the hang
+    assert loads == 1 + len(CRASHES) + 2  # + crash_reads_arg0, crash_hangs
+    return results
+
+
+def test_reference_verdicts(reference):
+    for name, msg in CRASHES.items():
+        assert reference[("no-crash", name)] == ("fail", msg)
+    assert reference[("no-hang", "crash_hangs")] == ("fail", "zero-args: no return within 2 s")
+    assert reference[("arg-bounds", "crash_reads_arg0")][0] == "fail"
+    assert reference[("no-crash", "fine_add_one")][0] == "pass"
+
+
+def test_same_verdicts_and_one_load_per_worker(tmp_path, reference):
+    results, loads, _ = conform(tmp_path, library())
+    assert results == reference
+    # One worker for everything but the forged status line: bytes on the
+    # channel that are not tvmffi's end the whole worker (the safe path).
+    assert loads == 2
+
+
+def test_same_verdicts_without_namespaces(tmp_path, reference):
+    prefix = unprivileged.tvmffi_argv("root", True)
+    results, loads, doc = conform(tmp_path, library(), prefix=prefix)
+    assert "pid-namespace" in doc["sandbox"]["missing"]
+    assert results == reference
+    # Landlock's signal scope lets a probe child signal itself without a PID
+    # namespace; a kernel without it takes the worker-per-crash path.
+    assert loads == (2 if "landlock-scope" in doc["sandbox"]["applied"] else 1 + len(CRASHES) + 2)
+
+
+def test_same_verdicts_without_sandbox(tmp_path, reference):
+    results, loads, doc = conform(tmp_path, library(), "--no-sandbox")
+    assert not doc["sandbox"]["enabled"]
+    assert results == reference
+    assert loads == 2
+
+
+def test_thread_at_load_takes_the_worker_per_crash_path(tmp_path, reference):
+    results, loads, _ = conform(tmp_path, library(thread=True))
+    assert results == reference
+    assert loads == 1 + len(CRASHES) + 2
+
+
+def test_zygote_refusal_names_the_thread():
+    from tvmffi_cli.conform import workers
+
+    w = workers.Worker(str(library(thread=True)), 5.0)
+    try:
+        w.start()
+        ev = w.load()
+        assert ev["ok"] and ev["zygote"] is False and not w.zygote
+        assert "1 other thread(s) after load" in ev["zygote_refused"]
+    finally:
+        w.kill()
+
+
+def test_probe_child_verdict_comes_from_the_supervisor():
+    """The probe child's end is the record the supervisor wrote: its pid,
+    wait status and peak RSS, whatever the child or the zygote said."""
+    from tvmffi_cli.conform import workers
+    from tvmffi_cli.sandbox import zygote
+
+    w = workers.Worker(str(library()), 5.0)
+    try:
+        w.start()
+        assert w.load()["zygote"] is True
+        sb = w._w
+        first = sb.child
+        assert first is not None and first.pid > 2  # not the init, not the zygote
+        # A record of another pid changes nothing about this child.
+        sb.status._parse(b"c 99999 0 0".split())
+        w.send({"op": "probe", "name": "crash_sigkill", "getters": [], "timeout": 5.0})
+        with pytest.raises(workers.WorkerDied) as died:
+            for _ in w.events(10):
+                pass
+        assert died.value.signal_name == "SIGKILL" and died.value.zygote_lives
+        assert sb.child is None and w.alive()
+        w.fork_child()
+        assert sb.child is not None and sb.child.pid != first.pid
+        # The forged record of the other pid is still unclaimed.
+        assert sb.status.child(99999) == (0, 0)
+        assert zygote.end_child(sb, 0.2) is None  # the new child lives
+        status = w.stop(5.0)
+        assert status == 0
+    finally:
+        w.kill()
+
+
+def test_memory_verdict_of_a_probe_child():
+    """A probe child that dies by a signal after using half the memory limit
+    is a memory-limit death, from the supervisor's peak RSS."""
+    from tvmffi_cli.sandbox import failures, process, zygote
+
+    w = process.Worker(memory_limit=1 << 30)
+    child = zygote.Child(pid=5, output_mark=0, fault_mark=0)
+    big = zygote.child_death(w, child, (11, 600 << 10))  # SIGSEGV, 600 MiB
+    assert isinstance(big, failures.MemoryLimitExceeded) and big.probe_child
+    small = zygote.child_death(w, child, (11, 10 << 10))
+    assert type(small) is failures.ChildCrashed and small.signal == "SIGSEGV"
+    exited = zygote.child_death(w, child, (3 << 8, 10 << 10))
+    assert exited.signal is None and exited.returncode == 3
+
+
+def test_refusals(monkeypatch):
+    from tvmffi_cli.sandbox import zygote
+
+    monkeypatch.setattr(zygote, "order_fd", -1)
+    assert zygote.refusal() == "no order pipe"
+    monkeypatch.setattr(zygote, "order_fd", 99)
+    monkeypatch.setattr(zygote, "applied", ("die-with-parent",))
+    assert "supervisor" in zygote.refusal()
+    monkeypatch.setattr(zygote, "applied", ("subreaper", "seccomp", "landlock-fs"))
+    assert "signal itself" in zygote.refusal()
+    monkeypatch.setattr(zygote, "applied", ("subreaper", "seccomp", "pid-namespace"))
+    monkeypatch.setattr(zygote, "_threads", lambda: 3)
+    assert zygote.refusal() == "2 other thread(s) after load: a fork would copy their locks mid-use"
+    monkeypatch.setattr(zygote, "_threads", lambda: 1)
+    assert zygote.refusal() is None
+    monkeypatch.setattr(zygote, "applied", ("subreaper", "seccomp", "landlock-scope"))
+    assert zygote.refusal() is None
+    monkeypatch.setattr(zygote, "applied", ("subreaper",))  # --no-sandbox: no seccomp
+    assert zygote.refusal() is None
