@@ -31,7 +31,9 @@ CRASHES = {
 @functools.cache
 def library(thread=False):
     if thread:
-        return fixturebuild.build("conform/zygote.c", defines=("START_THREAD",), flags=("-pthread",))
+        return fixturebuild.build(
+            "conform/zygote.c", defines=("START_THREAD",), flags=("-pthread",)
+        )
     return fixturebuild.build("conform/zygote.c")
 
 

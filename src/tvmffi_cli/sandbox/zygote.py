@@ -150,15 +150,20 @@ def spawn(w: Worker) -> Child:
         raise ZygoteLost("the last probe child left the channel mid-message")
     lane = w.order_lane
     if lane is None:
-        lane = w.order_lane = protocol.Endpoint(chan.key, chan.in_fd, order_w, parent=True, zygote=True)
+        lane = w.order_lane = protocol.Endpoint(
+            chan.key, chan.in_fd, order_w, parent=True, zygote=True
+        )
         lane.share_input(chan)
     try:
         lane.send(messages.encode(messages.Spawn(sent=chan.send_seq, received=chan.recv_seq)))
-        pid = messages.decode(
-            messages.Spawned, lane.recv(time.monotonic() + ORDER_TIMEOUT)
-        ).pid
-    except (OSError, protocol.ChannelError, protocol.ChannelTimeout, protocol.ChannelClosed,
-            messages.MessageError) as e:
+        pid = messages.decode(messages.Spawned, lane.recv(time.monotonic() + ORDER_TIMEOUT)).pid
+    except (
+        OSError,
+        protocol.ChannelError,
+        protocol.ChannelTimeout,
+        protocol.ChannelClosed,
+        messages.MessageError,
+    ) as e:
         raise ZygoteLost(f"the zygote did not fork a probe child ({type(e).__name__})") from None
     relay = w.relay
     child = Child(pid, relay.total if relay else 0, _log_size(w.fault_fd))
