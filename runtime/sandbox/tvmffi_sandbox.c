@@ -528,6 +528,42 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_launch(unsigned want, int lifeline_fd, int s
   return 0;
 }
 
+/* ---- probe children (conform's zygote: tvmffi_cli/sandbox/zygote.py) ------- */
+
+/* glibc's fork without the atfork handlers (2.34+), which also sets the new
+ * process's thread id in its TCB (a raw fork system call would not). */
+extern pid_t _Fork(void) __attribute__((weak));
+
+/* Fork a copy of the calling worker that is a child of A, not of the
+ * worker: a vfork child (sharing our memory, copying nothing) forks the copy
+ * and exits at once, so the copy is reparented to the nearest subreaper, A,
+ * which reaps it and reports its end to O (run_reaper). One copy of the page
+ * tables where fork-and-fork-again made two and tore one down. Returns 0 in
+ * the copy, its pid in the caller, -1 (errno set) on failure. The caller is
+ * single-threaded and runs Python's fork hooks around the call. */
+TVMFFI_SB_EXPORT int tvmffi_sandbox_fork_orphan(void) {
+  static volatile pid_t copy;
+  static volatile int copy_errno;
+  if (_Fork == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  copy = -1;
+  copy_errno = 0;
+  pid_t mid = vfork();
+  if (mid < 0) return -1;
+  if (mid == 0) {
+    pid_t p = _Fork();
+    if (p == 0) return 0; /* the copy: its own stack, returns as the caller */
+    copy_errno = p < 0 ? errno : 0;
+    copy = p; /* shared with the caller, which resumes when we exit */
+    _exit(0);
+  }
+  waitpid(mid, NULL, 0);
+  if (copy < 0) errno = copy_errno;
+  return (int)copy;
+}
+
 /* ---- confinement ----------------------------------------------------------- */
 
 static int drop_capabilities(void) {

@@ -155,7 +155,8 @@ class Worker:
         status: int | str | None = None
         child: int | str | None = None
         proc = self._w.proc
-        if self._w.alive() and self._w.child is not None:
+        alive = self._w.alive()
+        if alive and self._w.child is not None:
             self.send({"op": "exit"})
             child = zygote.end_child(self._w, wait if wait is not None else 2.0)
             if child is None:
@@ -164,15 +165,15 @@ class Worker:
         if self.zygote and self._w.order_w is not None:  # no more orders: the zygote exits
             os.close(self._w.order_w)
             self._w.order_w = None
-        if self._w.alive():
-            if not self.zygote:
-                self.send({"op": "exit"})
-            if wait is not None and proc is not None:
-                try:
-                    status = proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    self._w.kill()
-                    status = "hang"
+        elif alive:
+            self.send({"op": "exit"})
+        # (the worker may be gone already: wait() still says how it ended)
+        if alive and wait is not None and proc is not None:
+            try:
+                status = proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                self._w.kill()
+                status = "hang"
         self._w.close()
         return child if child not in (None, 0) else status
 

@@ -145,6 +145,9 @@ def _lib() -> Any:
         ctypes.c_char_p,
         ctypes.c_size_t,
     ]
+    if hasattr(lib, "tvmffi_sandbox_fork_orphan"):
+        lib.tvmffi_sandbox_fork_orphan.restype = ctypes.c_int
+        lib.tvmffi_sandbox_fork_orphan.argtypes = []
     lib.tvmffi_sandbox_confine.restype = ctypes.c_int
     lib.tvmffi_sandbox_confine.argtypes = [
         ctypes.c_uint,
@@ -218,3 +221,27 @@ def confine(
         len(note),
     )
     return int(applied.value), _notes(note)
+
+
+_fork_lib: list[Any] = []  # the helper, looked up once per worker
+
+
+def fork_orphan() -> int | None:
+    """Fork a copy of this (single-threaded) worker whose parent is the
+    supervisor's init, with Python's fork hooks around it: 0 in the copy,
+    its pid here; None when the helper cannot (the caller forks twice)."""
+    import ctypes
+
+    if not _fork_lib:
+        _fork_lib.append(_lib())
+    lib = _fork_lib[0]
+    if lib is None or not hasattr(lib, "tvmffi_sandbox_fork_orphan"):
+        return None
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = int(lib.tvmffi_sandbox_fork_orphan())
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    api.PyOS_AfterFork_Parent()
+    return pid if pid > 0 else None

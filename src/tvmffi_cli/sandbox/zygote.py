@@ -8,8 +8,9 @@ probe child speaks the main lane of the channel (sandbox/protocol.py) as the
 worker would have, and a crash ends only it.
 
 Process tree: the supervisor O, the init A (or a second subreaper without a
-PID namespace), the zygote B, and B's probe child C. B forks twice (the
-middle process exits at once), so C is reparented to A: A, trusted C code,
+PID namespace), the zygote B, and B's probe child C. B makes C through a
+middle process that exits at once (kernel.fork_orphan: a vfork child that
+forks; else two forks), so C is reparented to A: A, trusted C code,
 reaps C and O passes its end on to tvmffi as a status line (its wait status
 and peak RSS). The verdict on a probe child comes from that record, never
 from B's or C's word. B names C's pid; a lying zygote can point at another
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import failures, files, messages, protocol
+from . import failures, files, kernel, messages, protocol
 
 if TYPE_CHECKING:
     from .process import Worker
@@ -327,7 +328,9 @@ def serve_orders(chan: protocol.Endpoint) -> bool:
         except (protocol.ChannelClosed, protocol.ChannelError, messages.MessageError):
             return False
         chan.recv_seq, chan.send_seq = order.sent, order.received
-        pid = _fork_twice()
+        pid = kernel.fork_orphan()
+        if pid is None:
+            pid = _fork_twice()
         if pid == 0:
             os.close(order_fd)
             return True
