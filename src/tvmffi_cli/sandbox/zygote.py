@@ -37,7 +37,27 @@ from typing import TYPE_CHECKING, Any
 from . import failures, files, kernel, messages, protocol
 
 if TYPE_CHECKING:
-    from .process import Worker
+    from typing import Protocol
+
+    from .relay import Relay
+
+    class Worker(Protocol):
+        """What this module uses of process.Worker (which imports it)."""
+
+        chan: protocol.Endpoint | None
+        status: StatusStream | None
+        order_w: int | None
+        order_lane: protocol.Endpoint | None
+        child: Child | None
+        relay: Relay | None
+        fault_fd: int | None
+
+        def read_line(self, timeout: float | None = None) -> Any: ...
+        def kill(self) -> None: ...
+        def verdict(
+            self, rc: int | None, peak_kb: int | None, tail: str
+        ) -> failures.ChildCrashed: ...
+
 
 #: How long the parent waits for the zygote's answer to an order, and for
 #: the supervisor's record of a probe child known to be ending.
