@@ -9,13 +9,13 @@ that starts a thread at load takes that path by itself."""
 import functools
 import json
 import os
-import subprocess
+import shutil
+import tempfile
 
 import pytest
 
 import fixturebuild
 import unprivileged
-from test_call_helpers import tvmffi
 
 #: Functions that crash on the zero-args probe, and how the report says it.
 CRASHES = {
@@ -37,39 +37,37 @@ def library(thread=False):
     return fixturebuild.build("conform/zygote.c")
 
 
-def conform(tmp_path, lib, *extra, zygote=True, prefix=None):
-    """(results by (check, function), number of loads) of one conform run."""
-    log = tmp_path / f"loads-{len(list(tmp_path.iterdir()))}"
-    args = [
-        "conform",
-        "-j",
-        "1",
-        "--timeout",
-        "2",
-        "--memory-limit",
-        "768M",
-        "--env",
-        f"ZYGOTE_TEST_LOG={log}",
-        "--allow-write",
-        tmp_path,
-        "--json",
-        lib,
-        *extra,
-    ]
-    env = {"TVMFFI_CONFORM_ZYGOTE": "1" if zygote else "0"}
-    if prefix is None:
-        r = tvmffi(*args, env=env, timeout=300)
-    else:
-        e = dict(os.environ, **env)
-        e.pop("TVMFFI_RUNTIME", None)
-        r = subprocess.run(
-            [*prefix, *map(str, args)], capture_output=True, text=True, env=e, timeout=300
+def conform(tmp_path, lib, *extra, zygote=True, user="root", wrap=False):
+    """(results by (check, function), number of loads, document) of one
+    conform run, as `user`, optionally without namespaces (the wrapper)."""
+    if user != "root":
+        why = unprivileged.unavailable(user)
+        if why:
+            pytest.skip(why)
+    # a directory every user may write: the library logs its loads there
+    shared = tempfile.mkdtemp(prefix="zygote-", dir="/tmp")
+    os.chmod(shared, 0o777)
+    try:
+        log = os.path.join(shared, "loads")
+        r = unprivileged.run(
+            "conform",
+            *("-j", "1", "--timeout", "2", "--memory-limit", "768M"),
+            *("--env", f"ZYGOTE_TEST_LOG={log}", "--allow-write", shared, "--json"),
+            unprivileged.shared_copy(lib, os.path.join(shared, "lib")) if user != "root" else lib,
+            *extra,
+            user=user,
+            wrap=wrap,
+            env={"TVMFFI_CONFORM_ZYGOTE": "1" if zygote else "0"},
+            home=os.path.join(shared, "home") if user != "root" else None,
+            timeout=300,
         )
-    assert r.returncode == 1, r.stderr  # the crashes fail no-crash
-    doc = json.loads(r.stdout)
+        assert r.returncode == 1, r.stderr  # the crashes fail no-crash
+        doc = json.loads(r.stdout)
+        loads = len(open(log).read().splitlines()) if os.path.exists(log) else 0
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
     results = {(x["check"], x.get("function")): (x["status"], x["message"]) for x in doc["results"]}
-    loads = log.read_text().splitlines() if log.exists() else []
-    return results, len(loads), doc
+    return results, loads, doc
 
 
 @pytest.fixture(scope="module")
@@ -97,14 +95,27 @@ def test_same_verdicts_and_one_load_per_worker(tmp_path, reference):
     assert loads == 2
 
 
-def test_same_verdicts_without_namespaces(tmp_path, reference):
-    prefix = unprivileged.tvmffi_argv("root", True)
-    results, loads, doc = conform(tmp_path, library(), prefix=prefix)
-    assert "pid-namespace" in doc["sandbox"]["missing"]
+def _loads_expected(doc):
+    """Landlock's signal scope lets a probe child signal itself without a
+    PID namespace; a kernel without it takes the worker-per-crash path."""
+    applied = doc["sandbox"]["applied"]
+    if "pid-namespace" in applied or "landlock-scope" in applied:
+        return 2
+    return 1 + len(CRASHES) + 2
+
+
+@pytest.mark.parametrize(
+    "user,wrap",
+    [("root", True), ("nobody", False), ("nobody", True)],
+    ids=["root-no-namespaces", "nobody-namespaces", "nobody-no-namespaces"],
+)
+def test_same_verdicts_as_each_user_with_and_without_namespaces(tmp_path, reference, user, wrap):
+    # (root with namespaces: test_same_verdicts_and_one_load_per_worker)
+    results, loads, doc = conform(tmp_path, library(), user=user, wrap=wrap)
+    if wrap:
+        assert "pid-namespace" in doc["sandbox"]["missing"]
     assert results == reference
-    # Landlock's signal scope lets a probe child signal itself without a PID
-    # namespace; a kernel without it takes the worker-per-crash path.
-    assert loads == (2 if "landlock-scope" in doc["sandbox"]["applied"] else 1 + len(CRASHES) + 2)
+    assert loads == _loads_expected(doc)
 
 
 def test_same_verdicts_without_sandbox(tmp_path, reference):

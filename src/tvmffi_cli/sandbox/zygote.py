@@ -331,7 +331,13 @@ def refusal() -> str | None:
         return "no supervisor to reap probe children"
     if "seccomp" in applied and not {"pid-namespace", "landlock-scope"} & set(applied):
         return "a probe child could not signal itself (seccomp without a PID namespace or Landlock signal scope)"
+    # A thread just joined (the probe watchdog) may linger in the kernel a
+    # moment after Python is done with it; the library's own stay.
+    deadline = time.monotonic() + 0.2
     n = _threads()
+    while n != 1 and time.monotonic() < deadline:
+        time.sleep(0.002)
+        n = _threads()
     if n != 1:
         return f"{n - 1} other thread(s) after load: a fork would copy their locks mid-use"
     return None
