@@ -153,7 +153,8 @@ def test_probe_child_verdict_comes_from_the_supervisor():
     w = workers.Worker(str(library()), 5.0)
     try:
         w.start()
-        assert w.load()["zygote"] is True
+        assert w.load()["zygote"] is True and w.needs_child()
+        w.fork_child()
         sb = w._w
         first = sb.child
         assert first is not None and first.pid > 2  # not the init, not the zygote
@@ -210,3 +211,22 @@ def test_refusals(monkeypatch):
     assert zygote.refusal() is None
     monkeypatch.setattr(zygote, "applied", ("subreaper",))  # --no-sandbox: no seccomp
     assert zygote.refusal() is None
+
+
+def test_a_zygote_that_cannot_fork_is_replaced_by_a_worker_serving_itself(monkeypatch):
+    from tvmffi_cli.conform import runner
+    from tvmffi_cli.sandbox import zygote
+
+    def refuse(w):
+        raise zygote.ZygoteLost("no fork here")
+
+    monkeypatch.setattr(zygote, "spawn", refuse)
+    p = runner.Prober(str(library()), 5.0)
+    try:
+        f = p.probe("crash_abort", ("metadata",), False)
+        assert f.crashes["zero-args"]["signal"] == "SIGABRT"
+        assert f.obs["valid"]["rc"] == 0
+        assert p.worker is not None and not p.worker.zygote  # the fallback served
+        assert p.probe("fine_add_one", ("metadata",), False).obs["valid"]["rc"] == 0
+    finally:
+        p.close()

@@ -48,20 +48,24 @@ class Prober:
         self.worker: Worker | None = None
 
     def ensure(self) -> None:
-        if self.worker is not None and self.worker.needs_child():
+        """A worker ready to probe: a zygote's probe child, or a worker
+        serving itself (after two zygotes could not fork one)."""
+        for zygote in (True, True, False):
+            if self.worker is None or not self.worker.alive():
+                self.worker = Worker(self.path, self.timeout, self.runtime, zygote)
+                self.worker.start()
+                ev = self.worker.load()
+                if not ev.get("ok"):
+                    raise RuntimeError(
+                        f"the library no longer loads in a fresh worker: {ev.get('error')}"
+                    )
+            if not self.worker.needs_child():
+                return
             try:
                 self.worker.fork_child()
                 return
             except WorkerDied:
-                self.worker = None  # killed: a new worker below
-        if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.path, self.timeout, self.runtime)
-            self.worker.start()
-            ev = self.worker.load()
-            if not ev.get("ok"):
-                raise RuntimeError(
-                    f"the library no longer loads in a fresh worker: {ev.get('error')}"
-                )
+                self.worker = None  # killed: the next one below
 
     def close(self, exits: list[int | str] | None = None) -> None:
         """Stop the worker; its exit status goes to `exits` (for exit-clean)."""

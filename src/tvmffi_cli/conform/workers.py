@@ -46,9 +46,12 @@ class Worker:
     (a request line in, event lines out; the library's own output never
     reaches the event pipe)."""
 
-    def __init__(self, path: str, timeout: float, runtime: str | None = None) -> None:
+    def __init__(
+        self, path: str, timeout: float, runtime: str | None = None, zygote: bool = True
+    ) -> None:
         self.path = path
         self.timeout = timeout
+        self.want_zygote = zygote and os.environ.get(ZYGOTE_ENV, "1") != "0"
         self.loaded: Event | None = None
         #: The worker loaded the library and forks probe children.
         self.zygote = False
@@ -71,8 +74,8 @@ class Worker:
 
     def start(self) -> None:
         self._w.start()
-        wanted = os.environ.get(ZYGOTE_ENV, "1") != "0"
-        self.send({"op": "load", "path": self.path, "timeout": self.timeout, "zygote": wanted})
+        req = {"op": "load", "path": self.path, "timeout": self.timeout}
+        self.send(dict(req, zygote=self.want_zygote))
 
     def send(self, obj: Event) -> None:
         try:
@@ -108,13 +111,11 @@ class Worker:
 
     def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not). A zygote
-        forks its first probe child before this returns."""
+        then waits for fork_child()."""
         for ev in self.events(self.timeout + 30):
             if ev.get("event") == "loaded":
                 self.loaded = ev
-                if ev.get("ok") and ev.get("zygote"):
-                    self.zygote = True
-                    self.fork_child()
+                self.zygote = bool(ev.get("ok") and ev.get("zygote"))
                 return ev
             if ev.get("event") == "hang":
                 self.kill()
