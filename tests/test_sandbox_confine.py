@@ -66,6 +66,10 @@ def test_no_signals_to_processes_outside_the_worker():
     # (an ancestor of tvmffi) must be out of reach.
     assert result("try_signal", "--int", str(os.getpid())) in (EPERM, ESRCH)
     assert result("try_kill_parent") in (EPERM, ESRCH)
+    # Never a process group (the supervisor's included) or every process;
+    # a positive pid of the worker's own only (a probe child signals itself).
+    assert result("try_signal", "--int", "0") == EPERM
+    assert result("try_signal", "--int", "-1") == EPERM
     off, _ = call_json("--no-sandbox", hostile(), "try_signal", "--int", str(os.getpid()))
     assert off["result"] in (0, ESRCH)  # ESRCH: hidden by the PID namespace alone
 
