@@ -4,7 +4,7 @@
  * linked into libtvm_ffi.so); the worker calls it through ctypes before it
  * loads any library code.
  *
- * Two entry points:
+ * Three entry points:
  *
  *   tvmffi_sandbox_launch()   process lifetime. Turns the calling process (O,
  *       the one tvmffi started) into a supervisor: it forks A, the init of a
@@ -37,7 +37,11 @@
  *       limits, priorities, affinity and memory of the worker itself only;
  *       all fail with EPERM so the library sees an error, not a kill).
  *
- * Both report what they applied as a bitmask (TVMFFI_SB_* below) and, for
+ *   tvmffi_sandbox_fork_orphan()  conform's zygote (a worker that loaded the
+ *       library) forks a probe child whose parent is A, so A reaps it and O
+ *       reports its end on status_fd.
+ *
+ * launch() and confine() report what they applied as a bitmask (TVMFFI_SB_* below) and, for
  * what they could not apply, a one-line reason each in `note`.
  */
 #ifndef _GNU_SOURCE

@@ -3,8 +3,8 @@
 The C helper does the system calls (namespaces, Landlock, seccomp, prctl);
 this module names its feature bits, finds the library, and turns the bitmasks
 it reports into `Applied` (what was applied, what was asked for and not).
-Only the worker process calls launch() and confine(); the parent only reads
-the names.
+Only the worker process calls launch() and confine() (and a zygote worker
+fork_orphan()); the parent only reads the names.
 """
 
 from __future__ import annotations
