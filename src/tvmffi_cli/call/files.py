@@ -11,7 +11,6 @@ into --out, so what it reports as written is exactly what it checked.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -62,6 +61,8 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
 
 
 def sha256_file(path: str) -> str:
+    import hashlib  # on use: loads OpenSSL, which most calls never need
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -73,6 +74,8 @@ def _copy_checked(src: str, dst: str) -> str:
     """Copy a staged file (a place the worker could write: no link followed,
     regular files only, never blocking) to dst; returns the SHA-256 of
     exactly the bytes copied."""
+    import hashlib
+
     from ..sandbox.files import Untrusted, open_untrusted
 
     h = hashlib.sha256()
