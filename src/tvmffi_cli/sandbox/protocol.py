@@ -21,16 +21,17 @@ import os
 import select
 import struct
 import time
+
+# hmac.compare_digest's C implementation (what operator.py re-exports).
+from _operator import _compare_digest as compare_digest
 from typing import Any
 
 try:
-    # The C implementations themselves: importing hashlib or hmac also loads
-    # OpenSSL, a tenth of a `tvmffi call` on both sides of the channel.
+    # The C module itself: importing hashlib or hmac also loads OpenSSL, a
+    # tenth of a `tvmffi call` on both sides of the channel.
     from _blake2 import blake2b
-    from _operator import _compare_digest as compare_digest
 except ImportError:  # another Python implementation
     from hashlib import blake2b
-    from hmac import compare_digest
 
 KEY_BYTES = 32
 MAC_BYTES = 32
