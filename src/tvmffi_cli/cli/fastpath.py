@@ -52,3 +52,16 @@ def run(command: Callable[[list[str]], int | None], argv: list[str]) -> int | No
         line, code = error_line(e)
         echo(line, err=True)
         return code
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` once the output is flushed, skipping the
+    interpreter's teardown (freeing every module and object: 20-40 ms, a
+    tenth of a `tvmffi call`). Only for a command that has finished: its
+    worker ended, its files closed; nothing registers exit handlers."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe: nothing more can be said on it
+    os._exit(code)

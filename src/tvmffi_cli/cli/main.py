@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> Any:
     from . import jsonout  # stdlib only: cheap on the inspect fast path
 
     jsonout.STARTED = time.perf_counter()  # the elapsed_s of every --json
+    # Run as the program (not called with arguments, as tests do): the
+    # process may end without the interpreter's teardown.
+    whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, argv = hoist_global_flags(argv)
     if "-q" in flags or "--quiet" in flags:
@@ -69,6 +72,8 @@ def main(argv: list[str] | None = None) -> Any:
         mod = importlib.import_module(f"tvmffi_cli.cli.{cmd[0]}")
         rc = fastpath.run(mod.run, cmd[1:])
         if rc is not None:
+            if whole_process:
+                fastpath.exit_now(rc)
             sys.exit(rc)
     _run_click(argv)
 

@@ -82,6 +82,8 @@ class Forked:
                 self.returncode = os.waitstatus_to_exitcode(status)
             return self.returncode
         deadline = time.monotonic() + timeout
+        if self.poll() is None and self._wait_pidfd(timeout):
+            self.poll()
         delay = 0.0005
         while self.poll() is None:
             left = deadline - time.monotonic()
@@ -91,6 +93,20 @@ class Forked:
             delay = min(delay * 2, 0.05)
         assert self.returncode is not None
         return self.returncode
+
+    def _wait_pidfd(self, timeout: float) -> bool:
+        """Sleep until the child ends (True) or `timeout` passes, woken by the
+        kernel rather than by polling; False where pidfds are missing."""
+        import select
+
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            return False
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
 
     def kill(self) -> None:
         if self.returncode is None:
