@@ -65,7 +65,14 @@ def main(argv: list[str] | None = None) -> Any:
         os.environ["TVMFFI_DEBUG"] = "1"
     cmd = argv[len(flags) :]
     if cmd[:1] and cmd[0] in _FAST:
+        import gc
         import importlib
+
+        # A command of one process lifetime: the collector's passes over the
+        # objects of every import cost a twentieth of a `tvmffi call`, and
+        # what the command makes is freed by reference counting (a forked
+        # worker turns collection back on).
+        gc.disable()
 
         from . import fastpath
 

@@ -340,6 +340,7 @@ def _child(
     # The parent's garbage is not collected here: its finalizers could close
     # descriptors whose numbers the worker has reused.
     gc.freeze()
+    gc.enable()  # as in a new interpreter, whatever the parent chose
     faulthandler.disable()
     os.setsid()
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
