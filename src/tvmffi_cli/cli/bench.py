@@ -5,7 +5,6 @@ calls, so the figures are the function's and the ABI's, not Python's."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
@@ -14,8 +13,8 @@ from .call import (
     SHARED_OPTIONS,
     base_request,
     emit_json,
+    lazy_command,
     note_runtime,
-    raw_command,
     run_in_child,
     with_runtime,
 )
@@ -113,10 +112,4 @@ HELP = """Time FUNC of the library LIB: nanoseconds per call, timed in C.
 """
 
 
-def __getattr__(name: str) -> Any:
-    # Built on first use: the fast path (and importing this module) never imports click.
-    if name == "command":
-        cmd = raw_command("bench", OPTION_HELP, run, HELP)
-        globals()["command"] = cmd
-        return cmd
-    raise AttributeError(name)
+__getattr__ = lazy_command(globals(), "bench", OPTION_HELP, run, HELP)

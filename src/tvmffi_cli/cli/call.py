@@ -335,10 +335,20 @@ HELP = """Call FUNC of the library LIB once, in a child process, and print the r
 """
 
 
-def __getattr__(name: str) -> Any:
-    # Built on first use: the fast path (and importing this module) never imports click.
-    if name == "command":
-        cmd = raw_command("call", OPTION_HELP, run, HELP)
-        globals()["command"] = cmd
-        return cmd
-    raise AttributeError(name)
+def lazy_command(
+    namespace: dict[str, Any], name: str, option_help: Any, body: Any, doc: str
+) -> Any:
+    """A module __getattr__ that builds the click command on first use, so the
+    fast path (and importing the module) never imports click."""
+
+    def __getattr__(attr: str) -> Any:
+        if attr == "command":
+            cmd = raw_command(name, option_help, body, doc)
+            namespace["command"] = cmd
+            return cmd
+        raise AttributeError(attr)
+
+    return __getattr__
+
+
+__getattr__ = lazy_command(globals(), "call", OPTION_HELP, run, HELP)
