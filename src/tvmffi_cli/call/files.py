@@ -12,17 +12,16 @@ into --out, so what it reports as written is exactly what it checked.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Any
 
 from ..errors import CheckFailed, InputError
+from ..sandbox.files import private_dir
 
 
 def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
     """Copy every input file of request["args"] into a new private directory
     (or `into`) and point the specs at the copies. Returns the directory."""
-    d = into or tempfile.mkdtemp(prefix="tvmffi-inputs-")
+    d = into or private_dir("tvmffi-inputs-")
     count = len(os.listdir(d))
     cwd = request.get("cwd") or os.getcwd()
 
@@ -30,6 +29,8 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
         nonlocal count
         dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
         count += 1
+        import shutil  # only when an argument names a file
+
         try:
             shutil.copyfile(p, dst)
         except OSError as e:

@@ -109,11 +109,11 @@ def make_console(
 def text_width(stream: IO[str] | None = None) -> int:
     """Columns people's output may use on `stream`: the terminal's, else
     COLUMNS, else 160 (the rule make_console follows)."""
-    import shutil
-
     stream = stream or sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty and isatty():
+        import shutil  # here: it imports the compressors too
+
         return shutil.get_terminal_size().columns
     try:
         return int(os.environ.get("COLUMNS", "0")) or 160

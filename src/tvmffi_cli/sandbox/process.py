@@ -24,7 +24,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -165,7 +164,7 @@ class Worker:
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        self._scratch = tempfile.mkdtemp(prefix="tvmffi-scratch-")
+        self._scratch = files.private_dir("tvmffi-scratch-")
         self._fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])

@@ -344,7 +344,6 @@ def _child(
     import atexit
     import faulthandler
     import gc
-    import tempfile
 
     atexit._clear()  # the parent's exit handlers are the parent's
 
@@ -377,7 +376,9 @@ def _child(
     sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
     os.chdir(scratch)
     _scrub_environment(env)
-    tempfile.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
+    tf = sys.modules.get("tempfile")
+    if tf is not None:
+        tf.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
     src = argv[0]
     sys.path[:] = _isolated_path(src)
     sys.argv[:] = ["-c", *argv]
