@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import environ, prefork
 
@@ -376,7 +376,7 @@ def _child(
     sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
     os.chdir(scratch)
     _scrub_environment(env)
-    tf = sys.modules.get("tempfile")
+    tf: Any = sys.modules.get("tempfile")
     if tf is not None:
         tf.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
     src = argv[0]
