@@ -11,11 +11,8 @@
    skipped when neither is there) / per function on the 300-function library
    of bench/bench_conform.py (goal <= 3x).
 
-Each tvmffi ratio is printed for the default start (call and bench fork
-their worker ahead when a core is idle, sandbox/prefork.py) and, with
---exec-too, for the fork always ahead (TVMFFI_PRESTART=1), the fork when the
-worker is started (TVMFFI_PRESTART=0) and the exec start
-(TVMFFI_WORKER_EXEC=1) as well.
+Each tvmffi ratio is printed for the fork start (the default) and, with
+--exec-too, for the exec start (TVMFFI_WORKER_EXEC=1) as well.
 
     python bench/bench_startup.py [--pairs 10] [--exec-too] [--no-conform]
 """
@@ -68,11 +65,8 @@ def envs(exec_too):
     base = dict(os.environ)
     base.pop("TVMFFI_RUNTIME", None)
     base.pop("TVMFFI_WORKER_EXEC", None)
-    base.pop("TVMFFI_PRESTART", None)
     out = [("fork", base)]
     if exec_too:
-        out.append(("fork ahead", dict(base, TVMFFI_PRESTART="1")))
-        out.append(("fork when started", dict(base, TVMFFI_PRESTART="0")))
         out.append(("exec", dict(base, TVMFFI_WORKER_EXEC="1")))
     return out
 

@@ -263,7 +263,6 @@ print(json.dumps({"rc": rc, "went": went}))
 def test_cli_call_and_bench_hand_their_worker_to_the_prefork(cmd):
     env = {k: v for k, v in os.environ.items() if not environ.may_hold_secret(k)}
     env.pop(spawn.EXEC_ENV, None)
-    env["TVMFFI_PRESTART"] = "1"  # whatever the machine's load
     argv = [cmd, hostile(), "hello", "--json"] + (["--rounds", "1"] if cmd == "bench" else [])
     r = subprocess.run(
         [sys.executable, "-c", TAKEN, *argv], capture_output=True, text=True, env=env, timeout=120
@@ -271,22 +270,8 @@ def test_cli_call_and_bench_hand_their_worker_to_the_prefork(cmd):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout.splitlines()[-1])
     assert doc == {"rc": 0, "went": [True]}
-    env["TVMFFI_PRESTART"] = "0"
+    env["TVMFFI_NO_PRESTART"] = "1"
     r = subprocess.run(
         [sys.executable, "-c", TAKEN, *argv], capture_output=True, text=True, env=env, timeout=120
     )
     assert json.loads(r.stdout.splitlines()[-1]) == {"rc": 0, "went": []}
-
-
-def test_prestart_choice(monkeypatch):
-    from tvmffi_cli.sandbox import prefork
-
-    monkeypatch.setenv(prefork.PRESTART_ENV, "1")
-    assert prefork.wanted() is True
-    monkeypatch.setenv(prefork.PRESTART_ENV, "0")
-    assert prefork.wanted() is False
-    monkeypatch.delenv(prefork.PRESTART_ENV)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert prefork.wanted() is (len(os.sched_getaffinity(0)) >= 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
-    assert prefork.wanted() is False  # no idle core for the child's imports

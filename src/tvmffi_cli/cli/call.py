@@ -67,6 +67,9 @@ OPTION_HELP = [
 ]
 
 DEFAULT_TIMEOUT = engine.DEFAULT_TIMEOUT
+#: Set to 1: fork the worker when it is started, not ahead (bench/bench_startup.py
+#: measures both).
+NO_PRESTART = "TVMFFI_NO_PRESTART"
 
 
 def run(tokens: list[str]) -> int | None:
@@ -191,10 +194,11 @@ def prestart(task: str) -> None:
     imports its side (the task, ctypes, the FFI layer) while this process
     builds the request. Only from the command line: never a fork of a
     caller's process it was not asked for."""
+    if os.environ.get(NO_PRESTART) == "1":
+        return
     from ..sandbox import prefork
 
-    if prefork.wanted():
-        prefork.start((task, "tvmffi_cli.ffi.library"))
+    prefork.start((task, "tvmffi_cli.ffi.library"))
 
 
 def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,6 @@ from collections.abc import Iterable
 
 #: Set to 1: always start workers as a new interpreter (no fork, no prefork).
 EXEC_ENV = "TVMFFI_WORKER_EXEC"
-#: 1: always fork ahead; 0: never; unset: when a core is idle (see wanted()).
-PRESTART_ENV = "TVMFFI_PRESTART"
 _MAX_GO = 1 << 20
 _HIGH_FD = 512  # received descriptors are parked above every one they replace
 
@@ -64,20 +62,6 @@ class Prefork:
 
 
 _pending: Prefork | None = None
-
-
-def wanted() -> bool:
-    """Fork ahead? Only where a core is free to run the child's imports: on a
-    busy machine both processes would share one and only the duplicated
-    imports would show (TVMFFI_PRESTART=1/0 decides instead)."""
-    choice = os.environ.get(PRESTART_ENV)
-    if choice in ("0", "1"):
-        return choice == "1"
-    try:
-        cores = len(os.sched_getaffinity(0))
-        return cores >= 2 and os.getloadavg()[0] <= cores - 1
-    except (AttributeError, OSError):
-        return False
 
 
 def start(warm: Iterable[str] = ()) -> None:
