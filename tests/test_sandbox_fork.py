@@ -13,7 +13,7 @@ from sandbox_helpers import hostile
 from test_call_helpers import tvmffi
 from tvmffi_cli.sandbox import environ, spawn
 
-MODES = ["fork", "exec", "prefork"]
+MODES = ["fork", "exec"]
 
 
 @pytest.fixture
@@ -26,8 +26,6 @@ def mode(request, monkeypatch):
         monkeypatch.setenv(spawn.EXEC_ENV, "1")
     else:
         monkeypatch.delenv(spawn.EXEC_ENV, raising=False)
-    if request.param == "prefork":
-        monkeypatch.setenv("FORKTEST_PREFORK", "1")
     return request.param
 
 
@@ -35,16 +33,10 @@ def mode(request, monkeypatch):
 # tests, and a parent with threads always execs (test_threads_mean_exec).
 STATE = """
 import gc, json, os, sys
-gc.disable()  # as the CLI's plain commands run; the worker must not inherit it
-pre = None
-if os.environ.get("FORKTEST_PREFORK"):  # forked first, as `tvmffi call` does
-    from tvmffi_cli.sandbox import prefork
-    prefork.start(["tvmffi_cli.sandbox.selftest"])
-    pre = prefork._pending.pid
 from tvmffi_cli.sandbox import process
+gc.disable()  # as the CLI's plain commands run; the worker must not inherit it
 keep = os.open(os.devnull, os.O_RDONLY)  # a parent fd the worker must not get
 with process.Worker(stderr="capture") as w:
-    used = w.proc.pid == pre
     st = w.call("sandbox.selftest", {"op": "state"}, timeout=30)
     echo = w.call("sandbox.selftest", {"op": "echo", "x": 1}, timeout=30)
 crash = None
@@ -56,7 +48,7 @@ with process.Worker(stderr="capture", read_paths=[sys.argv[1]]) as w2:
     again = w2.call("sandbox.selftest", {"op": "echo"}, timeout=30)
 print(json.dumps({"state": st, "echo": echo, "reason": w.exec_reason, "crash": crash,
                   "again": again["op"], "starts": w2.starts, "reason2": w2.exec_reason,
-                  "applied": list(w.sandbox.applied), "prefork_used": used}))
+                  "applied": list(w.sandbox.applied)}))
 """
 
 
@@ -79,9 +71,8 @@ def test_worker_state_and_crash_on_both_paths(mode, crashy, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     st = doc["state"]
-    assert (doc["reason"] is None) == (mode != "exec"), doc["reason"]
-    assert (doc["reason2"] is None) == (mode != "exec"), doc["reason2"]
-    assert doc["prefork_used"] == (mode == "prefork")
+    assert (doc["reason"] is None) == (mode == "fork"), doc["reason"]
+    assert (doc["reason2"] is None) == (mode == "fork"), doc["reason2"]
     assert doc["echo"]["x"] == 1
     assert "FORKTEST_PARENT_ONLY" not in st["environ"]
     assert "FORKTEST_PARENT_ONLY" not in st["proc_environ"]
@@ -173,105 +164,3 @@ def test_static_tls_libraries_are_exec(tmp_path, monkeypatch):
     assert spawn.fork_refusal(same, sys.executable, [ie_big, ie]) == (
         "the libraries need 4100 bytes of static TLS"
     )
-
-
-# -- the worker forked ahead (sandbox/prefork.py) ------------------------------
-
-PREFORK = """
-import json, os, signal, sys
-from tvmffi_cli.sandbox import prefork
-prefork.start(["tvmffi_cli.sandbox.selftest"])
-pid = prefork._pending.pid
-case = sys.argv[1]
-if case == "unused":
-    print(json.dumps({"pid": pid}))
-    sys.exit(0)
-if case == "dead":
-    os.kill(pid, signal.SIGKILL)
-if case == "exec":
-    os.environ[prefork.EXEC_ENV] = "1"
-from tvmffi_cli.sandbox import process
-with process.Worker(stderr="capture") as w:
-    echo = w.call("sandbox.selftest", {"op": "echo", "x": 2}, timeout=30)
-    used = w.proc.pid == pid
-try:
-    os.kill(pid, 0)
-    alive = True
-except ProcessLookupError:
-    alive = False
-print(json.dumps({"pid": pid, "echo": echo["x"], "used": used, "reason": w.exec_reason,
-                  "pending_alive": alive}))
-"""
-
-
-def _prefork_case(case):
-    env = {k: v for k, v in os.environ.items() if not environ.may_hold_secret(k)}
-    env.pop(spawn.EXEC_ENV, None)
-    r = subprocess.run(
-        [sys.executable, "-c", PREFORK, case], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def _ended(pid, within=10.0):
-    """Gone, or a zombie waiting for a reaper that is not ours to be."""
-    import time
-
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def test_prefork_unused_ends_with_its_parent():
-    doc = _prefork_case("unused")
-    assert _ended(doc["pid"])
-
-
-def test_prefork_dead_before_go_falls_back_to_a_fork():
-    doc = _prefork_case("dead")
-    assert doc["echo"] == 2 and doc["reason"] is None
-    assert doc["used"] is False and doc["pending_alive"] is False
-
-
-def test_prefork_is_ended_when_the_worker_is_exec():
-    doc = _prefork_case("exec")
-    assert doc["echo"] == 2 and doc["reason"] == f"{spawn.EXEC_ENV}=1"
-    assert doc["used"] is False and doc["pending_alive"] is False
-
-
-TAKEN = """
-import json, sys
-from tvmffi_cli.sandbox import prefork
-went = []
-go = prefork.Prefork.go
-prefork.Prefork.go = lambda self, *a: went.append(go(self, *a)) or went[-1]
-from tvmffi_cli.cli import bench, call
-rc = {"call": call, "bench": bench}[sys.argv[1]].run(sys.argv[2:])
-print(json.dumps({"rc": rc, "went": went}))
-"""
-
-
-@pytest.mark.parametrize("cmd", ["call", "bench"])
-def test_cli_call_and_bench_hand_their_worker_to_the_prefork(cmd):
-    env = {k: v for k, v in os.environ.items() if not environ.may_hold_secret(k)}
-    env.pop(spawn.EXEC_ENV, None)
-    argv = [cmd, hostile(), "hello", "--json"] + (["--rounds", "1"] if cmd == "bench" else [])
-    r = subprocess.run(
-        [sys.executable, "-c", TAKEN, *argv], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout.splitlines()[-1])
-    assert doc == {"rc": 0, "went": [True]}
-    env["TVMFFI_NO_PRESTART"] = "1"
-    r = subprocess.run(
-        [sys.executable, "-c", TAKEN, *argv], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert json.loads(r.stdout.splitlines()[-1]) == {"rc": 0, "went": []}

@@ -15,7 +15,6 @@ from .call import (
     emit_json,
     lazy_command,
     note_runtime,
-    prestart,
     run_in_child,
     with_runtime,
 )
@@ -59,7 +58,6 @@ def run(tokens: list[str]) -> int | None:
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
     if opts.get("--timeout") is None:
         opts["--timeout"] = "600"
-    prestart("tvmffi_cli.call.bench_task")
     request = base_request(parsed, opts)
     request["repeat"] = _positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX)
     request["rounds"] = _positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS)

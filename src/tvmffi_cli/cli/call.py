@@ -67,9 +67,6 @@ OPTION_HELP = [
 ]
 
 DEFAULT_TIMEOUT = engine.DEFAULT_TIMEOUT
-#: Set to 1: fork the worker when it is started, not ahead (bench/bench_startup.py
-#: measures both).
-NO_PRESTART = "TVMFFI_NO_PRESTART"
 
 
 def run(tokens: list[str]) -> int | None:
@@ -84,7 +81,6 @@ def run(tokens: list[str]) -> int | None:
     runtimes = parsed.repeated.get("--runtime", [])
     if len(runtimes) > 1:
         return call_matrix(parsed, opts, runtimes, as_json)
-    prestart("tvmffi_cli.call.task")
     request = base_request(parsed, opts)
     if opts.get("--guard"):
         request["guard"] = True
@@ -187,18 +183,6 @@ def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json:
         [r.exit_code == 0 for r in m.runs],
     )
     return m.exit_code()
-
-
-def prestart(task: str) -> None:
-    """Fork the one worker of this command now (sandbox/prefork.py): it
-    imports its side (the task, ctypes, the FFI layer) while this process
-    builds the request. Only from the command line: never a fork of a
-    caller's process it was not asked for."""
-    if os.environ.get(NO_PRESTART) == "1":
-        return
-    from ..sandbox import prefork
-
-    prefork.start((task, "tvmffi_cli.ffi.library"))
 
 
 def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:

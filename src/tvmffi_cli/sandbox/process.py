@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, failures, files, kernel, messages, prefork, protocol, spawn
+from . import environ, failures, files, kernel, messages, protocol, spawn
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
@@ -177,7 +177,6 @@ class Worker:
                 keep = (req_r, rep_w, life_r, stat_w, fault_fd)
                 self.proc = spawn.fork_worker(argv, out_w, keep, self._scratch, env)
             else:
-                prefork.discard()  # an exec'd worker instead
                 self.proc = subprocess.Popen(
                     [self.python, "-I", "-c", BOOT, *argv],
                     stdin=subprocess.DEVNULL,

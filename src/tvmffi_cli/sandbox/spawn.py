@@ -31,12 +31,12 @@ import time
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
-from . import environ, prefork
+from . import environ
 
 #: The name of every thread the sandbox starts in the parent.
 THREAD_PREFIX = "tvmffi-"
 #: Set to 1: always start workers as a new interpreter (the exec path).
-EXEC_ENV = prefork.EXEC_ENV
+EXEC_ENV = "TVMFFI_WORKER_EXEC"
 
 # PYTHON* variables that change nothing the worker's isolation rests on.
 _HARMLESS_PYTHON = frozenset(
@@ -266,8 +266,7 @@ def _isolated_path(src: str) -> list[str]:
 def fork_worker(
     argv: list[str], out_fd: int, keep: Iterable[int], scratch: str, env: dict[str, str]
 ) -> Forked:
-    """Fork (or hand the orders to the worker prefork.py forked at start-up);
-    the child becomes a worker (worker.main(argv)) and never returns."""
+    """Fork; the child becomes a worker (worker.main(argv)) and never returns."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -278,19 +277,9 @@ def fork_worker(
     env = {k: v for k, v in env.items() if k != "GLIBC_TUNABLES"}
     if "GLIBC_TUNABLES" in os.environ:
         env["GLIBC_TUNABLES"] = os.environ["GLIBC_TUNABLES"]
-    pre = prefork.take()
-    if pre is not None and pre.go(argv, out_fd, keep, scratch, env):
-        return Forked(pre.pid)
     pid = os.fork()
     if pid:
         return Forked(pid)
-    become_worker(argv, out_fd, keep, scratch, env)
-
-
-def become_worker(
-    argv: list[str], out_fd: int, keep: tuple[int, ...], scratch: str, env: dict[str, str]
-) -> NoReturn:
-    """In a forked child: be the worker, then end as a process ends."""
     code = 1
     try:
         code = _child(argv, out_fd, keep, scratch, env)
