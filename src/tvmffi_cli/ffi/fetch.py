@@ -189,10 +189,6 @@ def _builtin_version() -> str | None:
         header = (paths.include_dir() / "tvm" / "ffi" / "c_api.h").read_text()
     except (InputError, OSError):
         return None
-    parts = [
-        re.search(rf"#define TVM_FFI_VERSION_{k}\s+([0-9]+)", header)
-        for k in ("MAJOR", "MINOR", "PATCH")
-    ]
-    if not all(parts):
-        return None
-    return ".".join(m.group(1) for m in parts if m)
+    found = dict(re.findall(r"#define TVM_FFI_VERSION_(MAJOR|MINOR|PATCH)\s+([0-9]+)", header))
+    parts = [found.get(k) for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(p for p in parts if p) if all(parts) else None
