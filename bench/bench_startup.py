@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start-up cost of a command (issue 22), against references measured in the same run.
 
-1. `tvmffi call LIB mul3 2 3 7` / the official one-liner
+1. `tvmffi call LIB mul3 2 3 7` (the console script) / the official one-liner
    `python -c "import tvm_ffi; print(tvm_ffi.load_module(LIB).mul3(2, 3, 7))"`
    (median of --pairs alternating pairs; goal <= 0.5);
 2. `tvmffi inspect LIB --json` (loaded) / the official load
@@ -71,6 +71,28 @@ def envs(exec_too):
     return out
 
 
+def tvmffi_cmd():
+    """The console script users run (`python -m tvmffi_cli` where there is none)."""
+    script = Path(PY).parent / "tvmffi"
+    return [str(script)] if script.exists() else [PY, "-m", "tvmffi_cli"]
+
+
+def bytecode_ready():
+    """Compile tvmffi_cli's modules as `pip install` does: with
+    PYTHONDONTWRITEBYTECODE set, a source checkout would otherwise compile
+    every module on every run (the official package has its .pyc files).
+    Prints where tvmffi_cli comes from and how it is installed."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("tvmffi_cli")
+    pkg = Path(spec.origin).parent
+    compileall.compile_dir(str(pkg), quiet=1)
+    editable = not str(pkg).startswith(sys.prefix)
+    how = "editable (its import hook costs every module a little)" if editable else "installed"
+    print(f"tvmffi_cli: {pkg} ({how}); python {sys.version.split()[0]}")
+
+
 def official_lib():
     return fixturebuild.build("inspect/funcs.c", headers="ours")
 
@@ -116,16 +138,17 @@ def main(argv=None):
     ap.add_argument("--exec-too", action="store_true")
     ap.add_argument("--no-conform", action="store_true")
     args = ap.parse_args(argv)
+    bytecode_ready()
     lib = str(official_lib())
     official_call = [PY, "-c", f"import tvm_ffi; print(tvm_ffi.load_module({lib!r}).mul3(2, 3, 7))"]
     official_load = [PY, "-c", f"import tvm_ffi; tvm_ffi.load_module({lib!r})"]
     base = envs(False)[0][1]
     ok = True
     for name, env in envs(args.exec_too):
-        _, r = wall([PY, "-m", "tvmffi_cli", "call", lib, "mul3", "2", "3", "7"], env)
+        _, r = wall([*tvmffi_cmd(), "call", lib, "mul3", "2", "3", "7"], env)
         assert r.stdout.strip() == "42", r.stdout
         a, b, ratio = pairs(
-            ([PY, "-m", "tvmffi_cli", "call", lib, "mul3", "2", "3", "7"], env),
+            ([*tvmffi_cmd(), "call", lib, "mul3", "2", "3", "7"], env),
             (official_call, base),
             args.pairs,
         )
@@ -135,7 +158,7 @@ def main(argv=None):
         )
         ok &= ratio <= 0.5 or name != "fork"
         a, b, ratio = pairs(
-            ([PY, "-m", "tvmffi_cli", "inspect", lib, "--json"], env),
+            ([*tvmffi_cmd(), "inspect", lib, "--json"], env),
             (official_load, base),
             args.pairs,
         )

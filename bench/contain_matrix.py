@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import test_sandbox_contain as t  # noqa: E402
 import unprivileged  # noqa: E402
-from sandbox_helpers import hostile, processes_named  # noqa: E402
+from sandbox_helpers import hostile, processes_named, token  # noqa: E402
 
 ERRNO = {0: "0 (worked)", 1: "EPERM", 3: "ESRCH", 11: "EAGAIN", 14: "EFAULT", 38: "ENOSYS"}
 OTHER = [
@@ -65,7 +65,7 @@ def _cases(user, ns):
     got, _ = t._call(user, ns, t.contain(), "probe_self")
     wants = ["EPERM", "ENOSYS", "EPERM"] + ["0 (worked)"] * 5
     rows += [(n, w, _errno(e)) for n, w, e in zip(SELF, wants, got)]
-    name = t._token()
+    name = token()
     r = t._tvmffi(user, ns, "call", hostile(), "spawn_and_hang", "--str", name, "--timeout", "1")
     time.sleep(0.5)
     left = len(processes_named(name))
@@ -73,7 +73,7 @@ def _cases(user, ns):
         ("setsid grandchild, --timeout 1", "exit 1, 0 left", f"exit {r.returncode}, {left} left")
     )
     t._kill_all(name)
-    name = t._token()
+    name = token()
     argv = [*t._argv(user, ns), "call", str(t.contain()), "chain_and_hang", "--str", name]
     argv += ["--int", "300", "--timeout", "120"]
     p = subprocess.Popen(

@@ -389,3 +389,32 @@ def test_staged_outputs_not_followed(tmp_path):
         assert os.listdir(out) == []
     got = publish_outputs(str(stage), str(out), [good], force=False)
     assert got == [{"path": str(out / "result.npy")}] and (out / "result.npy").read_bytes() == b"ok"
+
+
+def test_private_dir_is_mkdtemp_without_tempfile(tmp_path, monkeypatch):
+    import stat
+    import subprocess
+    import sys
+
+    from tvmffi_cli.sandbox import files
+
+    code = (
+        "import sys; from tvmffi_cli.sandbox import files\n"
+        "print(files.private_dir('tvmffi-x-'), 'tempfile' in sys.modules)"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    assert out[1] == "False"
+    d = out[0]
+    assert os.path.dirname(d) == str(tmp_path) and os.path.basename(d).startswith("tvmffi-x-")
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    # loaded anyway, tempfile decides (tempfile.tempdir included)
+    import tempfile
+
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(other))
+    a, b = files.private_dir("p-"), files.private_dir("p-")
+    assert a != b and os.path.dirname(a) == str(other) == os.path.dirname(b)

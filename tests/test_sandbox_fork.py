@@ -32,8 +32,9 @@ def mode(request, monkeypatch):
 # Run in a fresh interpreter: this test process may run threads left by other
 # tests, and a parent with threads always execs (test_threads_mean_exec).
 STATE = """
-import json, os, sys
+import gc, json, os, sys
 from tvmffi_cli.sandbox import process
+gc.disable()  # as the CLI's plain commands run; the worker must not inherit it
 keep = os.open(os.devnull, os.O_RDONLY)  # a parent fd the worker must not get
 with process.Worker(stderr="capture") as w:
     st = w.call("sandbox.selftest", {"op": "state"}, timeout=30)
@@ -82,6 +83,7 @@ def test_worker_state_and_crash_on_both_paths(mode, crashy, tmp_path):
     # stdin/stdout/stderr, the two channel ends, the fault log, the listing itself
     assert len(st["fds"]) == 7, st["fds"]
     assert st["sid"] == st["pgid"]
+    assert st["gc"] is True  # collection on, as in a new interpreter
     assert "seccomp" in doc["applied"] or "no-new-privs" not in doc["applied"]
     assert doc["crash"] == "SIGSEGV"
     assert doc["again"] == "echo" and doc["starts"] == 2

@@ -63,3 +63,63 @@ def test_every_message_type_is_exercised():
 def test_not_the_expected_message(kind, obj):
     with pytest.raises(messages.MessageError):
         messages.decode(kind, obj)
+
+
+# -- the frames under the messages (sandbox/protocol.py) ----------------------
+
+
+def _frame(key, direction, seq, payload):
+    """A frame built from protocol.py's documented layout, independently of it."""
+    import hashlib
+    import struct
+
+    head = struct.pack(">I", len(payload))
+    mac = hashlib.blake2b(
+        direction + seq.to_bytes(8, "big") + head + payload, key=key, digest_size=32
+    ).digest()
+    return head + mac + payload
+
+
+def _read_with(key, data, parent=True):
+    import os
+
+    from tvmffi_cli.sandbox import protocol
+
+    r, w = os.pipe()
+    try:
+        os.write(w, data)
+        os.close(w)
+        w = -1
+        return protocol.Endpoint(key, r, -1, parent=parent).recv(deadline=None)
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+
+
+def test_frame_is_the_documented_layout():
+    from tvmffi_cli.sandbox import protocol
+
+    key = bytes(range(32))
+    payload = b'{"ok":true}'
+    assert protocol.encode(key, b"W", 0, {"ok": True}) == _frame(key, b"W", 0, payload)
+    assert _read_with(key, _frame(key, b"W", 0, payload)) == {"ok": True}
+
+
+@pytest.mark.parametrize(
+    "what", ["other key", "replayed", "wrong direction", "flipped bit", "cut short"]
+)
+def test_frames_not_made_with_the_key_and_order_are_refused(what):
+    from tvmffi_cli.sandbox import protocol
+
+    key = bytes(range(32))
+    payload = b'{"ok":true}'
+    data = {
+        "other key": _frame(bytes(32), b"W", 0, payload),
+        "replayed": _frame(key, b"W", 1, payload),
+        "wrong direction": _frame(key, b"P", 0, payload),
+        "flipped bit": _frame(key, b"W", 0, payload)[:-1] + b"]",
+        "cut short": _frame(key, b"W", 0, payload)[:-3],
+    }[what]
+    with pytest.raises(protocol.ChannelError):
+        _read_with(key, data)

@@ -107,10 +107,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     worker crashed, ran out of memory, timed out or tampered with its channel.
     A reply of status "input_error" (no such function, arguments that cannot
     be passed) raises InputError."""
-    import tempfile
-
     from ..binary.deps import load_read_paths
     from ..sandbox import process as _sandbox
+    from ..sandbox.files import private_dir
     from . import files
 
     sandbox = cast(Any, _sandbox)
@@ -123,7 +122,7 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     inputs = files.private_inputs(request)
     final_out, stage = request.get("out"), None
     if final_out:
-        stage = tempfile.mkdtemp(prefix="tvmffi-out-")
+        stage = private_dir("tvmffi-out-")
         request["out"] = stage
     lib_name = os.path.basename(request["path"])
     phase = "load"

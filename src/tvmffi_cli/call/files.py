@@ -11,19 +11,17 @@ into --out, so what it reports as written is exactly what it checked.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import tempfile
 from typing import Any
 
 from ..errors import CheckFailed, InputError
+from ..sandbox.files import private_dir
 
 
 def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
     """Copy every input file of request["args"] into a new private directory
     (or `into`) and point the specs at the copies. Returns the directory."""
-    d = into or tempfile.mkdtemp(prefix="tvmffi-inputs-")
+    d = into or private_dir("tvmffi-inputs-")
     count = len(os.listdir(d))
     cwd = request.get("cwd") or os.getcwd()
 
@@ -31,6 +29,8 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
         nonlocal count
         dst = os.path.join(d, f"in{count}-{os.path.basename(p)}")
         count += 1
+        import shutil  # only when an argument names a file
+
         try:
             shutil.copyfile(p, dst)
         except OSError as e:
@@ -62,6 +62,8 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
 
 
 def sha256_file(path: str) -> str:
+    import hashlib  # on use: loads OpenSSL, which most calls never need
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -73,6 +75,8 @@ def _copy_checked(src: str, dst: str) -> str:
     """Copy a staged file (a place the worker could write: no link followed,
     regular files only, never blocking) to dst; returns the SHA-256 of
     exactly the bytes copied."""
+    import hashlib
+
     from ..sandbox.files import Untrusted, open_untrusted
 
     h = hashlib.sha256()

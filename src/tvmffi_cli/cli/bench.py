@@ -5,22 +5,20 @@ calls, so the figures are the function's and the ABI's, not Python's."""
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import click
 
 from ..call import argv, literals
 from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
-    RawCommand,
     base_request,
     emit_json,
+    lazy_command,
     note_runtime,
     run_in_child,
     with_runtime,
 )
+from .fastpath import echo
 from .sandbox_opts import CONFINE_ROWS
 
 BENCH_OPTIONS = {**SHARED_OPTIONS, "--repeat": True, "--rounds": True}
@@ -48,30 +46,12 @@ OPTION_HELP = [
 MAX_ROUNDS = 100_000
 
 
-@click.command(
-    "bench",
-    cls=RawCommand,
-    option_help=OPTION_HELP,
-    add_help_option=False,
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
-@click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
-@click.pass_context
-def command(ctx: Any, tokens: tuple[str, ...]) -> int:
-    """Time FUNC of the library LIB: nanoseconds per call, timed in C.
+def run(tokens: list[str]) -> int | None:
+    """The command: its exit code, or None when help was asked for."""
 
-    \b
-    tvmffi bench LIB FUNC [ARGS...] [--repeat N] [--rounds R] [--json]
-    tvmffi bench lib.so add_int 1 2
-    tvmffi bench lib.so add_one --tensor float32[1024]:zeros --rounds 20
-
-    ARGS use the syntax of `tvmffi call`. The function is called once first; if
-    it raises, the error is reported (exit 1) and nothing is timed.
-    """
     parsed = argv.parse_argv(list(tokens), BENCH_OPTIONS, cwd=os.getcwd())
     if parsed.help:
-        click.echo(ctx.get_help())
-        return 0
+        return None
     assert parsed.func is not None  # parse_argv sets LIB and FUNC unless --help
     opts = parsed.options
     as_json = bool(opts.get("--json"))
@@ -96,14 +76,14 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
                 request["path"],
             )
         else:
-            click.echo(render.raised_text(err, verbose), err=True)
+            echo(render.raised_text(err, verbose), err=True)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(render.bench_json(reply, parsed.func, request["path"]), request))
     else:
         from ..render.common import fit_lines
 
-        click.echo(fit_lines(render.bench_text(reply, parsed.func)))
+        echo(fit_lines(render.bench_text(reply, parsed.func)))
         note_runtime(request, verbose)
     return 0
 
@@ -118,3 +98,18 @@ def _positive_int(text: str | None, flag: str, limit: int) -> int | None:
     if not 1 <= v <= limit:
         raise InputError(f"{flag} {text}: must be between 1 and {limit}")
     return v
+
+
+HELP = """Time FUNC of the library LIB: nanoseconds per call, timed in C.
+
+    \b
+    tvmffi bench LIB FUNC [ARGS...] [--repeat N] [--rounds R] [--json]
+    tvmffi bench lib.so add_int 1 2
+    tvmffi bench lib.so add_one --tensor float32[1024]:zeros --rounds 20
+
+    ARGS use the syntax of `tvmffi call`. The function is called once first; if
+    it raises, the error is reported (exit 1) and nothing is timed.
+"""
+
+
+__getattr__ = lazy_command(globals(), "bench", OPTION_HELP, run, HELP)

@@ -2,7 +2,9 @@
 process and print its result.
 
 Typed value flags must stay in command-line order, which click does not keep
-across options, so the whole argument tail is parsed by call.argv.parse_argv.
+across options, so the whole argument tail is parsed by call.argv.parse_argv;
+`run` is the command without click (the entry point's fast path,
+cli/fastpath.py), the click command only adds --help.
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import click
-
 from ..call import argv, engine
 from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
+from .fastpath import echo
 from .sandbox_opts import CONFINE_OPTIONS, CONFINE_ROWS
 
 # option: takes a value? (shared with `tvmffi bench`)
@@ -68,59 +69,11 @@ OPTION_HELP = [
 DEFAULT_TIMEOUT = engine.DEFAULT_TIMEOUT
 
 
-class RawCommand(click.Command):
-    """A command whose help lists options parsed by hand."""
-
-    def __init__(self, *a: Any, option_help: Any = (), **kw: Any) -> None:
-        super().__init__(*a, **kw)
-        self.option_help = list(option_help)
-
-    def format_usage(self, ctx: Any, formatter: Any) -> None:
-        formatter.write_usage(ctx.command_path, "LIB FUNC [ARGS]... [OPTIONS]")
-
-    def format_options(self, ctx: Any, formatter: Any) -> None:
-        with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
-            rows = [(f"{k} VALUE" if k != "--none" else k, v) for k, v in argv.ARG_FLAGS.items()]
-            formatter.write_dl(rows)
-        with formatter.section("Options"):
-            formatter.write_dl(self.option_help)
-
-
-@click.command(
-    "call",
-    cls=RawCommand,
-    option_help=OPTION_HELP,
-    add_help_option=False,
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
-@click.argument("tokens", nargs=-1, type=click.UNPROCESSED)
-@click.pass_context
-def command(ctx: Any, tokens: tuple[str, ...]) -> int:
-    """Call FUNC of the library LIB once, in a child process, and print the result.
-
-    \b
-    tvmffi call LIB FUNC [ARGS...]
-    tvmffi call lib.so add_one --tensor x.npy
-    tvmffi call lib.so mul3 2 3 7
-    tvmffi call lib.so sum '[1,2,3]'
-    tvmffi call lib.so my_ext.add --int 1 --int 2 --json
-
-    FUNC is the export __tvm_ffi_FUNC, else a global function the library
-    registers when it loads (dotted names are always globals).
-
-    Positional ARGS are converted by the function's type schema when the
-    library has one, else guessed: int, float, true/false, none, a JSON list
-    (Array) or object (Map), "quoted" text, an existing .npy file or a tensor
-    literal such as float32[2,3]:arange, otherwise a string.
-
-    Input files are never modified: .npy files are mapped copy-on-write.
-    Exit status: 0 success, 1 the function raised, crashed or timed out, or
-    the library could not be loaded (a missing dependency), 2 bad arguments.
-    """
+def run(tokens: list[str]) -> int | None:
+    """The command: its exit code, or None when help was asked for."""
     parsed = argv.parse_argv(list(tokens), CALL_OPTIONS, cwd=os.getcwd())
     if parsed.help:
-        click.echo(ctx.get_help())
-        return 0
+        return None
     assert parsed.func is not None  # parse_argv sets LIB and FUNC unless --help
     opts = parsed.options
     as_json = bool(opts.get("--json"))
@@ -163,7 +116,7 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
         if as_json:
             emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
         else:
-            click.echo(render.raised_text(reply["error"], verbose), err=True)
+            echo(render.raised_text(reply["error"], verbose), err=True)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
@@ -171,9 +124,9 @@ def command(ctx: Any, tokens: tuple[str, ...]) -> int:
         from .. import text
         from ..render.common import fit_lines
 
-        click.echo(fit_lines(text.terminal(render.call_text(reply))))
+        echo(fit_lines(text.terminal(render.call_text(reply))))
         for note in reply.get("notes", []):
-            click.echo(f"note: {text.one_line(str(note))}", err=True)
+            echo(f"note: {text.one_line(str(note))}", err=True)
         note_runtime(request, verbose)
     return 0
 
@@ -267,9 +220,9 @@ def note_runtime(request: dict[str, Any], verbose: bool) -> None:
     if rc.get("kind") != "builtin" or verbose:
         from ..ffi.hosts import label_of
 
-        click.echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
+        echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
     for note in lacks_notes(rc.get("missing") or []) if verbose else []:
-        click.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
 
 
 def parse_timeout(text: str | None) -> float:
@@ -306,8 +259,96 @@ def run_in_child(
         else:
             from .. import text
 
-            click.echo(f"tvmffi: error: {text.one_line(outcome.message)}", err=True)
+            echo(f"tvmffi: error: {text.one_line(outcome.message)}", err=True)
             if verbose and outcome.kind == "Crash" and outcome.stderr:
-                click.echo(text.terminal(outcome.stderr.rstrip()), err=True)
+                echo(text.terminal(outcome.stderr.rstrip()), err=True)
         return EXIT_FAILED
     return outcome
+
+
+def raw_command_class() -> Any:
+    """click.Command whose help lists the options parsed by hand (call, bench)."""
+    import click
+
+    class RawCommand(click.Command):
+        def __init__(self, *a: Any, option_help: Any = (), **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.option_help = list(option_help)
+
+        def format_usage(self, ctx: Any, formatter: Any) -> None:
+            formatter.write_usage(ctx.command_path, "LIB FUNC [ARGS]... [OPTIONS]")
+
+        def format_options(self, ctx: Any, formatter: Any) -> None:
+            with formatter.section("Argument flags (in order; do not mix with positional ARGS)"):
+                rows = [
+                    (f"{k} VALUE" if k != "--none" else k, v) for k, v in argv.ARG_FLAGS.items()
+                ]
+                formatter.write_dl(rows)
+            with formatter.section("Options"):
+                formatter.write_dl(self.option_help)
+
+    return RawCommand
+
+
+def raw_command(name: str, option_help: Any, body: Any, doc: str) -> Any:
+    """The click command `name` over body(tokens) -> exit code | None (help)."""
+    import click
+
+    def command(ctx: Any, tokens: tuple[str, ...]) -> int:
+        rc = body(list(tokens))
+        if rc is None:
+            click.echo(ctx.get_help())
+            return 0
+        return int(rc)
+
+    command.__doc__ = doc
+    make: Any = click.command  # its overloads cannot see the Any of cls=
+    return make(
+        name,
+        cls=raw_command_class(),
+        option_help=option_help,
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    )(click.argument("tokens", nargs=-1, type=click.UNPROCESSED)(click.pass_context(command)))
+
+
+HELP = """Call FUNC of the library LIB once, in a child process, and print the result.
+
+    \b
+    tvmffi call LIB FUNC [ARGS...]
+    tvmffi call lib.so add_one --tensor x.npy
+    tvmffi call lib.so mul3 2 3 7
+    tvmffi call lib.so sum '[1,2,3]'
+    tvmffi call lib.so my_ext.add --int 1 --int 2 --json
+
+    FUNC is the export __tvm_ffi_FUNC, else a global function the library
+    registers when it loads (dotted names are always globals).
+
+    Positional ARGS are converted by the function's type schema when the
+    library has one, else guessed: int, float, true/false, none, a JSON list
+    (Array) or object (Map), "quoted" text, an existing .npy file or a tensor
+    literal such as float32[2,3]:arange, otherwise a string.
+
+    Input files are never modified: .npy files are mapped copy-on-write.
+    Exit status: 0 success, 1 the function raised, crashed or timed out, or
+    the library could not be loaded (a missing dependency), 2 bad arguments.
+"""
+
+
+def lazy_command(
+    namespace: dict[str, Any], name: str, option_help: Any, body: Any, doc: str
+) -> Any:
+    """A module __getattr__ that builds the click command on first use, so the
+    fast path (and importing the module) never imports click."""
+
+    def __getattr__(attr: str) -> Any:
+        if attr == "command":
+            cmd = raw_command(name, option_help, body, doc)
+            namespace["command"] = cmd
+            return cmd
+        raise AttributeError(attr)
+
+    return __getattr__
+
+
+__getattr__ = lazy_command(globals(), "call", OPTION_HELP, run, HELP)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..inspect.engine import run
+from ..inspect.engine import run as run_report
 
 
 def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
@@ -52,15 +52,11 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
     return 0
 
 
-def fast_main(argv: list[str]) -> int | None:
-    """`inspect` without click, for the CLI's start-up fast path: handles the
-    plain forms (PATH with --static/--json/--timeout S/--runtime P) and returns
-    the exit code, or None for anything else (e.g. --help) so the caller falls
-    back to the click command. Errors print the same one line as the CLI."""
-    import sys
-
-    from ..errors import TvmffiError
-
+def run(argv: list[str]) -> int | None:
+    """`inspect` without click (cli/fastpath.py): handles the plain forms (PATH
+    with --static/--json/--timeout S/--runtime P/--no-sandbox/--memory-limit
+    SIZE) and returns the exit code, or None for anything else (e.g. --help)
+    so the caller falls back to the click command."""
     opts: dict[str, Any] = {
         "static": False,
         "json": False,
@@ -96,36 +92,30 @@ def fast_main(argv: list[str]) -> int | None:
         # reference counting, and the process then exits: the ~80 cyclic
         # collections of a 200k-symbol library only cost time (a tenth of it).
         gc.disable()
-    try:
-        from .numbers import seconds
+    from .numbers import seconds
 
-        opts["timeout"] = seconds(opts["timeout"], "--timeout")
-        if opts["no_sandbox"] or opts["memory-limit"] is not None:
-            from . import sandbox_opts
+    opts["timeout"] = seconds(opts["timeout"], "--timeout")
+    if opts["no_sandbox"] or opts["memory-limit"] is not None:
+        from . import sandbox_opts
 
-            sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
-        from . import wheel_input
+        sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
+    from . import wheel_input
 
-        if wheel_input.is_bundle(paths[0]):
-            return wheel_input.inspect(
-                paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
-            )
-        rep = run(paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"])
-        return emit(rep, opts["json"], paths[0])
-    except TvmffiError as e:
-        from ..text import one_line
+    if wheel_input.is_bundle(paths[0]):
+        return wheel_input.inspect(
+            paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
+        )
+    rep = run_report(
+        paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"]
+    )
+    return emit(rep, opts["json"], paths[0])
 
-        sys.stderr.write(f"tvmffi: error: {one_line(str(e))}\n")
-        return e.exit_code
-    except BrokenPipeError:
-        return 0
-    except Exception as e:  # a bug in tvmffi: one line, as the click path does
-        import os
 
-        if os.environ.get("TVMFFI_DEBUG") == "1":
-            raise
-        sys.stderr.write(f"tvmffi: internal error: {type(e).__name__}: {e} (rerun with --debug)\n")
-        return 3
+def fast_main(argv: list[str]) -> int | None:
+    """run(argv) with the CLI's one-line errors and exit codes."""
+    from . import fastpath
+
+    return fastpath.run(run, argv)
 
 
 def _make_command() -> Any:
@@ -182,7 +172,7 @@ def _make_command() -> Any:
 
         if wheel_input.is_bundle(path):
             return wheel_input.inspect(path, static, as_json, secs, runtime)
-        return emit(run(path, static=static, timeout=secs, runtime=runtime), as_json, path)
+        return emit(run_report(path, static=static, timeout=secs, runtime=runtime), as_json, path)
 
     return command
 

@@ -1,9 +1,10 @@
 """Command-line entry point: runs the click application (app.py) and turns the
 project's errors into one stderr line and an exit code.
 
-`tvmffi inspect` in its plain forms skips click entirely: importing click alone
-costs about twice a bare interpreter start, and inspect --static has to start
-within 3x of `python3 -c pass`.
+`tvmffi inspect`, `call` and `bench` in their plain forms skip click entirely
+(cli/fastpath.py): importing click alone costs about twice a bare interpreter
+start, inspect --static has to start within 3x of `python3 -c pass`, and
+`tvmffi call` within half of the official one-liner.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
+from ..errors import EXIT_USAGE
 
 # Options of the whole program, accepted before or after the subcommand
 # (`tvmffi --debug call ...` and `tvmffi call ... --debug`): main moves them in
@@ -38,6 +39,11 @@ def hoist_global_flags(argv: list[str]) -> tuple[list[str], list[str]]:
     return found, found + rest
 
 
+# Commands whose module has run(argv) -> exit code | None (None: let click
+# handle it, e.g. --help).
+_FAST = ("inspect", "call", "bench")
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("TVMFFI_DEBUG") == "1"
 
@@ -46,6 +52,9 @@ def main(argv: list[str] | None = None) -> Any:
     from . import jsonout  # stdlib only: cheap on the inspect fast path
 
     jsonout.STARTED = time.perf_counter()  # the elapsed_s of every --json
+    # Run as the program (not called with arguments, as tests do): the
+    # process may end without the interpreter's teardown.
+    whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, argv = hoist_global_flags(argv)
     if "-q" in flags or "--quiet" in flags:
@@ -55,11 +64,23 @@ def main(argv: list[str] | None = None) -> Any:
     if "--debug" in flags:
         os.environ["TVMFFI_DEBUG"] = "1"
     cmd = argv[len(flags) :]
-    if cmd[:1] == ["inspect"]:
-        from .inspect import fast_main
+    if cmd[:1] and cmd[0] in _FAST:
+        import gc
+        import importlib
 
-        rc = fast_main(cmd[1:])
+        # A command of one process lifetime: the collector's passes over the
+        # objects of every import cost a twentieth of a `tvmffi call`, and
+        # what the command makes is freed by reference counting (a forked
+        # worker turns collection back on).
+        gc.disable()
+
+        from . import fastpath
+
+        mod = importlib.import_module(f"tvmffi_cli.cli.{cmd[0]}")
+        rc = fastpath.run(mod.run, cmd[1:])
         if rc is not None:
+            if whole_process:
+                fastpath.exit_now(rc)
             sys.exit(rc)
     _run_click(argv)
 
@@ -88,25 +109,16 @@ def _run_click(argv: list[str]) -> Any:
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except TvmffiError as e:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        from ..text import one_line
-
-        # Messages may quote library text (loader errors, names): one line, inert.
-        click.echo(f"tvmffi: error: {one_line(str(e))}", err=True)
-        sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
-    except Exception as e:  # a bug in tvmffi: one line unless --debug
+    except Exception as e:  # ours (TvmffiError) or a bug in tvmffi: one line unless --debug
         if debug:
             import traceback
 
             traceback.print_exc()
-        click.echo(
-            f"tvmffi: internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True
-        )
-        sys.exit(EXIT_INTERNAL)
+        from .fastpath import error_line
+
+        line, code = error_line(e)
+        click.echo(line, err=True)
+        sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -18,7 +18,6 @@ per release, so that is what is pinned. Offline, an uncached release is exit
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -45,6 +44,8 @@ def cache_dir() -> Path:
 
 
 def sha256_of(path: Path) -> str:
+    import hashlib  # here: loads OpenSSL, which a plain `tvmffi call` never needs
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -149,6 +150,8 @@ def _verified_member(wheel: Path, version: str, want: str) -> bytes:
             data = z.read(MEMBER)
     except (zipfile.BadZipFile, KeyError, OSError) as e:
         raise InputError(f"{wheel}: not a usable {DIST} wheel ({e}); delete it and retry") from None
+    import hashlib
+
     digest = hashlib.sha256(data)
     b64 = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
     line = next((ln for ln in record.splitlines() if ln.startswith(MEMBER + ",")), "")
@@ -186,10 +189,6 @@ def _builtin_version() -> str | None:
         header = (paths.include_dir() / "tvm" / "ffi" / "c_api.h").read_text()
     except (InputError, OSError):
         return None
-    parts = [
-        re.search(rf"#define TVM_FFI_VERSION_{k}\s+([0-9]+)", header)
-        for k in ("MAJOR", "MINOR", "PATCH")
-    ]
-    if not all(parts):
-        return None
-    return ".".join(m.group(1) for m in parts if m)
+    found = dict(re.findall(r"#define TVM_FFI_VERSION_(MAJOR|MINOR|PATCH)\s+([0-9]+)", header))
+    parts = [found.get(k) for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(p for p in parts if p) if all(parts) else None

@@ -109,11 +109,11 @@ def make_console(
 def text_width(stream: IO[str] | None = None) -> int:
     """Columns people's output may use on `stream`: the terminal's, else
     COLUMNS, else 160 (the rule make_console follows)."""
-    import shutil
-
     stream = stream or sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty and isatty():
+        import shutil  # here: it imports the compressors too
+
         return shutil.get_terminal_size().columns
     try:
         return int(os.environ.get("COLUMNS", "0")) or 160
@@ -124,8 +124,6 @@ def text_width(stream: IO[str] | None = None) -> int:
 def fit_lines(text: str, width: int | None = None) -> str:
     """Plain text with every line longer than `width` broken at blanks, the
     continuation indented two more than the line; no line ends in a blank."""
-    import textwrap
-
     width = max(20, width or text_width())
     out: list[str] = []
     for line in text.splitlines():
@@ -133,6 +131,8 @@ def fit_lines(text: str, width: int | None = None) -> str:
         if len(line) <= width:
             out.append(line)
             continue
+        import textwrap  # only for a line to break: its patterns cost a call's output ~5 ms
+
         indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
         out += textwrap.wrap(
             line,

@@ -9,6 +9,7 @@ there, reads only regular files, with a size bound and without blocking, and
 removes such trees itself, restoring directory modes on the way without ever
 following a symlink.
 
+    d = private_dir("tvmffi-scratch-")  # a new 0700 directory, as tempfile.mkdtemp
     fd = fault_log()                    # handed to the worker; read after a crash
     read_log(fd, 4096)
     with open_untrusted(path) as f: ... # O_NOFOLLOW|O_NONBLOCK, regular files only
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
+import sys
 from typing import BinaryIO
 
 #: Directory entries tree_usage() visits before it stops counting (each
@@ -28,6 +29,35 @@ from typing import BinaryIO
 USAGE_WALK_CAP = 200_000
 _ENTRY_COST = 4096
 _MAX_DEPTH = 256
+
+
+def private_dir(prefix: str) -> str:
+    """A new directory only this user may enter (mode 0700) in the temporary
+    directory, as tempfile.mkdtemp(prefix=...) makes, without importing
+    tempfile (with shutil, random and the compressors: a thirtieth of a
+    `tvmffi call`)."""
+    root = _temp_root()
+    for _ in range(100):
+        path = os.path.join(root, prefix + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return os.path.abspath(path)
+    raise FileExistsError(f"{root}: no free name for a {prefix}* directory")
+
+
+def _temp_root() -> str:
+    """tempfile.gettempdir()'s choice: $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp,
+    /usr/tmp, the current directory; the first usable one."""
+    tf = sys.modules.get("tempfile")
+    if tf is not None:  # loaded anyway: its answer (and tempfile.tempdir) decides
+        return str(tf.gettempdir())
+    named = [os.environ.get(n) for n in ("TMPDIR", "TEMP", "TMP")]
+    for d in [*filter(None, named), "/tmp", "/var/tmp", "/usr/tmp"]:
+        if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK):
+            return d
+    return os.getcwd()
 
 
 class Untrusted(OSError):
@@ -62,6 +92,8 @@ def fault_log() -> int:
             return os.memfd_create("tvmffi-fault-log", os.MFD_CLOEXEC)
         except OSError:
             pass
+    import tempfile
+
     f = tempfile.TemporaryFile()
     fd = os.dup(f.fileno())
     f.close()

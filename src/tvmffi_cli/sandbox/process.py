@@ -24,17 +24,15 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors, text
 from ..errors import TvmffiError
 from . import environ, failures, files, kernel, messages, protocol, spawn, zygote
-from .denials import Denial, suggest
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
@@ -48,6 +46,9 @@ from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
 from .worker import BOOT, SYSTEM_READ, python_paths
+
+if TYPE_CHECKING:
+    from .denials import Denial
 
 # How a worker fails (failures.py), under the names callers use.
 ChildCrashed = failures.ChildCrashed
@@ -171,7 +172,7 @@ class Worker:
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         ord_r, self.order_w = os.pipe2(os.O_CLOEXEC) if self.orders else (-1, None)
-        self._scratch = tempfile.mkdtemp(prefix="tvmffi-scratch-")
+        self._scratch = files.private_dir("tvmffi-scratch-")
         self.fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
         src = str(Path(__file__).resolve().parents[2])
@@ -395,6 +396,8 @@ class Worker:
         ours = [p for p in python_paths() if p not in ("/", os.getcwd())]
         reads = [*self.read_paths, *SYSTEM_READ, *ours]
         writes = [*filter(None, [self._scratch]), *self.write_paths, "/dev/null"]
+        from .denials import suggest  # only after a failure
+
         return suggest(said, reads, writes)
 
     def worker_host_pid(self) -> int | None:

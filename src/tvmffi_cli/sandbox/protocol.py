@@ -3,7 +3,7 @@
 Every message is one frame:
 
     length   4 bytes, big-endian, of the payload (at most MAX_FRAME)
-    mac      32 bytes, HMAC-SHA256(key, direction || seq || length || payload)
+    mac      32 bytes, keyed BLAKE2b-256(key; direction || seq || length || payload)
     payload  JSON, UTF-8
 
 `key` is 32 random bytes the parent writes to the request pipe before the
@@ -16,14 +16,22 @@ the channel as tampered with (a failure), never as a result.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import select
 import struct
 import time
+
+# hmac.compare_digest's C implementation (what operator.py re-exports).
+from _operator import _compare_digest as compare_digest
 from typing import Any
+
+try:
+    # The C module itself: importing hashlib or hmac also loads OpenSSL, a
+    # tenth of a `tvmffi call` on both sides of the channel.
+    from _blake2 import blake2b
+except ImportError:  # another Python implementation
+    from hashlib import blake2b
 
 KEY_BYTES = 32
 MAC_BYTES = 32
@@ -58,7 +66,8 @@ def new_key() -> bytes:
 
 def _mac(key: bytes, direction: bytes, seq: int, payload: bytes) -> bytes:
     msg = direction + seq.to_bytes(8, "big") + _HEADER.pack(len(payload))
-    return hmac.new(key, msg + payload, hashlib.sha256).digest()
+    # Keyed BLAKE2 is a MAC by design (no HMAC construction needed).
+    return blake2b(msg + payload, key=key, digest_size=MAC_BYTES).digest()
 
 
 def encode(key: bytes, direction: bytes, seq: int, obj: Any) -> bytes:
@@ -133,7 +142,7 @@ class Endpoint:
         mac = bytes(self._buf[_HEADER.size : head])
         payload = bytes(self._buf[head : head + length])
         del self._buf[: head + length]
-        if not hmac.compare_digest(mac, _mac(self.key, self.recv_dir, self.recv_seq, payload)):
+        if not compare_digest(mac, _mac(self.key, self.recv_dir, self.recv_seq, payload)):
             raise ChannelError(
                 "a message failed authentication: something other than "
                 "tvmffi wrote to the worker's channel"

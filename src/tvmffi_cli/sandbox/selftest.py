@@ -8,7 +8,8 @@ request {"op": "print", "text"}      -> prints text to stdout (must not reach th
 request {"op": "raise", "kind": "InputError"|"bug", "message"}
 request {"op": "state"}              -> what the worker process holds: environment
                                         (os.environ and /proc/self/environ names),
-                                        open fds, sys.path, cwd, session leader
+                                        open fds, sys.path, cwd, session leader,
+                                        whether the garbage collector runs
 """
 
 import os
@@ -51,5 +52,6 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             "cwd": os.getcwd(),
             "sid": os.getsid(0),
             "pgid": os.getpgid(0),
+            "gc": __import__("gc").isenabled(),
         }
     raise ValueError(f"unknown op {op!r}")

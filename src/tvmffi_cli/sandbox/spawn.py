@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import environ
 
@@ -82,6 +82,8 @@ class Forked:
                 self.returncode = os.waitstatus_to_exitcode(status)
             return self.returncode
         deadline = time.monotonic() + timeout
+        if self.poll() is None and self._wait_pidfd(timeout):
+            self.poll()
         delay = 0.0005
         while self.poll() is None:
             left = deadline - time.monotonic()
@@ -91,6 +93,20 @@ class Forked:
             delay = min(delay * 2, 0.05)
         assert self.returncode is not None
         return self.returncode
+
+    def _wait_pidfd(self, timeout: float) -> bool:
+        """Sleep until the child ends (True) or `timeout` passes, woken by the
+        kernel rather than by polling; False where pidfds are missing."""
+        import select
+
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            return False
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
 
     def kill(self) -> None:
         if self.returncode is None:
@@ -317,13 +333,13 @@ def _child(
     import atexit
     import faulthandler
     import gc
-    import tempfile
 
     atexit._clear()  # the parent's exit handlers are the parent's
 
     # The parent's garbage is not collected here: its finalizers could close
     # descriptors whose numbers the worker has reused.
     gc.freeze()
+    gc.enable()  # as in a new interpreter, whatever the parent chose
     faulthandler.disable()
     os.setsid()
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
@@ -349,7 +365,9 @@ def _child(
     sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
     os.chdir(scratch)
     _scrub_environment(env)
-    tempfile.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
+    tf: Any = sys.modules.get("tempfile")
+    if tf is not None:
+        tf.tempdir = None  # the parent's choice is cached; the worker's is TMPDIR
     src = argv[0]
     sys.path[:] = _isolated_path(src)
     sys.argv[:] = ["-c", *argv]

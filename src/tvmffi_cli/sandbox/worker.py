@@ -28,7 +28,6 @@ import importlib
 import os
 import re
 import sys
-import traceback
 from types import ModuleType
 from typing import Any
 
@@ -84,6 +83,8 @@ def handle(msg: Any) -> messages.Reply:
             ok=False, error=messages.TaskError("MemoryError", "out of memory", 1, False)
         )
     except Exception as e:
+        import traceback  # on error only: it pulls in textwrap and more
+
         from ..errors import TvmffiError
 
         known = isinstance(e, TvmffiError)

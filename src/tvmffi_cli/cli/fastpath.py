@@ -1,0 +1,67 @@
+"""What the click-free start of the plain commands shares with the click path.
+
+`inspect`, `call` and `bench` parse their arguments by hand, so their plain
+forms skip click (importing and running it costs about as much as the rest
+of a `tvmffi call`). They print and exit exactly as the click path does:
+one stderr line per error and the documented exit codes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+from ..errors import EXIT_INTERNAL, TvmffiError
+
+
+def echo(line: str = "", err: bool = False) -> None:
+    """Print one line (flushed, so stdout and stderr keep their order)."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def debugging() -> bool:
+    return os.environ.get("TVMFFI_DEBUG") == "1"
+
+
+def error_line(e: BaseException) -> tuple[str, int]:
+    """(the one stderr line, the exit code) for an error that ended a command."""
+    from ..text import one_line
+
+    if isinstance(e, TvmffiError):
+        # Messages may quote library text (loader errors, names): one line, inert.
+        return f"tvmffi: error: {one_line(str(e))}", e.exit_code
+    msg = one_line(f"{type(e).__name__}: {e}")
+    return f"tvmffi: internal error: {msg} (rerun with --debug)", EXIT_INTERNAL
+
+
+def run(command: Callable[[list[str]], int | None], argv: list[str]) -> int | None:
+    """command(argv) with the CLI's error handling: its exit code, or None when
+    it leaves the arguments to the click command (--help, unusual forms)."""
+    try:
+        return command(argv)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if debugging():
+            import traceback
+
+            traceback.print_exc()
+        line, code = error_line(e)
+        echo(line, err=True)
+        return code
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` once the output is flushed, skipping the
+    interpreter's teardown (freeing every module and object: 20-40 ms, a
+    tenth of a `tvmffi call`). Only for a command that has finished: its
+    worker ended, its files closed; nothing registers exit handlers."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe: nothing more can be said on it
+    os._exit(code)
