@@ -112,3 +112,31 @@ def signal_name(returncode: int | None) -> str | None:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
+
+
+def grandchild(pid: int) -> int | None:
+    """The first child of the first child of `pid` (the supervisor's: the
+    worker proper), read from /proc; None when there is none."""
+    for _ in range(2):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                kids = f.read(4096).split()
+        except OSError:
+            return None
+        if not kids:
+            return None
+        pid = int(kids[0])
+    return pid
+
+
+def vm_peak(pid: int) -> int | None:
+    """Peak address space (VmPeak, bytes) of process `pid`: what RLIMIT_AS
+    bounds. None when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f.read(1 << 16).splitlines():
+                if line.startswith(b"VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

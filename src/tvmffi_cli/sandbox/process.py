@@ -406,32 +406,13 @@ class Worker:
         p = self.proc
         if p is None or p.poll() is not None:
             return None
-        pid = p.pid
-        for _ in range(2):
-            try:
-                with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-                    kids = f.read(4096).split()
-            except OSError:
-                return None
-            if not kids:
-                return None
-            pid = int(kids[0])
-        return pid
+        return failures.grandchild(p.pid)
 
     def peak_address_space(self) -> int | None:
         """The worker's peak address space (VmPeak, bytes) as the kernel
         counts it; what RLIMIT_AS (--memory-limit) bounds. None if gone."""
         pid = self.worker_host_pid()
-        if pid is None:
-            return None
-        try:
-            with open(f"/proc/{pid}/status", "rb") as f:
-                for line in f.read(1 << 16).splitlines():
-                    if line.startswith(b"VmPeak:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            pass
-        return None
+        return None if pid is None else failures.vm_peak(pid)
 
     def memory_limit_reached(self) -> dict[str, int] | None:
         """{"limit", "peak"} (bytes) when the worker's address space came
