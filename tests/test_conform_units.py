@@ -249,3 +249,49 @@ def test_fault_line_of_the_worker():
     assert fault_of("tvmffi-probe-fault: 0x0 elsewhere\n") == "elsewhere"
     assert fault_of("no marker") is None
     assert library_output(tail) == "lib says hi"
+
+
+class _Kept:
+    """A probe stand-in whose callee keeps (leaks) its object argument, or
+    releases it only when the calling thread's TLS destructors run."""
+
+    def __init__(self, released_at_exit):
+        self.count = 1
+        self.released_at_exit = released_at_exit
+
+    def _objects(self, raws):
+        return [1]
+
+    def strong(self, o):
+        return self.count
+
+    def call(self, fn, raws, guarded):
+        before = self.count
+        self.count += 1
+        return {"rc": 0, "refcounts": [[before, self.count]]}
+
+
+@pytest.mark.parametrize("released", [False, True])
+def test_thread_release_waits_for_the_thread_not_a_deadline(monkeypatch, released):
+    # A leak was judged after 0.5 s of polling per probe step (~250 sleeps;
+    # 70 s for conform/untyped.c's keeps_ref); the thread's end is enough.
+    import threading
+
+    from tvmffi_cli.conform import probe_extra
+
+    p = _Kept(released)
+    sleeps = []
+    real_sleep = probe_extra.time.sleep
+    monkeypatch.setattr(probe_extra.time, "sleep", lambda s: (sleeps.append(s), real_sleep(s)))
+    if released:
+        # a context stack: the reference goes when the thread's TLS ends
+        real = threading.Thread.join
+
+        def join(t, *a):
+            real(t, *a)
+            p.count -= 1
+
+        monkeypatch.setattr(threading.Thread, "join", join)
+    got = probe_extra.thread_released(p, None, [b""], False)
+    assert got == [released]
+    assert len(sleeps) < 100, len(sleeps)  # the old deadline took 250
