@@ -216,6 +216,22 @@ _ELEMENTS: dict[str, sigs.TypeDict] = {
 }
 
 
+def _thread_gone(tid: int | None) -> bool:
+    """Has the kernel let thread `tid` go? Signal 0 reaches it while it
+    exists (its TLS destructors run before). /proc cannot tell: a probe
+    child reads only the zygote's /proc/<pid>, and a thread id inside a PID
+    namespace is not the one /proc shows. False when it cannot be told."""
+    if tid is None:
+        return False
+    try:
+        os.kill(tid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass  # seccomp lets the worker signal only itself here
+    return False
+
+
 def thread_released(p: Any, fn: Caller, raws: list[bytes], guarded: bool) -> list[bool] | None:
     """Per object argument: did the reference the call kept go when the calling
     thread ended? A per-thread context stack (a C++ thread_local, TVM's
@@ -231,15 +247,14 @@ def thread_released(p: Any, fn: Caller, raws: list[bytes], guarded: bool) -> lis
         return None
     grew = [a > b for b, a in box["refcounts"]]
     # join() returns before the thread's TLS destructors have run: wait for
-    # them, that is until the kernel has let the thread go (its task entry
-    # goes after them); a leak then costs one look, not the whole deadline.
-    task = f"/proc/self/task/{t.native_id}"
+    # them, that is until the kernel has let the thread go; a leak then costs
+    # one look, not the whole deadline.
     deadline = time.monotonic() + 0.5
     while True:
         now = [p.strong(o) for o in objs]
         if all(n <= b for n, b in zip(now, base)) or time.monotonic() > deadline:
             break
-        if not os.path.exists(task):
+        if _thread_gone(t.native_id):
             now = [p.strong(o) for o in objs]  # the destructors have all run
             break
         time.sleep(0.002)
