@@ -98,3 +98,31 @@ def test_help_goes_to_click(lib):
         text=True,
     )
     assert r.returncode == 0 and "--rounds R" in r.stdout
+
+
+@pytest.mark.parametrize("cmd", ["call", "bench"])
+def test_ctrl_c_is_one_line_and_ends_the_worker(cmd):
+    # As the click path answers a Ctrl-C ("tvmffi: aborted", exit 2), never
+    # with a traceback, and the hung worker and what it started are gone.
+    import os
+    import signal
+    import time
+
+    from sandbox_helpers import gone, hostile, processes_named, token
+
+    name = token()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tvmffi_cli", cmd, hostile(), "spawn_and_hang", "--str", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"},
+    )
+    deadline = time.monotonic() + 60
+    while not processes_named(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_named(name), "the worker never started the library's sleeper"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == (2, "tvmffi: aborted\n"), err
+    assert gone(name, 10.0)

@@ -12,7 +12,10 @@ import os
 import sys
 from typing import Callable
 
-from ..errors import EXIT_INTERNAL, TvmffiError
+from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
+
+#: What a Ctrl-C ends a command with, on either path (exit EXIT_USAGE).
+ABORTED = "tvmffi: aborted"
 
 
 def echo(line: str = "", err: bool = False) -> None:
@@ -42,6 +45,9 @@ def run(command: Callable[[list[str]], int | None], argv: list[str]) -> int | No
     it leaves the arguments to the click command (--help, unusual forms)."""
     try:
         return command(argv)
+    except KeyboardInterrupt:
+        echo(ABORTED, err=True)
+        return EXIT_USAGE
     except BrokenPipeError:
         return 0
     except Exception as e:

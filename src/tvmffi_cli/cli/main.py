@@ -94,7 +94,9 @@ def _run_click(argv: list[str]) -> Any:
     try:
         rv = cli.main(args=argv, prog_name="tvmffi", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("tvmffi: aborted", err=True)
+        from .fastpath import ABORTED
+
+        click.echo(ABORTED, err=True)
         sys.exit(EXIT_USAGE)
     except click.UsageError as e:
         # One line, as for every other input error (click's own form adds the
