@@ -314,38 +314,37 @@ def test_human_output_shows_modules(libbin_good):
     assert "\x1b[" not in out
 
 
-def test_json_path_imports_no_click_numpy_rich(funcs_lib):
+def _static_json_fresh(lib):
+    """inspect's fast path `--static --json lib` in a fresh interpreter:
+    (exit code, the modules it imported, the document)."""
     code = (
-        "import sys, io, contextlib\n"
+        "import sys, io, contextlib, json\n"
         "from tvmffi_cli.cli.inspect import fast_main\n"
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
-        f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
-        "print(rc, sorted(m for m in ('click', 'numpy', 'rich', 'elftools', 'pefile',\n"
-        "      'ctypes') if m in sys.modules))\n"
+        f"    rc = fast_main(['--static', '--json', {str(lib)!r}])\n"
+        "print(json.dumps([rc, sorted(sys.modules), buf.getvalue()]))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert r.stdout.split("\n")[0] == "0 []", r.stderr
+    assert r.returncode == 0, r.stderr
+    rc, modules, out = json.loads(r.stdout)
+    return rc, set(modules), json.loads(out)
+
+
+def test_json_path_imports_no_click_numpy_rich(funcs_lib):
+    rc, modules, _doc = _static_json_fresh(funcs_lib)
+    assert rc == 0
+    assert not {"click", "numpy", "rich", "elftools", "pefile", "ctypes"} & modules
 
 
 def test_static_json_does_not_import_the_worker_machinery(funcs_lib):
     # No library code runs, so the sandbox field needs no sandbox.process
     # (a tenth of the start-up of inspect --static --json).
-    code = (
-        "import sys, io, contextlib\n"
-        "from tvmffi_cli.cli.inspect import fast_main\n"
-        "buf = io.StringIO()\n"
-        "with contextlib.redirect_stdout(buf):\n"
-        f"    rc = fast_main(['--static', '--json', {str(funcs_lib)!r}])\n"
-        "import json\n"
-        "print(rc, 'tvmffi_cli.sandbox.process' in sys.modules,\n"
-        "      json.dumps(json.loads(buf.getvalue())['sandbox'], sort_keys=True))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    rc, modules, doc = _static_json_fresh(funcs_lib)
     from tvmffi_cli.sandbox import process
 
-    want = json.dumps(process.sandbox_field(ran=False), sort_keys=True)
-    assert r.stdout.strip() == f"0 False {want}", r.stderr
+    assert rc == 0 and "tvmffi_cli.sandbox.process" not in modules
+    assert doc["sandbox"] == process.sandbox_field(ran=False)
 
 
 def test_static_json_escapes_raw_bytes_of_the_path(funcs_lib, tmp_path):
