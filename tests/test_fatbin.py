@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 
 from tvmffi_cli.binary import Binary, Section, fatbin, kernels, parse_bytes
 from tvmffi_cli.binary.cudaarch import PTX, SASS, CodeArch, device_support, parse_cc
-from tvmffi_cli.errors import InputError
+from tvmffi_cli.errors import FormatError, InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures" / "cuda_fatbin"
@@ -353,6 +353,8 @@ def test_compressed_payloads_that_lie(monkeypatch):
         )
     )
     assert code.entries[0].kernels == ("k1", "k2")
+    with pytest.raises(FormatError, match="LZ4 cannot make"):
+        kernels.decompress("lz4", good, 1 << 30)  # refused before lz4 allocates a GiB
     notes = [e.kernels_note for e in code.entries[1:]]
     assert "decompression budget" in notes[0]
     assert "does not decompress" in notes[1] and "does not decompress" in notes[2]

@@ -36,6 +36,8 @@ STO_CUDA_ENTRY = 0x10
 _PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$%][A-Za-z0-9_$%]*)")
 _INSTALL = "pip install 'tvmffi[cuda]'"
 _MODULES = {"lz4": ("lz4.block", "lz4"), "zstd": ("zstandard", "zstandard")}
+#: An LZ4 block never expands a byte into more than about 255.
+_LZ4_MAX_RATIO = 256
 
 
 def _module(name: str) -> Any:
@@ -56,6 +58,9 @@ def decompress(method: str, data: bytes, size: int) -> bytes:
     mod = _module(modname)
     if mod is None:
         raise FormatError(f"needs the {package} package ({_INSTALL})")
+    if method == "lz4" and size > _LZ4_MAX_RATIO * len(data) + 64:
+        # lz4 allocates the size it is told before it reads a byte
+        raise FormatError(f"LZ4 cannot make {size} bytes of {len(data)}")
     try:
         if method == "lz4":
             out = mod.decompress(data, uncompressed_size=size)
