@@ -429,6 +429,24 @@ def test_wrappers_that_point_elsewhere(value, words):
     assert code.wrappers == () and "magic 0xdeadbeef" in code.problems[0].message
 
 
+def test_an_object_file_leaves_its_pointers_to_the_linker():
+    """nvcc -c output: .nv_fatbin read, the wrapper's pointer a relocation
+    for the static linker, which is not a problem."""
+    data = bytearray((FIX / "kernels.elf").read_bytes())
+    woff, _ = section(bytes(data), ".nvFatBinSegment")
+    struct.pack_into("<Q", data, woff + 8, 0)
+    struct.pack_into("<H", data, 16, 1)  # e_type ET_REL
+    b = parse_bytes(bytes(data), "k.o")
+    b.relative_relocations = lambda addresses: {}  # an object has no .rela.dyn
+    code = fatbin.read(b, names=False)
+    assert code.problems == () and code.wrappers[0].address is None
+    assert code.listing() == [
+        "ELF file    1: k.1.sm_80.cubin",
+        "ELF file    2: k.2.sm_90a.cubin",
+        "PTX file    1: k.1.sm_90.ptx",
+    ]
+
+
 def test_a_library_without_cuda_code():
     data = (FIX / "kernels.elf").read_bytes()
     b = parse_bytes(data, "k.elf")

@@ -307,6 +307,10 @@ def _wrappers(binary: Binary, wrap: list[Section], secs: list[Section], w: _Walk
     out: list[Wrapper] = []
     for sec, at, index, version, pointer in raw:
         address = pointer or relocated.get(sec.addr + (at - sec.offset) + 8)
+        if not address and binary.kind == "object":
+            # An object file's pointers are the static linker's to fill.
+            out.append(Wrapper(index, version, None, None, None, None))
+            continue
         target = next(
             (s for s in secs if address is not None and s.addr <= address < s.addr + s.size), None
         )
