@@ -1,9 +1,9 @@
 """CUDA code inside host libraries: the fat binaries nvcc links in
 (`.nv_fatbin`, `__nv_relfatbin`, and the `.nvFatBinSegment` wrappers), read
 from the bytes without running anything. The public face of
-fatbin_format.py (facts, model), fatbin_walk.py (the bounded walk) and
-kernels.py (kernel names, decompression); cudaarch.py says which GPU runs
-which code.
+fatbin_format.py (facts), fatbin_model.py (what is read), fatbin_walk.py
+(the bounded walk) and kernels.py (kernel names, decompression);
+cudaarch.py says which GPU runs which code.
 
     read(binary) -> CudaCode | None      read_path(path)
     CudaCode.listing()                   as `cuobjdump --list-elf --list-ptx` lists it
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .cudaarch import CodeArch, Support, device_support
 from .fatbin_format import (
     CONTAINER,
     DECOMPRESS_LIMIT,
@@ -35,23 +34,24 @@ from .fatbin_format import (
     KIND_PTX,
     RELFATBIN_SECTION,
     RELOCATABLE,
+    SECTION_ROLES,
     WRAPPER_MAGIC,
     WRAPPER_SECTION,
-    Container,
-    CudaCode,
-    Entry,
-    Problem,
-    Wrapper,
     decompress_limit,
 )
 
 if TYPE_CHECKING:
+    from .cudaarch import Support
+    from .fatbin_model import CudaCode
     from .model import Binary
 
 
 def read(binary: Binary, names: bool = True) -> CudaCode | None:
     """The CUDA code of an opened library, or None when it has none.
     names: read kernel names (decompressing within the budget)."""
+    # Most libraries have no CUDA code: they pay for nothing but this look.
+    if not any(s.name in SECTION_ROLES or s.name == WRAPPER_SECTION for s in binary.sections):
+        return None
     from .fatbin_walk import walk
 
     code = walk(binary)
@@ -64,6 +64,8 @@ def read(binary: Binary, names: bool = True) -> CudaCode | None:
 
 def support_from_json(doc: dict[str, Any], cc: tuple[int, int]) -> Support:
     """device_support() of a CudaCode.to_json() document (inspect's "cuda")."""
+    from .cudaarch import CodeArch, device_support
+
     role = doc.get("loaded")
     archs = [
         CodeArch.parse(e["arch"])
@@ -102,15 +104,7 @@ __all__ = [
     "RELOCATABLE",
     "WRAPPER_MAGIC",
     "WRAPPER_SECTION",
-    "CodeArch",
-    "Container",
-    "CudaCode",
-    "Entry",
-    "Problem",
-    "Support",
-    "Wrapper",
     "decompress_limit",
-    "device_support",
     "read",
     "read_path",
     "support_from_json",

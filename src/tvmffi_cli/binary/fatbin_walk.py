@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from .cudaarch import PTX, SASS, CodeArch
 from .fatbin_format import (
-    _SUMMARY_KEYS,
     CONTAINER,
     ENTRY,
     ENTRY_LIST_LIMIT,
@@ -28,14 +27,11 @@ from .fatbin_format import (
     KIND_ELF,
     KIND_PTX,
     SECTION_ROLES,
+    SUMMARY_KEYS,
     WRAPPER_MAGIC,
     WRAPPER_SECTION,
-    Container,
-    CudaCode,
-    Entry,
-    Problem,
-    Wrapper,
 )
+from .fatbin_model import Container, CudaCode, Entry, Problem, Wrapper
 
 if TYPE_CHECKING:
     from typing import Any
@@ -183,9 +179,9 @@ def _scan_entries(w: _Walk, sec: Section, role: str, container: int, p: int, sto
             arch = _arch_of(kind, sm, flags)
             kind_name = arch.kind if arch else "unknown"
             key = (role, kind_name, arch.name if arch else f"kind {kind}")
-            if len(w.archs) < _SUMMARY_KEYS:
+            if len(w.archs) < SUMMARY_KEYS:
                 w.archs[ak] = (arch, kind_name, key)
-        if key in w.keys or len(w.keys) < _SUMMARY_KEYS:
+        if key in w.keys or len(w.keys) < SUMMARY_KEYS:
             w.keys[key] += 1
         w.keys[(role, "compression", compression)] += 1
         if w.count < ENTRY_LIST_LIMIT:

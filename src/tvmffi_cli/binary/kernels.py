@@ -24,14 +24,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FormatError
-from .fatbin_format import DECOMPRESS_LIMIT_ENV, KERNEL_LIST_LIMIT, CudaCode, Entry
+from .fatbin_format import DECOMPRESS_LIMIT_ENV, EM_CUDA, KERNEL_LIST_LIMIT, STO_CUDA_ENTRY
+from .fatbin_model import CudaCode, Entry
 
 if TYPE_CHECKING:
     from .model import FileData
 
-#: e_machine of a cubin, and the st_other bit of its kernels (__global__ functions).
-EM_CUDA = 190
-STO_CUDA_ENTRY = 0x10
 #: A kernel in PTX: `.entry name(` (after .visible / .weak).
 _PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$%][A-Za-z0-9_$%]*)")
 _INSTALL = "pip install 'tvmffi[cuda]'"

@@ -18,8 +18,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from ..abi.dtypes import format_dtype as dtype_str
-from .fatbin_format import FATBIN_MAGIC
-from .kernels import EM_CUDA
+from .fatbin_format import EM_CUDA, FATBIN_MAGIC
 from .reader import LibBinError, Reader
 
 # A payload reader: (details, payload bytes or None).
