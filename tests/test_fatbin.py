@@ -317,6 +317,17 @@ def test_many_entries_are_counted_past_the_listing_limit():
     assert sum(1 for _ in j["summary"]["executable"]["sass"]) == 3
 
 
+def test_many_sections_over_the_same_bytes_are_read_once():
+    """Section headers are the file's word: 5,000 of them named .nv_fatbin over
+    the same bytes are not walked 5,000 times."""
+    b = fake_binary(*[fake_entry() for _ in range(100)])
+    sec = b.sections[0]
+    b.sections = [Section(".nv_fatbin", sec.addr, sec.size, 0, sec.filesize)] * 5000
+    code = fatbin.read(b, names=False)
+    assert code.entry_count == 100 and len(code.sections) == 1
+    assert code.problems[0].message == "4999 more sections of the same names; only the first read"
+
+
 def test_unknown_kinds_and_bad_payloads():
     code = fatbin.read(
         fake_binary(

@@ -46,7 +46,8 @@ class _Walk:
     problems: list[Problem] = field(default_factory=list)
     containers: list[Container] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
-    count: int = 0
+    count: int = 0  # entries read
+    n_containers: int = 0  # containers read
     keys: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     ordinals: Counter[str] = field(default_factory=Counter)
     # (kind, sm, variant flags) -> (arch, kind name, summary key), role fixed per section
@@ -115,7 +116,8 @@ def _scan_section(w: _Walk, sec: Section, role: str) -> tuple[int, int]:
                 f"container claims {body} bytes of entries, the section holds {end - first}",
             )
             stop = end
-        index = len(w.containers)
+        index = w.n_containers
+        w.n_containers += 1
         n = _scan_entries(w, sec, role, index, first, stop)
         if index < ENTRY_LIST_LIMIT:
             w.containers.append(Container(index, sec.name, at - start, hsize + body, version, n))
@@ -234,12 +236,25 @@ def _arch_sort(name: str) -> tuple[int, str]:
 def walk(binary: Binary) -> CudaCode | None:
     """The fat binaries of an opened library (kernel names not read yet), or
     None when it has neither a fat binary nor a wrapper section."""
-    secs = [s for s in binary.sections if s.name in SECTION_ROLES]
-    wrap = [s for s in binary.sections if s.name == WRAPPER_SECTION]
+    # One section of each name, as a linker writes them: more (a crafted file
+    # pointing many headers at the same bytes) would make the walk quadratic.
+    first: dict[str, Section] = {}
+    extra = 0
+    for s in binary.sections:
+        if s.name in SECTION_ROLES or s.name == WRAPPER_SECTION:
+            extra += s.name in first
+            first.setdefault(s.name, s)
+    secs = [s for n, s in first.items() if n in SECTION_ROLES]
+    wrap = [s for n, s in first.items() if n == WRAPPER_SECTION]
     if not secs and not wrap:
         return None
     stem = os.path.splitext(os.path.basename(binary.path))[0]
     w = _Walk(binary.data, stem)
+    if extra:
+        some = next(iter(first.values()))
+        w.problem(
+            some, some.offset, f"{extra} more sections of the same names; only the first read"
+        )
     # cuobjdump -all order: the executable fat binaries, then the relocatable ones.
     ordered = sorted(secs, key=lambda s: (SECTION_ROLES[s.name] != EXECUTABLE, s.offset))
     sections: list[dict[str, Any]] = []
