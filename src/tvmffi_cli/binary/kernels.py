@@ -76,6 +76,10 @@ def decompress(method: str, data: bytes, size: int) -> bytes:
     return bytes(out)
 
 
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
 def _cubin_kernels(data: bytes) -> list[str]:
     from . import parse_bytes
     from .elf import ElfBinary
@@ -111,7 +115,7 @@ def _names(data: FileData, e: Entry, budget: int, loaded: bool) -> tuple[Entry, 
         if want > budget:
             return replace(
                 e,
-                kernels_note=f"{what}: its {want} bytes are more than the {max(budget, 0)} "
+                kernels_note=f"{what}: {_mib(want)} decompressed, over the {_mib(max(budget, 0))} "
                 f"left of the decompression budget (${DECOMPRESS_LIMIT_ENV})",
             ), 0
         packed = min(e.compressed_size or e.stored, e.stored)
