@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import re
-from io import BytesIO
+from io import BytesIO, StringIO
 from pathlib import Path
 
 import pytest
@@ -114,24 +114,29 @@ def test_device_line_in_the_tree():
 
     rep = run(FIX / "kernels_lz4.elf", static=True)
     cuda_support(rep, (9, 0))
-    console = Console(width=200, no_color=True, record=True, file=open(os.devnull, "w"))
+    console = Console(width=200, no_color=True, record=True, file=StringIO())
     console.print(build(rep))
     assert cuda_branch(console.export_text())[-1] == "    └── this GPU (9.0): nothing it can run"
 
 
-def embedded_library(tmp_path_factory):
+def embedded_library():
     """A gcc-built TVM-FFI library with kernels.elf's fat binary in its .nv_fatbin."""
     data = (FIX / "kernels.elf").read_bytes()
     blob = ELFFile(BytesIO(data)).get_section_by_name(".nv_fatbin").data()
-    path = tmp_path_factory.mktemp("fatbin") / "kernels.nv_fatbin"
-    path.write_bytes(blob)
+    # beside the fixture builds, named by content: one build, whatever the session
+    path = fixturebuild.BUILD / f"kernels-{hashlib.sha256(blob).hexdigest()[:12]}.nv_fatbin"
+    if not path.exists():
+        fixturebuild.BUILD.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)
     return fixturebuild.build(
         "cuda_fatbin/embed.c", headers="ours", defines=[f'FATBIN_FILE="{path}"']
     )
 
 
-def test_loaded_mode_lists_the_same_cuda_code(tmp_path_factory):
-    lib = embedded_library(tmp_path_factory)
+def test_loaded_mode_lists_the_same_cuda_code():
+    lib = embedded_library()
     loaded = inspect_json(lib)
     static = inspect_json(FIX / "kernels.elf", "--static")
     assert loaded["mode"] == "loaded" and loaded["errors"] == []
