@@ -807,6 +807,46 @@ class ModFormatsTarget(Target):
             modformats.dtype_str(code, bits, lanes)
 
 
+def fatbin_sections():
+    """The fat binary sections (.nv_fatbin, __nv_relfatbin) of the committed
+    nvcc-built fixtures (fixtures/cuda_fatbin)."""
+    from tvmffi_cli.binary import open_binary
+
+    out = []
+    for p in sorted((ROOT / "fixtures" / "cuda_fatbin").glob("*.elf")):
+        with open_binary(p) as b:
+            for s in b.sections:
+                if s.name in (".nv_fatbin", "__nv_relfatbin"):
+                    out.append(bytes(b.data[s.offset : s.offset + s.filesize]))
+    return out
+
+
+class FatbinTarget(Target):
+    name = "fatbin"
+    doc = "CUDA fat binary reader (tvmffi_cli.binary.fatbin): one .nv_fatbin section's bytes"
+    max_len = 1 << 15
+
+    def make_seeds(self):
+        return fatbin_sections()
+
+    def strategy(self, st):
+        seeds = self.seeds()
+        return st.one_of(
+            mutated(st, seeds), mutated(st, seeds, max_ops=40), st.binary(max_size=512)
+        )
+
+    def run(self, data):
+        from tvmffi_cli.binary import Binary, Section, fatbin
+
+        b = Binary("fuzz.so", bytes(data))
+        b.sections = [Section(".nv_fatbin", 0x1000, len(data), 0, len(data))]
+        code = fatbin.read(b)
+        if code is not None:
+            _jsonable(code.to_json())
+            code.listing(every=True)
+            code.support((9, 0))
+
+
 class BinaryTarget(Target):
     """One binary reader, driven the way `inspect --static` drives it."""
 
@@ -1357,6 +1397,7 @@ TARGETS = {
     for t in (
         LibBinTarget(),
         ModFormatsTarget(),
+        FatbinTarget(),
         ElfTarget(),
         PeTarget(),
         MachOTarget(),

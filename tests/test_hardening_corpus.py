@@ -3,8 +3,9 @@ non-libraries: every input ends within 10 s, with no signal, no traceback,
 exit 0/1/2, schema-valid JSON on 0/1 and exactly one stderr line on 2.
 
 The corpus (fixtures/hardening/corpus.py) flips bytes in the ELF header,
-program and section headers, .dynsym/.dynstr/.dynamic and the
-`__tvm_ffi__library_bin` symbol, overwrites integer fields with huge values,
+program and section headers, .dynsym/.dynstr/.dynamic, the
+`__tvm_ffi__library_bin` symbol and CUDA fat binaries (nvcc-built
+fixtures/cuda_fatbin), overwrites integer fields with huge values,
 and truncates at many offsets. Most mutations run through the CLI's inspect
 fast path inside one batch process per library (one interpreter start-up per
 library, not per file); every 40th also runs as a real `tvmffi` process.
@@ -55,6 +56,9 @@ def corpus_libraries():
         "cxx_imports": b("inspect/cxx_imports.c", headers="none"),
         "ctor_trace": b("inspect/ctor_trace.c", headers="none"),
         "runtime_libbin": b("runtime/libbin.c", headers="ours", link_runtime=False, name="libbin-"),
+        # nvcc-built, committed (CI has no nvcc): CUDA fat binaries
+        "cuda_fatbin": ROOT / "fixtures" / "cuda_fatbin" / "kernels.elf",
+        "cuda_rdc": ROOT / "fixtures" / "cuda_fatbin" / "kernels_rdc.elf",
     }
     if fixturebuild.official_include() is not None:
         meta = ["TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1"]
@@ -173,6 +177,8 @@ def test_corpus_covers_every_region(libs):
         assert set(range(64)) <= cuts and len(data) - 1 in cuts
     for name in ("libbin_good", "libbin_bad", "runtime_libbin"):
         assert "library_bin" in seen[name], name
+    assert {"nv_fatbin", "nvFatBinSegment"} <= seen["cuda_fatbin"]
+    assert {"nv_fatbin", "nv_relfatbin", "nvFatBinSegment"} <= seen["cuda_rdc"]
     # the library_bin symbol really is where the corpus says: its first u64 is nbytes
     data = libs["libbin_good"].read_bytes()
     off, size = corpus.regions(data)["library_bin"]

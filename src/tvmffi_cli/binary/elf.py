@@ -59,7 +59,7 @@ MACHINES = {
 }
 ET_NAMES = {1: "object", 2: "executable", 3: "shared", 4: "core"}
 
-SHT_SYMTAB, SHT_STRTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 3, 6, 8, 11
+SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 3, 4, 6, 8, 11
 SHF_WRITE, SHF_EXECINSTR = 0x1, 0x4
 SHN_UNDEF, SHN_LORESERVE, SHN_XINDEX = 0, 0xFF00, 0xFFFF
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
@@ -74,6 +74,9 @@ _KIND_OF_TYPE = {
 }
 #: The section row of a symbol in no section (SHN_UNDEF, SHN_ABS, ...).
 _NO_SECTION: tuple[Section | None, str | None, bool, str] = (None, None, False, OTHER)
+#: R_<arch>_RELATIVE by e_machine: the loader stores base + addend at r_offset.
+#: (AArch64's ld leaves the addend out of the section bytes by default.)
+RELATIVE_RELOC = {62: 8, 183: 1027, 21: 22, 243: 3, 22: 12}
 DT_NULL, DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 14, 15, 29
 DT_FLAGS_1 = 0x6FFFFFFB
 DF_1_PIE = 0x08000000  # a position-independent executable (ET_DYN, but not a library)
@@ -422,4 +425,42 @@ class ElfBinary(Binary):
                 s = _cstr(strtab, names[i])
                 if s:
                     out.append(s)
+        return out
+
+    # -- for embedded code (binary/fatbin.py) ---------------------------------
+    def functions_with_other(self, mask: int) -> list[str]:
+        """Names of the defined FUNC symbols, of any binding, whose st_other
+        has every bit of `mask`, in symbol-table order (a cubin marks its
+        kernels so; local ones included, as a kernel in an anonymous
+        namespace is local)."""
+        names, info, other, shndx, _v, _s = self._columns()
+        strtab = self._strtab
+        hits = compress(
+            range(len(names)),
+            map(
+                lambda i, o, x: (i & 0xF) == STT_FUNC and (o & mask) == mask and x != 0,
+                info,
+                other,
+                shndx,
+            ),
+        )
+        return [_cstr(strtab, names[i]) or "" for i in hits]
+
+    def relative_relocations(self, addresses: set[int]) -> dict[int, int]:
+        """address -> addend of the R_*_RELATIVE entries of the RELA sections
+        that relocate one of `addresses` (a pointer the file leaves 0 and the
+        loader fills). One pass over each table, bounded like the symbols."""
+        rtype = RELATIVE_RELOC.get(self.machine)
+        out: dict[int, int] = {}
+        if rtype is None or not addresses:
+            return out
+        esz, fmt = (24, self._e + "QQq") if self.bits == 64 else (12, self._e + "IIi")
+        for sec in self.sections:
+            if sec.type != SHT_RELA:
+                continue
+            raw = self._bytes_of(sec, MAX_TABLE_BYTES)
+            for off, info, addend in struct.iter_unpack(fmt, raw[: len(raw) - len(raw) % esz]):
+                kind = info & 0xFFFFFFFF if self.bits == 64 else info & 0xFF
+                if kind == rtype and off in addresses:
+                    out[off] = addend
         return out

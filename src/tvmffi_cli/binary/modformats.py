@@ -18,6 +18,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from ..abi.dtypes import format_dtype as dtype_str
+from .fatbin_format import EM_CUDA, FATBIN_MAGIC
 from .reader import LibBinError, Reader
 
 # A payload reader: (details, payload bytes or None).
@@ -26,8 +27,6 @@ Tail = Callable[[Reader], tuple[dict[str, Any], Optional[bytes]]]
 GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
 
 PREVIEW = 32
-EM_CUDA = 190
-FATBIN_MAGIC = 0xBA55ED50
 
 
 def _vec_str(r: Reader, what: str) -> list[str]:

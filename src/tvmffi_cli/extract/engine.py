@@ -10,6 +10,10 @@ What is written (names are built from the library's own strings, sanitized):
 * for kinds with one payload per kernel (metal, vulkan, webgpu):
   `module<index>-<kind>-<kernel>.<metal|spv|wgsl|...>`;
 * every `__tvm_ffi__cubin_<name>` blob: `cubin-<name>.<cubin|fatbin|ptx|...>`;
+* every entry of the CUDA fat binaries nvcc linked in (`.nv_fatbin`,
+  `__nv_relfatbin`), named as `cuobjdump -xelf/-xptx all` names it
+  (`<lib>.1.sm_80.cubin`, `<lib>.1.sm_90.ptx`), decompressed when the optional
+  lz4/zstandard package can (else its payload as stored: `.lz4`, `.zst`);
 * `manifest.json`: one entry per file, and the module tree of
   `__tvm_ffi__library_bin`: every module (`_lib`, which has no blob, too) with
   its kind, index and imports, so the tree can be rebuilt from the manifest
@@ -60,7 +64,9 @@ PART_EXT = {
 @dataclass(frozen=True)
 class Entry:
     file: str  # name inside DIR
-    kind: str  # "module" (a serialized module blob) | "payload" (its GPU binary) | "cubin"
+    kind: (
+        str  # "module" (a serialized module blob) | "payload" (its GPU binary) | "cubin" | "fatbin"
+    )
     module_kind: str | None  # cuda, opencl, ... (None for cubin symbols)
     module_index: int | None
     format: str  # cubin, fatbin, ptx, text, binary, module
@@ -312,9 +318,54 @@ def collect(path: str) -> Collected:
                     (),
                 )
             )
+        items += _fatbin_items(b, rep.get("cuda"))
     finally:
         b.close()
     return Collected(items, errors, tuple(nodes), root)
+
+
+#: Decompressed bytes extract writes per library, all entries together.
+EXTRACT_DECOMPRESS_LIMIT = 1 << 30
+_PACKED_EXT = {"lz4": ".lz4", "zstd": ".zst"}
+
+
+def _fatbin_items(b: Any, cuda: dict[str, Any] | None) -> list[_Item]:
+    """The entries of the library's fat binaries (report["cuda"])."""
+    if not cuda:
+        return []
+    from ..binary import fatbin
+    from ..binary.kernels import decompress
+
+    code = fatbin.read(b, names=False)
+    if code is None:
+        return []
+    starts = {s["name"]: s["offset"] for s in cuda["sections"]}
+    budget = EXTRACT_DECOMPRESS_LIMIT
+    out: list[_Item] = []
+    for e, doc in zip(code.entries, cuda["entries"]):
+        if e.arch is None:
+            continue  # an unknown kind: nothing says what its bytes are
+        data = bytes(b.data[e.offset : e.offset + e.stored])
+        fmt, name = ("cubin" if e.kind == "sass" else "ptx"), e.name or f"entry{e.index}"
+        if e.compression != "none":
+            packed = data[: min(e.compressed_size or e.stored, e.stored)]
+            want = e.uncompressed_size or 0
+            try:
+                if not 0 < want <= budget:
+                    raise FormatError("over the decompression budget")
+                data = decompress(e.compression, packed, want)
+                budget -= want
+            except FormatError:
+                data, fmt = packed, e.compression
+                name += _PACKED_EXT.get(e.compression, ".bin")
+        if fmt == "ptx":
+            data = data.rstrip(b"\0")  # the terminator and padding: cuobjdump -xptx leaves them out
+        kernels = tuple(str(k) for k in doc.get("kernels") or ())
+        at = e.offset - starts.get(e.section, e.offset)
+        out.append(
+            _Item(name, data, "fatbin", None, None, fmt, e.arch.name, e.section, at, kernels)
+        )
+    return out
 
 
 def _umask() -> int:

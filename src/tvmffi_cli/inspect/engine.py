@@ -67,6 +67,7 @@ def static_report(binary: Binary) -> Report:
         "library_ctx": None,
         "context_symbols": [],
         "cubins": [],
+        "cuda": None,
         "globals": [],
         "types": [],
         "runtime_imports": [],
@@ -232,6 +233,13 @@ def static_report(binary: Binary) -> Report:
                     "library_bin has no _lib entry: the library's own "
                     "functions are not part of its module tree"
                 )
+    # CUDA code nvcc linked in: the fat binaries of .nv_fatbin / __nv_relfatbin.
+    from ..binary import fatbin
+
+    code = fatbin.read(b)
+    rep["cuda"] = None if code is None else code.to_json()
+    for fault in code.problems if code is not None else ():
+        _err(rep, fault.where, fault.message, fault.offset)
     # Last: readers note some problems only while reading symbols.
     for p in b.problems:
         _err(rep, "binary", p)
@@ -275,6 +283,20 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list
         except ValueError:
             _err(rep, n, f"{n} has no bytes in the file")
         rep["cubins"].append(c)
+
+
+def cuda_support(rep: Report, cc: tuple[int, int]) -> dict[str, Any] | None:
+    """Whether a device of compute capability cc = (major, minor) runs the
+    CUDA code of the report: stored as rep["cuda"]["device"] and returned
+    (None when the library has no fat binary). Pure: the caller queries the
+    device."""
+    from ..binary import fatbin
+
+    if rep.get("cuda") is None:
+        return None
+    device = fatbin.support_from_json(rep["cuda"], cc).to_json()
+    rep["cuda"]["device"] = device
+    return device
 
 
 def _host_loadable(binary: Binary) -> bool:

@@ -152,6 +152,10 @@ def build(rep: dict[str, Any]) -> Tree:
                 f"{escape(c['name'])}  {human_size(c['size'])}  {c.get('type', '?')}"
                 + (f" {c['arch']}" if c.get("arch") else "")
             )
+    if rep.get("cuda"):
+        from .cuda import add_cuda
+
+        add_cuda(tree, rep["cuda"], escape)
     if rep["context_symbols"] or rep["library_ctx"]:
         knode = tree.add("[bold]Context symbols[/]")
         if rep["library_ctx"]:
