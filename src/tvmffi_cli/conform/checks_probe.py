@@ -24,6 +24,7 @@ from .checks_crash import (
     check_no_hang,
     check_tensor_bounds,
 )
+from .checks_gpu import CHECKS as GPU_CHECKS
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
@@ -467,6 +468,7 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,
     "thread-safety": check_thread_safety,
+    **GPU_CHECKS,  # device-call, device-mismatch, device-bounds, stream-use, memcheck
 }
 
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .registry_gpu import GPU_CHECKS
+
 ERROR = "error"
 WARNING = "warning"
 
@@ -427,6 +429,9 @@ CHECKS: list[Check] = [
         fix="Avoid writable static state, or guard it; keep per-call state on the stack.",
     ),
 ]
+
+# The CUDA checks (their data lives beside their logic, registry_gpu.py).
+CHECKS += [Check(*row) for row in GPU_CHECKS]
 
 BY_ID = {c.id: c for c in CHECKS}
 assert len(BY_ID) == len(CHECKS)
