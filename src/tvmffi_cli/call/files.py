@@ -46,11 +46,13 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
             raw = node.get("raw")
             if isinstance(raw, str) and raw:
                 # Typed by the function's schema in the worker: a file it names
-                # (@file for bytes, x.npy for a tensor) is copied here too.
+                # (@file for bytes, x.npy for a tensor, x.npy@cuda on a device)
+                # is copied here too.
                 at = raw.startswith("@")
-                name = os.path.join(cwd, raw[1:] if at else raw)
-                if (at or raw.endswith((".npy", ".npz"))) and os.path.isfile(name):
-                    node["raw"] = ("@" if at else "") + copy(name)
+                body = raw if at else _without_device(raw, cwd)
+                name = os.path.join(cwd, body[1:] if at else body)
+                if (at or body.endswith((".npy", ".npz"))) and os.path.isfile(name):
+                    node["raw"] = ("@" if at else "") + copy(name) + raw[len(body) :]
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -59,6 +61,16 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
 
     walk(request.get("args"))
     return d
+
+
+def _without_device(raw: str, cwd: str) -> str:
+    """x.npy@cuda:0 -> x.npy (the device suffix stays on the copy's name)."""
+    from .literals import split_device
+
+    try:
+        return split_device(raw, cwd)[0]
+    except InputError:
+        return raw
 
 
 def sha256_file(path: str) -> str:

@@ -263,7 +263,12 @@ def driver_read_paths() -> list[str]:
     """Files a sandboxed worker must be able to read to load the driver named
     by TVMFFI_CUDA_DRIVER (the system's libcuda.so.1 is under /usr or /lib)."""
     p = os.environ.get(K.DRIVER_ENV)
-    return [os.path.abspath(p)] if p and os.path.exists(p) else []
+    if not p or not os.path.exists(p):
+        return []
+    # The worker starts elsewhere (its scratch directory): a relative path
+    # must name the same file there.
+    os.environ[K.DRIVER_ENV] = p = os.path.abspath(p)
+    return [p]
 
 
 class Context:
