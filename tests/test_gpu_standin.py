@@ -541,3 +541,33 @@ def test_exercised_facts():
     assert "k: ValueError: x must be a CUDA tensor" in why
     assert checks_gpu.not_exercised({"k": raised, "g": on_gpu}) is None
     assert checks_gpu.not_exercised({}) is None
+
+
+def test_sanitizer_memcheck_runs_the_call_under_the_sanitizer_and_reads_its_log(
+    env, kernels, tmp_path
+):
+    # fixtures/cuda/fake_compute_sanitizer.sh stands in for NVIDIA's tool: it
+    # runs the worker it is given and writes a log with one memcheck error,
+    # as compute-sanitizer --log-file does.
+    import shutil
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(
+        fixturebuild.FIXTURES / "cuda" / "fake_compute_sanitizer.sh", bindir / "compute-sanitizer"
+    )
+    path = f"{bindir}:{os.environ['PATH']}"
+    r, doc = conform(
+        kernels, {**env, "PATH": path}, "--select", "memcheck", "--select", "device-call",
+        "--sanitizer", "memcheck", "--function", "add_one", "--function", "fault",
+    )  # fmt: skip
+    by = {(x["check"], x["function"]): x for x in doc["results"]}
+    mc = by[("memcheck", "add_one")]
+    assert mc["status"] == "fail"
+    assert mc["message"] == (
+        "compute-sanitizer memcheck: 1 error(s): Invalid __global__ write of size 4 bytes"
+    )
+    assert "ERROR SUMMARY: 1 error" in mc["details"]["report"]
+    assert by[("memcheck", "fault")]["message"] == "the CUDA call did not succeed (see device-call)"
+    r, doc = conform(kernels, env, "--select", "memcheck", "--function", "add_one")
+    assert doc["results"][-1]["message"] == "not asked for (--sanitizer memcheck)"
