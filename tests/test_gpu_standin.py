@@ -571,3 +571,19 @@ def test_sanitizer_memcheck_runs_the_call_under_the_sanitizer_and_reads_its_log(
     assert by[("memcheck", "fault")]["message"] == "the CUDA call did not succeed (see device-call)"
     r, doc = conform(kernels, env, "--select", "memcheck", "--function", "add_one")
     assert doc["results"][-1]["message"] == "not asked for (--sanitizer memcheck)"
+
+
+def test_api_call_function_places_arrays_on_the_device(env, kernels, monkeypatch):
+    import tvmffi_cli
+
+    monkeypatch.setenv("TVMFFI_CUDA_DRIVER", env["TVMFFI_CUDA_DRIVER"])
+    x = np.arange(4, dtype=np.float32)
+    r = tvmffi_cli.call_function(kernels, "scale2", x, device="cuda:0")
+    assert r.ok, r.error
+    assert np.array_equal(r.value, 2 * x)
+    assert r.to_json()["cuda"]["device"] == "cuda:0"
+    assert r.to_json()["args"][0]["value"]["device"] == "cuda:0"
+    from tvmffi_cli.errors import InputError
+
+    with pytest.raises(InputError, match="placed on cpu or cuda"):
+        tvmffi_cli.call_function(kernels, "scale2", x, device="rocm")
