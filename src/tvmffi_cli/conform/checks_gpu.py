@@ -45,16 +45,15 @@ def _err(e: Optional[Mapping[str, Any]]) -> str:
     return f"{e.get('kind')}: {e.get('message')}" if e else "an error"
 
 
+#: A GPU check that does not apply: the library does not look like CUDA code
+#: or the function takes no tensor (no GPU steps were asked for); not reported.
+NOT_APPLICABLE = "not applicable"
+
+
 def _gpu_skip(cid: str, f: FunctionFacts) -> Optional[Result]:
     """The SKIP of a GPU check when the function had no GPU steps."""
     if f.gpu is None:
-        return Result(
-            cid,
-            f.name,
-            SKIP,
-            "no CUDA probe: the library does not look like CUDA code "
-            "or the function takes no tensor",
-        )
+        return Result(cid, f.name, SKIP, NOT_APPLICABLE)
     if VALID not in (f.plan or ()):
         return Result(cid, f.name, SKIP, f"no CUDA device to probe with: {f.gpu}")
     return None
@@ -231,6 +230,9 @@ def check_stream_use(f: FunctionFacts) -> Result:
 def check_memcheck(f: FunctionFacts) -> Result:
     got: Optional[Obs] = f.memcheck
     if got is None:
+        skip = _gpu_skip("memcheck", f)
+        if skip is not None and skip.message == NOT_APPLICABLE:
+            return skip
         return Result("memcheck", f.name, SKIP, "not asked for (--sanitizer memcheck)")
     if "skipped" in got:
         return Result("memcheck", f.name, SKIP, str(got["skipped"]))
@@ -247,12 +249,26 @@ def check_memcheck(f: FunctionFacts) -> Result:
     return Result("memcheck", f.name, PASS, "compute-sanitizer memcheck: 0 errors")
 
 
-CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
-    "device-call": check_device_call,
+def _applicable(
+    check: Callable[[FunctionFacts], Result],
+) -> Callable[[FunctionFacts], Optional[Result]]:
+    """The check, reporting nothing for a function without GPU steps (a host
+    library, a function without tensors): device-mismatch alone speaks of
+    every tensor function (a host kernel given a CUDA tensor)."""
+
+    def run(f: FunctionFacts) -> Optional[Result]:
+        r = check(f)
+        return None if r.message == NOT_APPLICABLE else r
+
+    return run
+
+
+CHECKS: dict[str, Callable[[FunctionFacts], Optional[Result]]] = {
+    "device-call": _applicable(check_device_call),
     "device-mismatch": check_device_mismatch,
-    "device-bounds": check_device_bounds,
-    "stream-use": check_stream_use,
-    "memcheck": check_memcheck,
+    "device-bounds": _applicable(check_device_bounds),
+    "stream-use": _applicable(check_stream_use),
+    "memcheck": _applicable(check_memcheck),
 }
 
 

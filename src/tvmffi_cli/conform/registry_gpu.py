@@ -16,7 +16,10 @@ GPU_CHECKS: list[tuple[str, str, str, str, str, str, str, str]] = [
         "error",
         "function",
         "probe",
-        "Where a CUDA device is present, every tensor parameter gets a float32 tensor in "
+        "For functions with tensor parameters in a library that looks like CUDA code (it "
+        "asks for `TVMFFIEnvGetStream`, links a CUDA library, launches kernels or carries a "
+        "fatbin; not reported otherwise), where a CUDA device is present (skipped with the "
+        "reason elsewhere), every tensor parameter gets a float32 tensor in "
         "device memory and the call runs with a stream tvmffi created and published through "
         "`TVMFFIEnvSetStream`; after it returns, the stream and the context are synchronized. "
         "Returning (or raising) passes; a CUDA error reported at the synchronization "
