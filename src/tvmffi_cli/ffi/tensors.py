@@ -369,10 +369,18 @@ def tensor_from_dlpack(rt: Runtime, value: Any, owned: Optional[list[int]] = Non
     """Owned ffi.Tensor handle of an object exporting `__dlpack__`, without a
     copy: the producer's managed tensor is handed to the runtime, which calls
     its deleter when the Tensor dies. Asks for a DLPack 1.x capsule first."""
+    kw: dict[str, Any] = {}
+    if value.__dlpack_device__()[0] in (abi.kDLCUDA, abi.kDLCUDAManaged):
+        # The library launches on TVMFFIEnvGetStream, NULL (the legacy default
+        # stream, DLPack's 1) unless the caller published one: the producer
+        # orders its pending work before that stream.
+        kw["stream"] = 1
     try:
-        capsule = value.__dlpack__(max_version=(abi.DLPACK_MAJOR_VERSION, abi.DLPACK_MINOR_VERSION))
+        capsule = value.__dlpack__(
+            max_version=(abi.DLPACK_MAJOR_VERSION, abi.DLPACK_MINOR_VERSION), **kw
+        )
     except TypeError:  # a producer older than the max_version keyword
-        capsule = value.__dlpack__()
+        capsule = value.__dlpack__(**kw)
     for name, used, versioned in _CAPSULES:
         if _capi.PyCapsule_IsValid(capsule, name):
             ptr = _capi.PyCapsule_GetPointer(capsule, name)
