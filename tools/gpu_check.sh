@@ -103,7 +103,11 @@ else
   row flags "$([ ${#FLAGS[@]} = 0 ] && echo ok || echo FAIL)" "${FLAGS[*]:-defaults}"
 fi
 TF=()
-for f in "${FLAGS[@]}"; do TF+=(--tvmffi-flag="$f"); done
+TS=()  # for the sandbox table: its own --no-sandbox column
+for f in "${FLAGS[@]}"; do
+  TF+=(--tvmffi-flag="$f")
+  [ "$f" = --no-sandbox ] || TS+=(--tvmffi-flag="$f")
+done
 
 hr "compare: official Python + PyTorch vs tvmffi call"
 if timeout 300 "$PY" tools/gpu_compare.py "$PACK" "${TF[@]}"; then row compare ok "every function"
@@ -150,7 +154,7 @@ if timeout 600 "$PY" bench/bench_gpu.py --pack "$PACK" "${TF[@]}"; then row benc
 else row bench FAIL "see the table"; fi
 
 hr "sandbox table (a CUDA call that cudaMallocs)"
-timeout 600 "$PY" tools/gpu_sandbox_table.py "$PACK" "${TF[@]}"
+timeout 600 "$PY" tools/gpu_sandbox_table.py "$PACK" "${TS[@]}"
 case $? in 0) row sandbox ok "every sandboxed cell ok" ;; 2) row sandbox skip "cannot switch users here" ;; *) row sandbox FAIL "see the table" ;; esac
 
 hr "pytest -m gpu"
