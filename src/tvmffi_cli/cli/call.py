@@ -341,6 +341,9 @@ HELP = """Call FUNC of the library LIB once, in a child process, and print the r
     (Array) or object (Map), "quoted" text, an existing .npy file or a tensor
     literal such as float32[2,3]:arange, otherwise a string.
 
+    A tensor with @cuda[:N] (x.npy@cuda, float32[4]:rand@cuda) is placed on that
+    CUDA device, copied back after the call (docs/gpu.md).
+
     Input files are never modified: .npy files are mapped copy-on-write.
     Exit status: 0 success, 1 the function raised, crashed or timed out, or
     the library could not be loaded (a missing dependency), 2 bad arguments.
