@@ -587,3 +587,24 @@ def test_api_call_function_places_arrays_on_the_device(env, kernels, monkeypatch
 
     with pytest.raises(InputError, match="placed on cpu or cuda"):
         tvmffi_cli.call_function(kernels, "scale2", x, device="rocm")
+
+
+@pytest.mark.parametrize(
+    "arg", ["x.npz:a", "x.npz:a@cuda", "y.npy@float32", "y.npy@float32@cuda:0"]
+)
+def test_schema_typed_positional_files_reach_the_worker_as_private_copies(
+    env, kernels, tmp_path, arg
+):
+    # A positional re-read by the function's type schema in the worker names
+    # its file by the raw text: the parent must have pointed that text at the
+    # private copy (else the sandbox denies the user's file: exit 3).
+    np.savez(tmp_path / "x.npz", a=np.arange(4, dtype=np.float32))
+    np.save(tmp_path / "y.npy", np.arange(4, dtype=np.float32))
+    func = "add_one" if "@cuda" in arg else "host_checked"
+    r = tvmffi("call", kernels, func, arg, "--json", cwd=tmp_path, env=env)
+    if "@float32" in arg:  # read, and refused for what it holds (not raw elements)
+        assert r.returncode == 2 and "the file holds float32, not raw elements" in r.stderr
+        assert "/tvmffi-inputs-" in r.stderr  # the private copy
+        return
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["args"][0]["value"]["data"] == [1.0, 2.0, 3.0, 4.0]
