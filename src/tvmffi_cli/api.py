@@ -243,9 +243,11 @@ def call_function(
     timeout: float = 60.0,
     runtime: PathLike | None = None,
     owned_tensors: bool = False,
+    device: str | None = None,
 ) -> CallResult:
     """Call `function` of the library at `path` once, in a sandboxed child
-    process, with `args` (`tvmffi call`).
+    process, with `args` (`tvmffi call`); device="cuda[:N]" places every
+    array argument on that CUDA device (copied back after; docs/gpu.md).
 
     function: an export (`__tvm_ffi_<function>`) or a global function the
     library registers (dotted names are always globals). args: None, bool,
@@ -259,9 +261,10 @@ def call_function(
     from .call import engine
 
     with tempfile.TemporaryDirectory(prefix="tvmffi-call-") as tmp:
-        from .call.pyargs import value_to_spec
+        from .call.pyargs import place_on, value_to_spec
 
         specs = [value_to_spec(a, tmp, f"argument {i}") for i, a in enumerate(args)]
+        place_on(specs, device)
         request = engine.make_request(
             path,
             function,

@@ -233,7 +233,8 @@ VALUE_FLAGS = {
     "--dtype": "data type (float32, bfloat16, int8x4, bool)",
     "--device": "device (cpu, cuda:1, rocm:0)",
     "--tensor": "tensor: x.npy, x.npz:key, x.npy@bfloat16 (the ml_dtypes type of raw "
-    "elements), or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand)",
+    "elements), or a literal such as float32[2,3]:zeros (zeros/ones/arange/rand); "
+    "@cuda[:N] after any of them places it on a CUDA device",
     "--shape": "Shape: 2,3 or [2,3]",
     "--value": "any JSON value: list -> Array, object -> Map (nested), numbers, strings, null",
 }

@@ -4,6 +4,8 @@ measure the function and the ABI call path, not Python.
 
 request: as call/task.py, plus "repeat" (calls per round, None = calibrate),
          "rounds" (timed rounds), "target_round_ns" (calibration goal).
+         With a CUDA tensor argument (or "stream"), call/bench_gpu.py times
+         the calls with CUDA events on the call's stream instead.
 reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
         "ns_per_call": {"min", "median", "max"}, "round_ns": [...]} or the
         "raised" / "input_error" replies of call/task.py.
@@ -18,14 +20,8 @@ from typing import Any, Callable, List
 
 from ..errors import InputError, TvmffiError
 from . import task as call_task
+from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
 from .task import Message
-
-# timed(calls, rounds) -> the nanoseconds of each round
-Timer = Callable[[int, int], List[int]]
-
-DEFAULT_ROUNDS = 10
-DEFAULT_TARGET_ROUND_NS = 20_000_000  # 20 ms per round when calibrating
-MAX_CALLS_PER_ROUND = 1 << 34
 
 
 def run(request: Message) -> Message:
@@ -36,17 +32,33 @@ def run(request: Message) -> Message:
 
 
 def _run(request: Message) -> Message:
-    from ..abi import structs as abi
-    from ..ffi import errors as ffi_errors
-    from ..ffi import values as ffi_values
-
     lib, fn, resolved = call_task.open_function(request)
     call_task._keep_loaded.append(lib)  # objects made by the library die first
     rt = lib.runtime
     timer = rt.rt.get("tvmffi_rt_time_calls")
     if timer is None:  # not our runtime: the same loop, driven through ctypes
         timer = _ctypes_timer(rt)
-    values, _tensors = call_task.build_args(lib, request, resolved)
+    from .device import Devices
+
+    devices = Devices(request)
+    try:
+        values, tensors = call_task.build_args(lib, request, resolved, None, devices)
+        if devices.active or request.get("stream"):
+            from . import bench_gpu
+
+            return bench_gpu.run(request, lib, fn, resolved, values, tensors, devices, timer)
+        return _bench_host(request, rt, fn, resolved, values, timer)
+    finally:
+        devices.close()
+
+
+def _bench_host(
+    request: Message, rt: Any, fn: Any, resolved: str, values: List[Any], timer: Any
+) -> Message:
+    from ..abi import structs as abi
+    from ..ffi import errors as ffi_errors
+    from ..ffi import values as ffi_values
+
     mode = request.get("tensor_mode") or "dltensor"
     n = len(values)
     argv = (abi.TVMFFIAny * max(n, 1))()
@@ -128,25 +140,3 @@ def _ctypes_timer(rt: Any) -> Callable[..., int]:
         return 0
 
     return timer
-
-
-def calibrate(timed: Timer, target_ns: int) -> int:
-    """Calls per round so that one round takes about target_ns. Early rounds
-    run cold (page faults, lazy binding, a CPU clocking up), so the estimate
-    is checked against a full-size round and rescaled until it holds."""
-    calls = 1
-    while True:
-        ns = timed(calls, 1)[0]
-        if ns >= target_ns // 10 or calls >= MAX_CALLS_PER_ROUND:
-            break
-        calls = min(calls * (10 if ns < target_ns // 100 else 2), MAX_CALLS_PER_ROUND)
-    for _ in range(3):
-        per_call = max(ns / calls, 0.01)
-        want = int(min(max(target_ns / per_call, 1), MAX_CALLS_PER_ROUND))
-        if want == calls:
-            break
-        calls = want
-        ns = timed(calls, 1)[0]
-        if target_ns // 2 <= ns <= target_ns * 2:
-            break
-    return calls

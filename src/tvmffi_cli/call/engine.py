@@ -64,9 +64,11 @@ def make_request(
     runtime: str | os.PathLike[str] | None = None,
     tensor_mode: str = "dltensor",
     cwd: str | None = None,
+    stream: str | None = None,
 ) -> dict[str, Any]:
     """The request of call.task/call.bench_task: library, function, argument
-    specs (call.literals), runtime and timeout. InputError for a missing file."""
+    specs (call.literals), runtime and timeout; stream: "tvmffi" or "default"
+    (the CUDA stream of the call, call/device.py). InputError for a missing file."""
     path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
     if not os.path.isfile(path):
         what = "is a directory, not a library" if os.path.isdir(path) else "no such file"
@@ -80,6 +82,12 @@ def make_request(
         "cwd": cwd or os.getcwd(),
         "tensor_mode": tensor_mode,
     }
+    if stream is not None:
+        from .device import STREAM_MODES
+
+        if stream not in STREAM_MODES:
+            raise InputError(f"--stream {stream}: expected one of {', '.join(STREAM_MODES)}")
+        request["stream"] = stream
     from ..binary import open_binary, require_library
     from ..ffi.hosts import choose_runtime
 
@@ -127,7 +135,10 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     lib_name = os.path.basename(request["path"])
     phase = "load"
     try:
+        from ..ffi.cuda import driver_read_paths
+
         reads = [inputs, *load_read_paths(request["path"]), request["path"]]
+        reads += driver_read_paths()  # a driver named by TVMFFI_CUDA_DRIVER (tests)
         if request.get("runtime"):
             reads.append(request["runtime"])
         with sandbox.Worker(
@@ -235,6 +246,8 @@ def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]
         ],
         "call_ns": reply.get("call_ns"),
     }
+    if reply.get("cuda"):
+        doc["cuda"] = reply["cuda"]
     if "files" in reply:
         doc["files"] = reply["files"]
     if reply.get("notes"):
@@ -256,7 +269,7 @@ def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any
     """The --json document of a call whose function raised (reply status "raised")."""
     err = reply["error"]
     extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
-    for key in ("memory_limit_reached", "sandbox_denied"):
+    for key in ("memory_limit_reached", "sandbox_denied", "cuda"):
         if err.get(key):
             extra[key] = err[key]
     return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
@@ -274,4 +287,9 @@ def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any
         "rounds": reply["rounds"],
         "round_ns": list(reply.get("round_ns", [])),
         "timer": reply.get("timer", "c"),
+        **{k: reply[k] for k in _BENCH_GPU_KEYS if k in reply},
     }
+
+
+#: What a benchmark with CUDA tensors adds (call/bench_gpu.py).
+_BENCH_GPU_KEYS = ("host_ns_per_call", "bytes_per_call", "bandwidth_gbps", "cuda")

@@ -12,6 +12,7 @@ into --out, so what it reports as written is exactly what it checked.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ..errors import CheckFailed, InputError
@@ -46,11 +47,13 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
             raw = node.get("raw")
             if isinstance(raw, str) and raw:
                 # Typed by the function's schema in the worker: a file it names
-                # (@file for bytes, x.npy for a tensor) is copied here too.
+                # (@file for bytes, x.npy for a tensor, x.npy@cuda on a device)
+                # is copied here too.
                 at = raw.startswith("@")
-                name = os.path.join(cwd, raw[1:] if at else raw)
-                if (at or raw.endswith((".npy", ".npz"))) and os.path.isfile(name):
-                    node["raw"] = ("@" if at else "") + copy(name)
+                body = raw if at else _file_part(raw, cwd)
+                name = os.path.join(cwd, body[1:] if at else body)
+                if (at or body.endswith((".npy", ".npz"))) and os.path.isfile(name):
+                    node["raw"] = ("@" if at else "") + copy(name) + raw[len(body) :]
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -59,6 +62,19 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
 
     walk(request.get("args"))
     return d
+
+
+#: The file of a tensor's text and what follows it: x.npz:key@bfloat16@cuda:0.
+_FILE_PART = re.compile(r"(.+?\.np[yz])(?::[^@]*)?(?:@[A-Za-z0-9_:]+)*")
+
+
+def _file_part(raw: str, cwd: str) -> str:
+    """The file a tensor's text names: x.npz:w@bfloat16@cuda:0 -> x.npz (what
+    follows stays on the copy's name); the whole text when it is a file."""
+    if os.path.isfile(os.path.join(cwd, raw)):
+        return raw
+    m = _FILE_PART.fullmatch(raw)
+    return m.group(1) if m else raw
 
 
 def sha256_file(path: str) -> str:

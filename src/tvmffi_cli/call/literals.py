@@ -25,7 +25,7 @@ from typing import IO, Any, Dict, List, Optional, cast
 
 # The dtype and device literals are the ABI's own spellings (abi/), re-exported
 # here with the other literal parsers.
-from ..abi.devices import format_device as device_str  # noqa: F401
+from ..abi.devices import format_device as device_str
 from ..abi.devices import parse_device as parse_device
 from ..abi.dtypes import canonical_dtype as canonical_dtype
 from ..abi.dtypes import format_dtype as dtype_str
@@ -191,8 +191,40 @@ def numpy_dtype_name(code: int, bits: int, lanes: int, what: str = "tensor") -> 
     )
 
 
+#: A device suffix of a tensor: x.npy@cuda:0, float32[4]:rand@cuda (cuda:0).
+_DEVICE_SUFFIX_RE = re.compile(r"(.+)@([A-Za-z_]+(?::[0-9]+)?)")
+
+
+def split_device(text: str, cwd: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """(tensor text, "cuda:N" or None): a trailing @DEVICE names where the
+    tensor is placed (only cpu and cuda are), unless the whole text is an
+    existing file or the suffix is not a device name (x.npy@bfloat16)."""
+    from ..abi.devices import DEVICE_TYPE_CODES, kDLCPU, kDLCUDA
+
+    m = _DEVICE_SUFFIX_RE.fullmatch(text.strip())
+    if not m or m.group(2).split(":")[0].lower() not in DEVICE_TYPE_CODES:
+        return text, None
+    if os.path.exists(_abspath(text, cwd)):
+        return text, None
+    dev_type, dev_id = parse_device(m.group(2))
+    if dev_type == kDLCPU:
+        return m.group(1), None
+    if dev_type != kDLCUDA:
+        raise InputError(
+            f"tensor {_short(text)}: a tensor is placed on cpu or cuda[:N], not {m.group(2)}"
+        )
+    return m.group(1), device_str(dev_type, dev_id)
+
+
 def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
-    """--tensor value: x.npy, x.npz:key, or a literal like float32[2,3]:arange."""
+    """--tensor value: x.npy, x.npz:key, or a literal like float32[2,3]:arange;
+    any of them with @cuda[:N] to place the tensor on a CUDA device."""
+    body, device = split_device(text, cwd)
+    if device is not None:
+        spec = parse_tensor(body, cwd)
+        spec["device"] = device
+        return spec
+    text = body  # "@cpu" dropped
     lit = parse_tensor_literal(text)
     if lit is not None:
         return lit
@@ -496,6 +528,10 @@ def _json_or_hint(t: str) -> Any:
 
 
 def _looks_like_tensor(t: str, cwd: Optional[str]) -> bool:
+    try:
+        t = split_device(t, cwd)[0]
+    except InputError:
+        return True  # x.npy@rocm: a tensor, refused with the reason by parse_tensor
     if _TENSOR_LIT_RE.fullmatch(t) and t.split("[", 1)[0].replace("_", "").isalnum():
         try:
             parse_dtype(t.split("[", 1)[0])

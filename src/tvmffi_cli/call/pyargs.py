@@ -42,3 +42,18 @@ def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
         f"{where}: cannot pass a {type(v).__name__} (use None, bool, int, float, "
         "str, bytes, a NumPy array, or a list/dict of these)"
     )
+
+
+def place_on(specs: list[dict[str, Any]], device: str | None) -> None:
+    """Put every tensor argument of a call on `device` ("cuda" or "cuda:N";
+    None or "cpu" leaves them on the host): call_function(..., device=)."""
+    from . import literals
+
+    if device is None:
+        return
+    _body, dev = literals.split_device(f"x.npy@{device}")  # InputError unless cpu/cuda
+    if dev is None and device.strip().lower().split(":")[0] != "cpu":
+        raise InputError(f"device {device!r}: tensors are placed on cpu or cuda[:N]")
+    for s in specs:
+        if s.get("kind") == "tensor" and dev is not None:
+            s["device"] = dev

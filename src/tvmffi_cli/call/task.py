@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..ffi.errors import FFIErrorBase
     from ..ffi.library import Library
     from ..ffi.values import Function
+    from .device import Devices
     from .literals import Array, Spec
 
 # A request or reply of this task: a JSON-able dict (see the module docstring).
@@ -95,39 +96,69 @@ def load_library(request: dict[str, Any]) -> Any:
 
 
 def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Message:
+    from .device import Devices
+
+    devices = Devices(request)
+    try:
+        return _call_on(lib, fn, resolved, request, devices)
+    finally:
+        devices.close()
+
+
+def _call_on(
+    lib: Library, fn: Function, resolved: str, request: Message, devices: Devices
+) -> Message:
     from ..ffi import errors as ffi_errors
 
     notes: list[str] = []
-    values, tensors = build_args(lib, request, resolved, notes)
+    values, tensors = build_args(lib, request, resolved, notes, devices)
     mode = request.get("tensor_mode") or "dltensor"
+    devices.start(lib.runtime)
     t0 = time.perf_counter_ns()
     try:
         result = fn.call(values, tensor_mode=mode)
     except ffi_errors.FFIErrorBase as e:
+        devices.settle(request["func"])  # its own error first; pending work still ends
         return {"status": "raised", "error": error_dict(e)}
     except (TypeError, ValueError, OverflowError) as e:
         # Raised by our conversion before the call: the arguments cannot be passed.
         raise InputError(f"cannot pass the arguments: {e}") from None
     call_ns = time.perf_counter_ns() - t0
+    failed = devices.settle(request["func"])
+    if failed is not None:
+        return {"status": "raised", "error": failed, "cuda": devices.describe()}
     from .describe import describe, describe_array
 
+    result_host = devices.copy_back(result)
+    desc = describe(result)
+    if result_host is not None:
+        desc = dict(describe_array(result_host, desc["type"], desc["device"]))
     reply: Message = {
         "status": "ok",
         "resolved": resolved,
         "call_ns": call_ns,
-        "result": describe(result),
+        "result": desc,
         "args": [],
     }
+    host: Dict[int, Any] = {}
     for i, v in enumerate(values):
         if i in tensors:
             arr, type_name = tensors[i]
-            reply["args"].append(describe_array(arr, type_name))
+            device = "cpu:0"
+            if hasattr(arr, "to_numpy"):  # a DeviceTensor: as it is now on the device
+                device, arr = f"cuda:{arr.device[1]}", arr.to_numpy()
+            host[i] = arr
+            reply["args"].append(describe_array(arr, type_name, device))
         else:
             reply["args"].append(describe(v))
     if notes:
         reply["notes"] = notes
+    if devices.active:
+        reply["cuda"] = devices.describe()
     if request.get("out"):
-        reply["files"] = write_outputs(request["out"], tensors, result, bool(request.get("force")))
+        reply["files"] = write_outputs(
+            request["out"], host, result, bool(request.get("force")), result_host
+        )
     return reply
 
 
@@ -239,11 +270,16 @@ def resolve_specs(lib: Library, request: Message, resolved: str) -> List[Spec]:
 
 
 def build_args(
-    lib: Library, request: Message, resolved: str, notes: Optional[List[str]] = None
+    lib: Library,
+    request: Message,
+    resolved: str,
+    notes: Optional[List[str]] = None,
+    devices: Optional[Devices] = None,
 ) -> Tuple[List[Any], Tensors]:
-    """(values, {index: (ndarray, "DLTensor*"|"Tensor")}) for the call.
-    `notes` collects what was assumed while reading files (e.g. the ml_dtypes
-    type of raw .npy elements)."""
+    """(values, {index: (ndarray or DeviceTensor, "DLTensor*"|"Tensor")}) for
+    the call. `notes` collects what was assumed while reading files (e.g. the
+    ml_dtypes type of raw .npy elements); `devices` places tensors whose spec
+    names a CUDA device (call/device.py)."""
     specs = resolve_specs(lib, request, resolved)
     mode = request.get("tensor_mode") or "dltensor"
     values: List[Any] = []
@@ -251,7 +287,11 @@ def build_args(
     for i, spec in enumerate(specs):
         if spec.get("kind") == "tensor":
             arr = _load_tensor(spec)
-            if request.get("guard"):
+            if spec.get("device"):
+                if devices is None:
+                    raise InputError("CUDA tensors are not supported here")
+                arr = devices.tensor(spec, arr)
+            elif request.get("guard"):
                 from .guard import guarded_copy
 
                 arr = guarded_copy(arr)
@@ -275,8 +315,10 @@ def _load_tensor(spec: Spec) -> Array:
 
 
 def _tensor_value(lib: Library, arr: Array, owned: bool) -> Any:
-    from ..ffi import values
+    from ..ffi import tensors, values
 
+    if owned and isinstance(arr, tensors.DeviceTensor):
+        return values.Tensor(tensors.tensor_from_device(lib.runtime, arr), lib.runtime)
     if owned:
         return values.numpy_to_tensor(lib.runtime, arr)
     return arr
@@ -320,6 +362,8 @@ def materialize(spec: Spec, lib: Optional[Library] = None) -> Any:
             out[key] = materialize(vs, lib)
         return out
     if k == "tensor":
+        if spec.get("device"):
+            raise InputError("a CUDA tensor is passed as an argument, not inside an Array or Map")
         arr = _load_tensor(spec)
         return _tensor_value(lib, arr, bool(spec.get("owned"))) if lib is not None else arr
     raise InputError(f"unknown argument kind {k!r}")
@@ -338,22 +382,29 @@ def planned_outputs(
     return [os.path.join(out_dir, n) for n in names]
 
 
-def write_outputs(out_dir: str, tensors: Tensors, result: Any, force: bool) -> List[Dict[str, Any]]:
-    """Write every tensor argument as arg<i>.npy and a tensor result as
-    result.npy; each file is written to a temporary name and then renamed, so a
-    reader never sees half a file and an existing one is kept unless `force`."""
+def write_outputs(
+    out_dir: str,
+    tensors: Dict[int, Any],
+    result: Any,
+    force: bool,
+    result_host: Any = None,
+) -> List[Dict[str, Any]]:
+    """Write every tensor argument (index -> host array) as arg<i>.npy and a
+    tensor result as result.npy (result_host: its copy from the device); each
+    file is written to a temporary name and then renamed, so a reader never
+    sees half a file and an existing one is kept unless `force`."""
     from ..ffi import values
 
     os.makedirs(out_dir, exist_ok=True)
     files: List[Dict[str, Any]] = []
     for i in sorted(tensors):
         path = os.path.join(out_dir, f"arg{i}.npy")
-        _save_npy(path, tensors[i][0], force)
+        _save_npy(path, tensors[i], force)
         files.append({"what": f"arg{i}", "path": path, "sha256": _sha256(path)})
     if isinstance(result, values.Tensor):
         path = os.path.join(out_dir, "result.npy")
         try:
-            arr = result.numpy()
+            arr = result_host if result_host is not None else result.numpy()
         except (TypeError, ValueError) as e:
             files.append({"what": "result", "path": None, "error": f"not written: {e}"})
         else:

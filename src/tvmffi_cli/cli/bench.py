@@ -11,6 +11,7 @@ from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
+    STREAM_HELP,
     base_request,
     emit_json,
     lazy_command,
@@ -29,6 +30,7 @@ OPTION_HELP = [
     ("--json", 'Print {"ns_per_call": {"min", "median", "max"}, "calls": N, ...}.'),
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
+    STREAM_HELP,
     (
         "--runtime auto|builtin|official|VERSION|PATH",
         (
@@ -108,7 +110,9 @@ HELP = """Time FUNC of the library LIB: nanoseconds per call, timed in C.
     tvmffi bench lib.so add_one --tensor float32[1024]:zeros --rounds 20
 
     ARGS use the syntax of `tvmffi call`. The function is called once first; if
-    it raises, the error is reported (exit 1) and nothing is timed.
+    it raises, the error is reported (exit 1) and nothing is timed. With CUDA
+    tensors (float32[N]:rand@cuda) the figure is device time from CUDA events
+    on the call's stream, the host launch time apart (docs/gpu.md).
 """
 
 

@@ -28,9 +28,19 @@ SHARED_OPTIONS = {
     "--verbose": False,
     "--no-sandbox": False,
     "--memory-limit": True,
+    "--stream": True,
     **CONFINE_OPTIONS,
 }
 CALL_OPTIONS = {**SHARED_OPTIONS, "--out": True, "--force": False, "--guard": False}
+
+STREAM_HELP = (
+    "--stream tvmffi|default",
+    (
+        "CUDA tensors (x.npy@cuda:0): run the call on a stream tvmffi creates (tvmffi, the "
+        "default) or on the legacy default stream (default); published through "
+        "TVMFFIEnvSetStream, synchronized after the call (docs/gpu.md)."
+    ),
+)
 
 OPTION_HELP = [
     ("--json", "Print one JSON object (result, args after the call; or error)."),
@@ -51,6 +61,7 @@ OPTION_HELP = [
     ),
     ("--timeout SECONDS", "Kill the call after this long (default 60)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
+    STREAM_HELP,
     (
         "--runtime auto|builtin|official|VERSION|PATH",
         (
@@ -196,6 +207,7 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
         timeout=parse_timeout(opts.get("--timeout")),
         runtime=opts.get("--runtime"),
         tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
+        stream=opts.get("--stream"),
     )
     sandbox_opts.apply(
         bool(opts.get("--no-sandbox")),
@@ -328,6 +340,9 @@ HELP = """Call FUNC of the library LIB once, in a child process, and print the r
     library has one, else guessed: int, float, true/false, none, a JSON list
     (Array) or object (Map), "quoted" text, an existing .npy file or a tensor
     literal such as float32[2,3]:arange, otherwise a string.
+
+    A tensor with @cuda[:N] (x.npy@cuda, float32[4]:rand@cuda) is placed on that
+    CUDA device, copied back after the call (docs/gpu.md).
 
     Input files are never modified: .npy files are mapped copy-on-write.
     Exit status: 0 success, 1 the function raised, crashed or timed out, or

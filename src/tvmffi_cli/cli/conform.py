@@ -97,6 +97,13 @@ MAX_JOBS = 256
     "a table with a column per runtime.",
 )
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
+@click.option(
+    "--sanitizer",
+    type=click.Choice(["memcheck"]),
+    default=None,
+    help="Run each function's CUDA call once more under compute-sanitizer (the memcheck "
+    "check; needs a CUDA device and compute-sanitizer, docs/gpu.md).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List skipped checks with their reasons.")
 @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
 @click.option(
@@ -118,6 +125,7 @@ def command(
     max_runtime: str | None,
     runtimes: tuple[str, ...],
     strict: bool,
+    sanitizer: str | None,
     verbose: bool,
     no_sandbox: bool,
     memory_limit: str | None,
@@ -136,7 +144,9 @@ def command(
     Exit 0 when no error-severity check fails, 1 when one does (library-load
     fails for a library that cannot be loaded, e.g. for a missing dependency),
     2 when what was given is wrong (not a shared library, a bad runtime,
-    option value or configuration).
+    option value or configuration) or when no function could be exercised
+    (verdict "not exercised": every valid call raised, e.g. a CUDA pack on a
+    machine without a GPU).
     """
     from ..conform import config as conf
     from ..conform import registry, runner
@@ -181,6 +191,7 @@ def command(
             cfg,
             runtime,
             max_runtime,
+            sanitizer=sanitizer,
         )
 
     from . import wheel_input

@@ -27,6 +27,11 @@ class FunctionFacts:
         self.tool_error: str | None = None  # the probe itself could not run (worker failure)
         self.timeout: float | None = None
         self.is_global = False  # registered at load rather than exported
+        #: the CUDA device the probe child used for GPU steps, or why it had
+        #: none (None: no GPU steps were asked for; conform/probe_gpu.py)
+        self.gpu: str | None = None
+        #: what `--sanitizer memcheck` found (conform/sanitizer.py), None: not run
+        self.memcheck: dict[str, Any] | None = None
 
     def call_obs(self) -> Iterator[tuple[str, Obs]]:
         """(step, obs) for completed calls of the function itself (not getters,
@@ -55,6 +60,8 @@ def _explained(step: str, c: Obs) -> bool:
         return True  # thread-safety reports it (an error only with --threads)
     if c.get("tensor_oob"):
         return True  # tensor-bounds reports it
+    if c.get("fault") == "device-memory" or step.startswith("gpu:"):
+        return True  # device-mismatch / device-call report it (checks_gpu.py)
     if step.startswith("objects:") or (step.startswith("tensors:") and step.count(":") == 1):
         # Without metadata nothing says which types the function takes; a
         # crash on object arguments is noted by arg-refcount, not failed.
@@ -163,7 +170,7 @@ def check_no_hang(f: FunctionFacts) -> Result:
 
 
 def fault_of(tail: str) -> str | None:
-    """Where the worker's last fault was ("args-guard" or "elsewhere"), from
+    """Where the worker's last fault was ("args-guard", "device-memory" or "elsewhere"), from
     the line probe_memory.report_faults wrote, if any."""
     from .probe_memory import FAULT_MARK
 
@@ -171,7 +178,8 @@ def fault_of(tail: str) -> str | None:
     if at < 0:
         return None
     words = tail[at + len(FAULT_MARK) :].split()
-    return words[1] if len(words) > 1 and words[1] in ("args-guard", "elsewhere") else None
+    known = ("args-guard", "elsewhere", "device-memory")
+    return words[1] if len(words) > 1 and words[1] in known else None
 
 
 def library_output(tail: str, lines: int = 12, limit: int = 1500) -> str:

@@ -24,6 +24,7 @@ from .checks_crash import (
     check_no_hang,
     check_tensor_bounds,
 )
+from .checks_gpu import CHECKS as GPU_CHECKS
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
@@ -452,7 +453,7 @@ def check_thread_safety(f: FunctionFacts) -> Result:
     return Result("thread-safety", f.name, PASS, f"{len(calls)} concurrent calls agree")
 
 
-PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
+PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result | None]] = {
     "metadata-json": check_metadata_json,
     "doc-utf8": check_doc_utf8,
     "arg-bounds": check_arg_bounds,
@@ -467,6 +468,7 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,
     "thread-safety": check_thread_safety,
+    **GPU_CHECKS,  # device-call, device-mismatch, device-bounds, stream-use, memcheck
 }
 
 
@@ -477,8 +479,10 @@ def evaluate(f: FunctionFacts, ids: Collection[str]) -> list[Result]:
             continue
         if f.tool_error:
             out.append(Result(cid, f.name, ERROR, f.tool_error))
-        else:
-            out.append(_unsigned_global(f, fn(f)))
+            continue
+        r = fn(f)
+        if r is not None:  # None: not applicable (a CUDA check of a host function)
+            out.append(_unsigned_global(f, r))
     return out
 
 

@@ -117,6 +117,14 @@ _LIBC.sigaction.argtypes = [c_int, c_void_p, c_void_p]
 #: Marker of the fault line the handler writes to stderr (runner.fault_of reads it).
 FAULT_MARK = "tvmffi-probe-fault:"
 _installed: list[object] = []
+#: [start, end) of device memory handed to the library (CUDA buffers of the
+#: probe, or the stand-in pointer of a CUDA tensor without a GPU): a fault
+#: there is the host dereferencing device memory ("device-memory").
+_DEVICE_RANGES: list[tuple[int, int]] = []
+
+
+def note_device_range(start: int, size: int) -> None:
+    _DEVICE_RANGES.append((start, start + size))
 
 
 def report_faults(guard: int, size: int) -> None:
@@ -130,6 +138,8 @@ def report_faults(guard: int, size: int) -> None:
     def handler(_sig: int, info: int | None, _ctx: int | None) -> None:
         addr = ctypes.c_void_p.from_address(info + _SIGINFO_ADDR).value or 0 if info else 0
         where = "args-guard" if guard <= addr < guard + size else "elsewhere"
+        if where == "elsewhere" and any(lo <= addr < hi for lo, hi in _DEVICE_RANGES):
+            where = "device-memory"
         os.write(2, f"\n{FAULT_MARK} {addr:#x} {where}\n".encode())
 
     cb = _HANDLER(handler)

@@ -36,7 +36,7 @@ from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from ..sandbox import zygote
-from . import probe_extra, sigs
+from . import probe_extra, probe_gpu, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
@@ -56,6 +56,7 @@ class Prober(ProbeValues):
         self.timeout = 10.0
         self._crew: _Crew | None = None  # threads kept for the "threads" step
         self.split: set[str] = set()  # sweep steps to run one variant per step
+        self.gpu = probe_gpu.Gpu()  # CUDA, initialized by the first GPU step only
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -128,6 +129,7 @@ class Prober(ProbeValues):
         live0 = self.live()
         rc = fn(None, args, len(raws), ctypes.addressof(result))
         obs: Msg = {"num_args": len(raws), "rc": rc, "guarded": guarded}
+        self.gpu.after_call(obs)  # an asynchronous CUDA error is this call's
         after_raw = ctypes.string_at(args, len(raw)) if raw else b""
         obs["args_changed"] = after_raw != raw
         err = self.take_error()
@@ -330,6 +332,10 @@ class Prober(ProbeValues):
             if not addr:
                 return {"skipped": f"{prefix}{name} cannot be resolved"}
             return self.call_getter(addr)
+        if step in probe_gpu.STEPS:
+            return self.gpu.run_step(self, name, step, sig, is_global)
+        if self.gpu.poisoned:  # a dead CUDA context makes every later call meaningless
+            return {"skipped": f"CUDA failed earlier in this process ({self.gpu.poisoned})"}
         addr, why = probe_extra.caller(self, name, is_global)
         if addr is None:
             return {"skipped": why}
@@ -406,6 +412,7 @@ class Prober(ProbeValues):
         threads = int(req.get("threads") or 4)
         self.split = set(req.get("split", ()))
         steps, sig, note = self.plan(name, getters, is_global, not req.get("no_metadata"))
+        steps, gpu = probe_gpu.plan(self, steps, sig, req)
         only = req.get("only")
         if only:
             steps = list(only)
@@ -422,6 +429,7 @@ class Prober(ProbeValues):
                 "steps": steps,
                 "note": note,
                 "params": None if sig is None else [sigs.type_str(p) for p in sig.params],
+                "gpu": gpu,
                 "next": todo[0] if todo else None,
                 "done": not todo,
             }
@@ -433,6 +441,7 @@ class Prober(ProbeValues):
             self.step = None
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
+                valid_ok = valid_ok and not obs.get("cuda_error")  # its kernel failed
             if not only:
                 for s, o in (obs.get("sub") or {step: obs}).items():
                     if o.get("rc") == 0:
@@ -535,7 +544,7 @@ def serve(chan: Any) -> None:
             # order, alone in this process (the watchdog stops for the fork).
             stop.set()
             dog.join()
-            why = zygote.refusal()
+            why = zygote.refusal() or probe_gpu.fork_refusal()
             info["zygote"], info["zygote_refused"] = why is None, why
             emit(info)
             if why is None and not zygote.serve_orders(chan):

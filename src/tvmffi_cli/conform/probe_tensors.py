@@ -20,14 +20,14 @@ import mmap
 import struct
 from ctypes import byref, c_int64, c_void_p
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..abi.constants import kTVMFFIDLTensorPtr, kTVMFFITensor
 from ..abi.devices import kDLCPU, kDLCUDA
 from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLOpaqueHandle
 from ..abi.dtypes import format_dtype as _format_dtype
 from ..abi.structs import DLManagedTensor
-from .probe_memory import _LIBC, CannotSynthesize
+from .probe_memory import _LIBC, CannotSynthesize, note_device_range
 
 PAGE = mmap.PAGESIZE
 #: Data pages in the pool: one per cached tensor (COPIES per variant); a
@@ -132,6 +132,10 @@ class TensorPool:
         # so each is built once and restored before every use.
         self._cache: dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]] = {}
         self._uses = 0
+        #: nbytes -> address of device memory for the CUDA variant, once the
+        #: probe child has a CUDA device (conform/probe_gpu.py); else the
+        #: variant's data pointer is a guard page (not CPU memory either).
+        self.device_alloc: Callable[[int], int] | None = None
 
     def _map(self) -> int:
         size = (2 * SLOTS + 1) * PAGE
@@ -189,7 +193,11 @@ class TensorPool:
         # The last element ends at the guard page (a 3-d cube may not fill it).
         t.data = page + (PAGE - used if v.offset == 0 else -v.offset)
         if v.device != kDLCPU and not padded:
-            t.data = page - PAGE  # the guard page: reading it as CPU memory faults
+            if self.device_alloc is not None:
+                t.data = self.device_alloc(used)
+            else:
+                t.data = page - PAGE  # the guard page: reading it as CPU memory faults
+                note_device_range(t.data, PAGE)
         t.device.device_type, t.device.device_id = v.device, 0
         t.ndim = v.ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype

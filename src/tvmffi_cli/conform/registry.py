@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .registry_gpu import GPU_CHECKS
+
 ERROR = "error"
 WARNING = "warning"
 
@@ -380,9 +382,9 @@ CHECKS: list[Check] = [
         FUNCTION,
         PROBE,
         what="No probe call kills the process with a signal (SIGSEGV, SIGABRT, SIGFPE, ...), "
-        "except the faults already reported by `arg-bounds`, `wrong-type` and "
-        "`tensor-bounds`. A tensor of an unexpected dtype, shape or layout, or on a non-CPU "
-        "device (its data pointer is not CPU memory), must be refused with a raised error. "
+        "except the faults already reported by `arg-bounds`, `wrong-type`, "
+        "`tensor-bounds` and `device-mismatch` (a fault in a CUDA tensor's memory). A tensor "
+        "of an unexpected dtype, shape or layout must be refused with a raised error. "
         "Without metadata a crash on object arguments is not a finding (nothing says what "
         "the function takes), except when the same call with float32 tensors succeeded.",
         why="A crash takes down the host process (a Python interpreter, a server) with it.",
@@ -427,6 +429,9 @@ CHECKS: list[Check] = [
         fix="Avoid writable static state, or guard it; keep per-call state on the stack.",
     ),
 ]
+
+# The CUDA checks (their data lives beside their logic, registry_gpu.py).
+CHECKS += [Check(*row) for row in GPU_CHECKS]
 
 BY_ID = {c.id: c for c in CHECKS}
 assert len(BY_ID) == len(CHECKS)

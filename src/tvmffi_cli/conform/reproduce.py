@@ -31,6 +31,10 @@ class Options:
     config: Config = field(default_factory=Config)
     runtime_arg: str | None = None  # --runtime as given ("official"), for reproducers
     max_runtime: str | None = None  # --max-runtime: the newest release it must run on
+    #: GPU steps for functions with tensors: None = when the library looks like
+    #: CUDA code (checks_gpu.looks_cuda); they run where a CUDA device is present
+    gpu: bool | None = None
+    sanitizer: str | None = None  # --sanitizer memcheck (conform/sanitizer.py)
 
 
 def _finish(r: Result, path: str, o: Options) -> Result:

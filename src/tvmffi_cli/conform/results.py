@@ -92,10 +92,21 @@ class Report:
     globals: list[str] = field(default_factory=list)  # globals registered while loading
     min_runtime: str | None = None  # the oldest runtime the imports need
     max_runtime: str | None = None  # the newest runtime providing them (None: newest known)
+    #: why no function could be exercised (every valid call raised): the
+    #: library is then never PASSED (conform/exercise.py); None when some was
+    not_exercised: str | None = None
 
     @property
     def passed(self) -> bool:
-        return not any(r.blocking for r in self.results)
+        return not any(r.blocking for r in self.results) and self.not_exercised is None
+
+    @property
+    def verdict(self) -> str:
+        """ "passed", "failed" (a blocking finding), or "not exercised"
+        (nothing failed, but no function ran: tvmffi cannot judge it)."""
+        if any(r.blocking for r in self.results):
+            return "failed"
+        return "passed" if self.not_exercised is None else "not exercised"
 
     def counts(self) -> dict[str, int]:
         c = {s: 0 for s in STATUSES}
@@ -117,7 +128,7 @@ class Report:
         fns = {r.function for r in bad if r.function is not None}
         sup = sum(r.suppressed is not None for r in self.results)
         n_fn = len(self.functions) + len(self.globals)
-        verdict = "PASSED" if self.passed else "FAILED"
+        verdict = self.verdict.upper()
         line = (
             f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
             f"{warnings} warning(s)"
@@ -130,6 +141,8 @@ class Report:
             line += f", {sup} suppressed"
         if self.elapsed is not None:
             line += f" ({self.elapsed:.2f} s, -j {self.jobs})"
+        if self.verdict == "not exercised":
+            line += f"; {self.not_exercised}"
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -141,7 +154,10 @@ class Report:
             "globals": list(self.globals),
             "results": [r.to_json() for r in self.results],
             "summary_line": self.summary_line(),
+            "verdict": self.verdict,
         }
+        if self.not_exercised is not None:
+            d["not_exercised"] = self.not_exercised
         if self.min_runtime is not None:
             d["min_runtime_version"] = self.min_runtime
             d["max_runtime_version"] = self.max_runtime
@@ -150,7 +166,8 @@ class Report:
         return d
 
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 passed, 1 failed, 2 not exercised (tvmffi cannot judge the library)."""
+        return {"passed": 0, "failed": 1}.get(self.verdict, 2)
 
 
 #: GitHub shows at most this many annotations of one level per step.

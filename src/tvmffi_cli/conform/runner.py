@@ -15,10 +15,19 @@ import os
 import queue
 import threading
 import time
+from dataclasses import replace
 from typing import Callable, Collection, Iterable
 
 from ..abi.symbols import CTX_PREFIX
-from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
+from . import (
+    checks_crash,
+    checks_gpu,
+    checks_probe,
+    checks_static,
+    checks_version,
+    exit_check,
+    registry,
+)
 from .checks_crash import fault_of as fault_of
 from .checks_crash import library_output as library_output
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
@@ -46,6 +55,7 @@ class Prober:
         self.runtime = runtime
         self.threads = threads
         self.worker: Worker | None = None
+        self.gpu = False  # ask for GPU steps (checks_gpu.looks_cuda)
 
     def ensure(self) -> None:
         """A worker ready to probe: a zygote's probe child, or a worker
@@ -99,6 +109,7 @@ class Prober:
                         f.plan = ev["steps"]
                         f.note = ev.get("note")
                         f.params = ev.get("params")
+                        f.gpu = ev.get("gpu")
                 else:
                     step = ev.pop("step")
                     ev.pop("event", None)
@@ -129,6 +140,7 @@ class Prober:
             "timeout": self.timeout,
             "global": is_global,
             "threads": self.threads or DEFAULT_THREADS,
+            "gpu": self.gpu,
         }
         skip: set[str] = set()
         split: set[str] = set()  # variant sweeps that crashed: one step per variant
@@ -174,6 +186,8 @@ class Prober:
                     c["tensor_oob"] = died is None and rerun in f.obs
         except RuntimeError as e:
             f.tool_error = str(e)
+        if checks_gpu.poisoned(f) and self.worker is not None:
+            self.worker.recycle_child()  # a dead CUDA context is not the next function's
         return f
 
 
@@ -243,6 +257,8 @@ def run(
             results.append(checks_version.check_min_runtime(req, o.min_runtime))
         if "max-runtime" in ids:
             results.append(checks_version.check_max_runtime(req, o.max_runtime))
+        if o.gpu is None:
+            o = replace(o, gpu=checks_gpu.looks_cuda(binary))
     finally:
         binary.close()
 
@@ -252,6 +268,7 @@ def run(
     per_function: dict[str, list[Result]] = {}
     globals_: list[str] = []
     exits: list[int | str] = []  # how the probe workers ended (exit-clean)
+    facts: dict[str, checks_crash.FunctionFacts] = {}
     loaded = False
     if dynamic:
         from pathlib import Path
@@ -304,7 +321,12 @@ def run(
                 fn_checks,
                 progress,
                 exits,
+                facts,
             )
+            if o.sanitizer and "memcheck" in fn_checks:
+                from . import sanitizer
+
+                per_function = sanitizer.run(path, o, facts, per_function)
         else:
             for w in [first, *spare_workers]:
                 status = w.stop(timeout)
@@ -357,6 +379,9 @@ def run(
         globals=[g for g in globals_ if not o.only or g in o.only],
         min_runtime=req.min_version,
         max_runtime=req.max_version,
+        not_exercised=checks_gpu.not_exercised(
+            {n: f for n, f in facts.items() if not o.only or n in o.only}
+        ),
     )
 
 
@@ -371,6 +396,7 @@ def _probe_all(
     ids: Collection[str],
     progress: Progress | None,
     exits: list[int | str],
+    facts: dict[str, checks_crash.FunctionFacts] | None = None,
 ) -> dict[str, list[Result]]:
     todo: queue.Queue[str] = queue.Queue()
     for name in targets:
@@ -399,6 +425,8 @@ def _probe_all(
                 res = checks_probe.evaluate(f, ids)
                 with lock:
                     out[name] = res
+                    if facts is not None:
+                        facts[name] = f
                     done[0] += 1
                     running.remove(name)
                     report()
@@ -408,6 +436,8 @@ def _probe_all(
     probers = [Prober(path, o.timeout, o.runtime, o.threads) for _ in range(jobs)]
     for p, w in zip(probers, ready):
         p.worker = w
+    for p in probers:
+        p.gpu = bool(o.gpu)
     for w in ready[len(probers) :]:  # more loaded workers than functions
         status = w.stop(o.timeout)
         if status is not None:

@@ -58,6 +58,7 @@ class Worker:
         #: Probe children forked (the first included) and workers' loads, for tests.
         self.children = 0
         from ..binary.deps import load_read_paths
+        from ..ffi.cuda import driver_read_paths
 
         self._w = sandbox.Worker(
             serve="conform.probe_task",
@@ -65,7 +66,12 @@ class Worker:
             runtime=runtime,
             # the runtime may live outside every default-readable folder (a
             # fetched release in the user's cache)
-            read_paths=[*load_read_paths(path), *([runtime] if runtime else [])],
+            # and a CUDA driver named by TVMFFI_CUDA_DRIVER (tests: the stand-in)
+            read_paths=[
+                *load_read_paths(path),
+                *([runtime] if runtime else []),
+                *driver_read_paths(),
+            ],
             orders=True,
         )
 
@@ -145,6 +151,17 @@ class Worker:
             return died
         self.kill()
         return died
+
+    def recycle_child(self) -> None:
+        """End the probe child (its CUDA context died: a sticky error); the
+        zygote forks a fresh one for the next function. A worker serving
+        itself is ended whole (the prober starts another)."""
+        if self.zygote and self._w.child is not None:
+            self.send({"op": "exit"})
+            if zygote.end_child(self._w, 2.0) is None:
+                self.kill()
+        elif not self.zygote:
+            self.kill()
 
     def kill(self) -> None:
         self._w.kill()

@@ -1,6 +1,8 @@
 """The NumPy / DLPack bridge: DLTensor views of NumPy arrays, owned ffi.Tensors
-made from them (DLManagedTensorVersioned), NumPy views of CPU tensors and a
-NumPy-backed CPU allocator for runtimes that have none.
+made from them (DLManagedTensorVersioned), NumPy views of CPU tensors, a
+NumPy-backed CPU allocator for runtimes that have none; CUDA tensors copied
+from NumPy arrays (DeviceTensor, through ffi/cuda.py) and any object with
+`__dlpack__` (torch, cupy, jax: on any device) taken without a copy.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from .errors import _kind_of
 from .objects import DataType, Triple
 
 if TYPE_CHECKING:
+    from .cuda import Context, DeviceBuffer
     from .runtime import Runtime
 
 Array = Any  # a numpy.ndarray (numpy is imported only when used)
@@ -232,3 +235,170 @@ def hold_args(rt: Runtime, keep: list[Any], owned: list[int]) -> object:
     held = _CallArgs(rt, keep, list(owned))
     owned.clear()
     return held
+
+
+# --- CUDA tensors ------------------------------------------------------------------
+#: Byte of the guard regions around a DeviceTensor's data (checked after the call).
+GUARD_BYTE = 0xA5
+
+
+class DeviceTensor:
+    """A copy of a NumPy array in CUDA device memory, passed as a tensor on
+    kDLCUDA. guard: bytes of GUARD_BYTE before and after the data in the same
+    allocation; guard_damage() tells whether a kernel wrote into them.
+    The layout is always compact (row-major) whatever the source's order."""
+
+    def __init__(self, ctx: Context, host: Array, guard: int = 0) -> None:
+        import numpy as np
+
+        src = np.ascontiguousarray(host)
+        self.ctx = ctx
+        self.host_dtype = src.dtype
+        self.shape = [int(d) for d in src.shape]
+        self.triple = _dl_dtype_of_numpy(src.dtype)
+        self.nbytes = int(src.nbytes)
+        self.guard = int(guard)
+        self.buffer: DeviceBuffer = ctx.alloc(self.nbytes + 2 * self.guard)
+        self.ptr = self.buffer.ptr + self.guard
+        if self.guard:
+            ctx.memset8(self.buffer.ptr, GUARD_BYTE, self.buffer.nbytes)
+        if self.nbytes:
+            ctx.htod(self.ptr, int(src.ctypes.data), self.nbytes)
+
+    @property
+    def device(self) -> tuple[int, int]:
+        return (abi.kDLCUDA, self.ctx.device)
+
+    def fill(self, dl: DLTensor, keep: list[Any]) -> None:
+        """Make `dl` describe this tensor (explicit compact strides)."""
+        nd = len(self.shape)
+        strides, acc = [], 1
+        for d in reversed(self.shape):
+            strides.append(acc)
+            acc *= d
+        shape_arr = (ctypes.c_int64 * max(nd, 1))(*self.shape)
+        strides_arr = (ctypes.c_int64 * max(nd, 1))(*reversed(strides))
+        keep.append((shape_arr, strides_arr, self))
+        dl.data = self.ptr
+        dl.device = DLDevice(*self.device)
+        dl.ndim = nd
+        dl.dtype = DLDataType(*self.triple)
+        dl.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
+        dl.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
+        dl.byte_offset = 0
+
+    def dltensor(self, keep: list[Any]) -> DLTensor:
+        dl = DLTensor()
+        self.fill(dl, keep)
+        keep.append(dl)
+        return dl
+
+    def to_numpy(self) -> Array:
+        """The data as it is now on the device (a synchronous copy)."""
+        import numpy as np
+
+        out = np.empty(self.shape, dtype=self.host_dtype)
+        if self.nbytes:
+            self.ctx.dtoh(int(out.ctypes.data), self.ptr, self.nbytes)
+        return out
+
+    def guard_damage(self) -> list[dict[str, int]]:
+        """Guard bytes a kernel changed: [{"side": -1|1, "offset", "bytes"}] with
+        offset from the start (-1: before it) or the end (1: past it) of the data."""
+        out: list[dict[str, int]] = []
+        if not self.guard:
+            return out
+        before = self.ctx.read(self.buffer.ptr, self.guard)
+        after = self.ctx.read(self.ptr + self.nbytes, self.guard)
+        for side, raw in ((-1, before), (1, after)):
+            bad = [i for i, b in enumerate(raw) if b != GUARD_BYTE]
+            if bad:
+                first = bad[-1] - self.guard if side < 0 else bad[0]
+                out.append({"side": side, "offset": first, "bytes": len(bad)})
+        return out
+
+    def free(self) -> None:
+        self.buffer.free()
+
+
+def tensor_from_device(rt: Runtime, t: DeviceTensor, owned: Optional[list[int]] = None) -> int:
+    """Owned ffi.Tensor handle viewing a DeviceTensor (its memory stays ours)."""
+    keep: list[Any] = []
+    mt = DLManagedTensorVersioned()
+    mt.version.major = abi.DLPACK_MAJOR_VERSION
+    mt.version.minor = abi.DLPACK_MINOR_VERSION
+    mt.flags = 0
+    t.fill(mt.dl_tensor, keep)
+    mt.deleter = _DLPACK_DELETER
+    with _dlpack_lock:
+        token = _dlpack_next[0]
+        _dlpack_next[0] += 1
+        _dlpack_keep[token] = (t, mt, keep)
+    mt.manager_ctx = token
+    h = c_void_p()
+    if rt.TVMFFITensorFromDLPackVersioned(byref(mt), 0, 0, byref(h)) != 0:
+        with _dlpack_lock:
+            _dlpack_keep.pop(token, None)
+        raise rt.take_error()
+    handle = h.value or 0
+    if owned is not None:
+        owned.append(handle)
+    return handle
+
+
+# --- DLPack producers (torch, cupy, jax, ...) --------------------------------------
+_capi = ctypes.pythonapi
+_capi.PyCapsule_IsValid.restype = ctypes.c_int
+_capi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capi.PyCapsule_GetPointer.restype = c_void_p
+_capi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capi.PyCapsule_SetName.restype = ctypes.c_int
+_capi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+#: Capsule names of the DLPack exchange: (name, the name once consumed, versioned).
+_CAPSULES = (
+    (b"dltensor_versioned", b"used_dltensor_versioned", True),
+    (b"dltensor", b"used_dltensor", False),
+)
+
+
+def has_dlpack(value: object) -> bool:
+    return hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
+
+
+def tensor_from_dlpack(rt: Runtime, value: Any, owned: Optional[list[int]] = None) -> int:
+    """Owned ffi.Tensor handle of an object exporting `__dlpack__`, without a
+    copy: the producer's managed tensor is handed to the runtime, which calls
+    its deleter when the Tensor dies. Asks for a DLPack 1.x capsule first."""
+    kw: dict[str, Any] = {}
+    if value.__dlpack_device__()[0] in (abi.kDLCUDA, abi.kDLCUDAManaged):
+        # The library launches on TVMFFIEnvGetStream, NULL (the legacy default
+        # stream, DLPack's 1) unless the caller published one: the producer
+        # orders its pending work before that stream.
+        kw["stream"] = 1
+    try:
+        capsule = value.__dlpack__(
+            max_version=(abi.DLPACK_MAJOR_VERSION, abi.DLPACK_MINOR_VERSION), **kw
+        )
+    except TypeError:  # a producer older than the max_version keyword
+        capsule = value.__dlpack__(**kw)
+    for name, used, versioned in _CAPSULES:
+        if _capi.PyCapsule_IsValid(capsule, name):
+            ptr = _capi.PyCapsule_GetPointer(capsule, name)
+            h = c_void_p()
+            if versioned:
+                rc = rt.TVMFFITensorFromDLPackVersioned(
+                    ctypes.cast(ptr, ctypes.POINTER(DLManagedTensorVersioned)), 0, 0, byref(h)
+                )
+            else:
+                rc = rt.TVMFFITensorFromDLPack(
+                    ctypes.cast(ptr, ctypes.POINTER(abi.DLManagedTensor)), 0, 0, byref(h)
+                )
+            if rc != 0:
+                raise rt.take_error()  # the capsule still owns the tensor
+            # The runtime owns it now: the capsule's destructor must not free it.
+            _capi.PyCapsule_SetName(capsule, used)
+            handle = h.value or 0
+            if owned is not None:
+                owned.append(handle)
+            return handle
+    raise TypeError(f"{type(value).__name__}.__dlpack__() returned no DLPack capsule")

@@ -310,6 +310,12 @@ def py_to_any(
         keep.append(value)
         out.type_index = abi.kTVMFFIDLTensorPtr
         out.v_ptr = addressof(value)
+    elif isinstance(value, tensors.DeviceTensor):
+        if (tensor_mode or DEFAULT_TENSOR_MODE) == "object":
+            _set_obj(out, abi.kTVMFFITensor, tensors.tensor_from_device(rt, value, owned))
+        else:
+            out.type_index = abi.kTVMFFIDLTensorPtr
+            out.v_ptr = addressof(value.dltensor(keep))
     else:
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.ndarray):
@@ -325,6 +331,8 @@ def py_to_any(
             code, bits, lanes = _dl_dtype_of_numpy(value)
             out.type_index = abi.kTVMFFIDataType
             out.v_dtype = DLDataType(code, bits, lanes)
+        elif tensors.has_dlpack(value):  # torch, cupy, jax...: zero-copy, any device
+            _set_obj(out, abi.kTVMFFITensor, tensors.tensor_from_dlpack(rt, value, owned))
         elif callable(value):
             _set_obj(out, abi.kTVMFFIFunction, function_from_callable(rt, value, owned=True))
             owned.append(out.v_obj)

@@ -74,6 +74,23 @@ def _ns(v: float) -> str:
 
 def bench_text(reply: dict[str, Any], func: str) -> str:
     s = reply["ns_per_call"]
+    if reply.get("timer") == "cuda-events":
+        host = reply["host_ns_per_call"]
+        cuda = reply.get("cuda") or {}
+        bw = reply.get("bandwidth_gbps")
+        return (
+            f"{func}: {_ns(s['median'])} device time per call (median; min {_ns(s['min'])}, "
+            f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
+            f"{reply['calls_per_round']:,} calls, CUDA events on the "
+            f"{'legacy default' if cuda.get('stream') == 'default' else 'call'}'s stream of "
+            f"{cuda.get('device')} ({text.one_line(str(cuda.get('name')))})\n"
+            f"host launch {_ns(host['median'])} per call (median)"
+            + (
+                f"; {reply['bytes_per_call']:,} tensor bytes per call: {bw:.1f} GB/s"
+                if bw is not None
+                else ""
+            )
+        )
     return (
         f"{func}: {_ns(s['median'])} per call (median; min {_ns(s['min'])}, "
         f"max {_ns(s['max'])}) over {reply['rounds']} rounds of "
