@@ -226,11 +226,31 @@ def conform_bundle(
                 b.metadata.runtime_specifier,
                 [(b.display(lib), lib.runtime_imports) for lib in b.libraries],
                 [b.display(r) for r in b.runtimes],
+                _admitted_loads(b, b.metadata.runtime_specifier),
             ),
         )
     return replace(
         res, outcomes=tuple(outcomes), checks=checks, elapsed=time.monotonic() - b.started
     )
+
+
+def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[str, str, str]]]:
+    """Each TVM-FFI library loaded on the runtime of every release the wheel
+    admits that is at hand (inspect/ranges.py; nothing is fetched), for
+    declared-runtime: (release, status, message) per library."""
+    from ..abi.versions import KNOWN_RELEASES
+    from ..conform.checks_wheel import admits
+    from ..inspect.ranges import verify
+
+    if b.runtimes and specifier is None:
+        return {}  # it ships its own runtime: the releases are not its concern
+    admitted = [v for v in KNOWN_RELEASES if not specifier or admits(specifier, v)]
+    fix = _relocator(b)
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for lib in b.libraries:
+        check = verify(lib.path, releases=admitted)
+        out[b.display(lib)] = [(x.release, x.status, fix(x.message)) for x in check.loads]
+    return out
 
 
 def _conform_report(b: Bundle, lib: LibraryFile, rep: Any) -> Any:
