@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 import time
+from dataclasses import replace
 from typing import Callable, Collection, Iterable
 
 from ..abi.symbols import CTX_PREFIX
@@ -277,6 +278,11 @@ def run(
         except WorkerDied as e:
             died = e
         load = _load_result(ev, died)
+        if load.status == FAIL:
+            from ..ffi.hosts import hint_for_runtime
+
+            # which --runtime may host it instead (ffi/hosts.py)
+            load = replace(load, message=load.message + hint_for_runtime(path, o.runtime))
         if "library-load" in ids:
             results.append(load)
         loaded = died is None and bool(ev.get("ok"))

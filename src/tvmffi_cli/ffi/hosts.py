@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from ..abi.capi import C_API_NAMES
-from ..abi.versions import SINCE, builtin_missing, runtime_range, span
+from ..abi.versions import SINCE, builtin_missing, is_release_symbol, runtime_range, span
 from ..errors import InputError, TvmffiError
 from . import fetch
 
@@ -293,7 +293,9 @@ def _choose(requested: str | None, library: PathLike | None) -> RuntimeChoice:
         f"the builtin runtime lacks {len(missing)} symbol"
         f"{'s' if len(missing) != 1 else ''} the library imports ({_short(missing)})"
     )
-    in_range = candidates(library)
+    # A release of the range has every symbol the table knows; a symbol no
+    # release exports (the range ignores it) leaves no release to offer.
+    in_range = candidates(library) if all(is_release_symbol(n) for n in missing) else []
     off = official_runtime_path()
     if off is not None:
         off_release = fetch.identify(off, False)[1]
@@ -397,12 +399,33 @@ def hint(library: PathLike, failed: RuntimeChoice) -> str:
     """What to pass when auto found no runtime that loads `library`: the
     newest release of its range not tried yet ("" when there is none)."""
     done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}
+    return _hint_text(library, failed.label(), done)
+
+
+def hint_for_runtime(library: PathLike, runtime: str | None) -> str:
+    """hint() for a load that failed on the runtime file `runtime` (None: the
+    builtin one), as `call` and `conform` know it; "" when nothing helps."""
+    if runtime is None:
+        return _hint_text(library, "builtin", set())
+    try:
+        builtin = builtin_runtime_path()
+    except InputError:
+        builtin = None
+    if builtin is not None and Path(runtime).resolve() == builtin.resolve():
+        return _hint_text(library, "builtin", set())
+    release = fetch.identify(Path(runtime), False)[1]
+    label = f"apache-tvm-ffi {release}" if release else str(runtime)
+    return _hint_text(library, label, {release})
+
+
+def _hint_text(library: PathLike, label: str, done: set[str | None]) -> str:
     left = [r for r in candidates(library) if r not in done]
     if not left:
         return ""
     return (
-        f"; the {failed.label()} runtime cannot host it: pass --runtime {left[0]} "
-        f"(the newest other release of its range {_range_text(library)}; tvmffi fetches it)"
+        f"; the {label} runtime cannot host it: pass --runtime {left[0]} or another "
+        f"release of its range {_range_text(library)} (`tvmffi inspect "
+        f"--verify-range` loads it on each; tvmffi fetches the one you name)"
     )
 
 

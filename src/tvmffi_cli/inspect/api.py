@@ -18,6 +18,7 @@ from typing import Any
 from ..abi import typeschema as _schema
 from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
 from ..errors import FormatError
+from .hosting import LOAD_FAILED  # the inspect engine's words (engine.dynamic_part)
 
 #: One node of a parsed type schema: the one model of abi/typeschema.py (the
 #: same for every release's format), under the name stubs and diff use.
@@ -246,7 +247,6 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
     return tuple(out)
 
 
-LOAD_FAILED = "loading the library failed"  # the inspect engine's words (engine.dynamic_part)
 RELEASE_LABEL = "apache-tvm-ffi "  # how ffi.hosts.label_of names an official release
 
 

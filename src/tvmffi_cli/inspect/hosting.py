@@ -26,13 +26,14 @@ if TYPE_CHECKING:
 
 Report = dict[str, Any]
 
+#: How the engine's load errors begin (engine.dynamic_part), read by api.py too.
+LOAD_FAILED = "loading the library failed"
+
 #: Runtimes auto tries for one library, the first included.
 MAX_TRIES = 3
 
 
 def _load_error(rep: Report) -> dict[str, Any] | None:
-    from .api import LOAD_FAILED
-
     for e in rep["errors"]:
         if e.get("where") == "load" and str(e.get("message", "")).startswith(LOAD_FAILED):
             return e  # type: ignore[no-any-return]
