@@ -9,7 +9,8 @@ wheel engine loads each library on it (inspect/ranges.py) and passes what
 happened as `loads`; a library that aborts or is refused there fails the
 check the same way, with the library's own message. A load that fails for a
 missing shared library other than the runtime (libz3 of z3-solver, not in
-the wheel) says nothing about the runtime and is listed as not verified. No
+the wheel), or that fails on every release tried (a module loader this host
+lacks), says nothing about the releases and is listed as not verified. No
 requirement at all admits every release (an installer keeps whatever runtime
 is there, or picks the newest): it fails when a known release cannot run the
 libraries, and passes with a note otherwise. A wheel that ships its own
@@ -77,8 +78,11 @@ def _load_findings(
     unchecked: set[str] = set()
     deps: dict[str, str] = {}
     for lib, entries in loads.items():
+        # A library that loads on no release tried says nothing of releases:
+        # the host lacks something (a dependency, a module loader).
+        anywhere = any(status == "loads" for _r, status, _m in entries)
         for release, status, message in entries:
-            if status == "fails" and MISSING_DEPENDENCY in message:
+            if status == "fails" and (MISSING_DEPENDENCY in message or not anywhere):
                 deps.setdefault(lib, message)
             elif status == "fails":
                 failed.setdefault(release, []).append((lib, message))
@@ -96,11 +100,16 @@ def _load_findings(
 
 
 def _missing_dependency(message: str) -> str:
-    """ "libz3.so.4.15" out of a loader's "libz3.so.4.15: cannot open shared object file"."""
+    """ "libz3.so.4.15, which is not found" out of a loader's "libz3.so.4.15:
+    cannot open shared object file"; else what loading said, shortened."""
     import re
 
     m = re.search(r"([^\s:]+): " + MISSING_DEPENDENCY, message)
-    return f"{m.group(1)}, which is not found" if m else message[:200]
+    if m:
+        return f"{m.group(1)}, which is not found"
+    return "what fails on every release tried: " + (
+        message if len(message) <= 200 else message[:199] + "…"
+    )
 
 
 def declared_runtime(

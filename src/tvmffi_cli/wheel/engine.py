@@ -234,22 +234,46 @@ def conform_bundle(
     )
 
 
+#: Releases each library is loaded on for declared-runtime (each load is a
+#: worker: ~0.5 s), and the releases outside the declared range tried when it
+#: loads on none of those (to tell a release-specific failure from one of the
+#: host: a missing dependency or module loader fails on every release).
+MAX_LOADS = 4
+MAX_CONTROL_LOADS = 2
+
+
 def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[str, str, str]]]:
-    """Each TVM-FFI library loaded on the runtime of every release the wheel
-    admits that is at hand (inspect/ranges.py; nothing is fetched), for
+    """Each TVM-FFI library loaded on the runtimes of the releases the wheel
+    admits and its symbols allow that are at hand (inspect/ranges.py; nothing
+    is fetched): the newest and the oldest first, MAX_LOADS in all. For
     declared-runtime: (release, status, message) per library."""
-    from ..abi.versions import KNOWN_RELEASES
+    from ..abi.versions import KNOWN_RELEASES, runtime_range
     from ..conform.checks_wheel import admits
-    from ..inspect.ranges import verify
+    from ..ffi.fetch import cached_runtime
+    from ..inspect.ranges import NOT_CHECKED, verify
 
     if b.runtimes and specifier is None:
         return {}  # it ships its own runtime: the releases are not its concern
-    admitted = [v for v in KNOWN_RELEASES if not specifier or admits(specifier, v)]
     fix = _relocator(b)
     out: dict[str, list[tuple[str, str, str]]] = {}
     for lib in b.libraries:
-        check = verify(lib.path, releases=admitted)
-        out[b.display(lib)] = [(x.release, x.status, fix(x.message)) for x in check.loads]
+        by_symbols = runtime_range(list(lib.runtime_imports)).ok_releases
+        at_hand = [r for r in by_symbols if cached_runtime(r) is not None]
+        wanted = [r for r in at_hand if not specifier or admits(specifier, r)]
+        order = [*wanted[-1:], *wanted[:1], *reversed(wanted[1:-1])]
+        pick = list(dict.fromkeys(order))[:MAX_LOADS]
+        loads = list(verify(lib.path, releases=pick).loads)
+        if loads and all(x.status != "loads" for x in loads):
+            rest = [r for r in reversed(at_hand) if r not in pick][:MAX_CONTROL_LOADS]
+            loads += verify(lib.path, releases=rest).loads if rest else []
+        skipped = [
+            r for r in by_symbols if r not in pick and (not specifier or admits(specifier, r))
+        ]
+        entries = [(x.release, x.status, fix(x.message)) for x in loads]
+        entries += [
+            (r, NOT_CHECKED, "not loaded (runtime not at hand, or past MAX_LOADS)") for r in skipped
+        ]
+        out[b.display(lib)] = sorted(entries, key=lambda e: KNOWN_RELEASES.index(e[0]))
     return out
 
 
