@@ -23,12 +23,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..abi.versions import KNOWN_RELEASES, releases_text, runtime_range
+from ..ffi.hosts import MISSING_DEPENDENCY
 from .results import FAIL, PASS, Result
 
 CHECK = "declared-runtime"
 SHOWN_SYMBOLS = 3
-#: What a loader says when a DT_NEEDED library is not found (glibc's dlerror).
-MISSING_DEPENDENCY = "cannot open shared object file"
 #: (release, status "loads"|"fails"|"not-checked", message), per library.
 Loads = Mapping[str, Sequence[tuple[str, str, str]]]
 

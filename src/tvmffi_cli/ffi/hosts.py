@@ -350,12 +350,18 @@ def is_auto(choice: RuntimeChoice) -> bool:
     return choice.requested in ("", "auto")
 
 
+#: What the loader says when a DT_NEEDED library is not found (glibc's
+#: dlerror): no other runtime changes that.
+MISSING_DEPENDENCY = "cannot open shared object file"
+
+
 def fallback(library: PathLike, failed: RuntimeChoice, why: str) -> RuntimeChoice | None:
     """Auto's next runtime after `failed` could not load `library` (`why`:
     what happened): the newest release of the library's range whose runtime is
     at hand and that was not tried yet, or None (hint() then says what to pass).
-    None too when the user named the runtime: theirs is not second-guessed."""
-    if not is_auto(failed):
+    None too when the user named the runtime (theirs is not second-guessed)
+    and when a dependency of the library is missing (no runtime helps)."""
+    if not is_auto(failed) or MISSING_DEPENDENCY in why:
         return None
     tried = (*failed.tried, (failed.label(), why))
     done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}

@@ -65,7 +65,8 @@ def load(
         why = str(err["message"]).removeprefix("loading the library failed").lstrip(": ")
         nxt = hosts.fallback(path, choice, why) if tries < MAX_TRIES else None
         if nxt is None:
-            err["message"] = str(err["message"]) + hosts.hint(path, choice)
+            if hosts.MISSING_DEPENDENCY not in why:
+                err["message"] = str(err["message"]) + hosts.hint(path, choice)
             if choice.tried:
                 out["runtime"] = choice.to_json()
             return out

@@ -75,6 +75,14 @@ class RangeCheck:
         }
 
 
+def at_hand(releases: Iterable[str]) -> list[str]:
+    """The releases among `releases` whose runtime is at hand without the
+    network (ffi/fetch.py cached_runtime), in the order given."""
+    from ..ffi.fetch import cached_runtime
+
+    return [r for r in releases if cached_runtime(r) is not None]
+
+
 def _load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
     """(loaded?, what went wrong) for one load in a fresh sandboxed worker."""
     from ..binary.deps import load_read_paths

@@ -249,8 +249,7 @@ def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[st
     declared-runtime: (release, status, message) per library."""
     from ..abi.versions import KNOWN_RELEASES, runtime_range
     from ..conform.checks_wheel import admits
-    from ..ffi.fetch import cached_runtime
-    from ..inspect.ranges import NOT_CHECKED, verify
+    from ..inspect.ranges import NOT_CHECKED, at_hand, verify
 
     if b.runtimes and specifier is None:
         return {}  # it ships its own runtime: the releases are not its concern
@@ -258,13 +257,13 @@ def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[st
     out: dict[str, list[tuple[str, str, str]]] = {}
     for lib in b.libraries:
         by_symbols = runtime_range(list(lib.runtime_imports)).ok_releases
-        at_hand = [r for r in by_symbols if cached_runtime(r) is not None]
-        wanted = [r for r in at_hand if not specifier or admits(specifier, r)]
+        here = at_hand(by_symbols)
+        wanted = [r for r in here if not specifier or admits(specifier, r)]
         order = [*wanted[-1:], *wanted[:1], *reversed(wanted[1:-1])]
         pick = list(dict.fromkeys(order))[:MAX_LOADS]
         loads = list(verify(lib.path, releases=pick).loads)
         if loads and all(x.status != "loads" for x in loads):
-            rest = [r for r in reversed(at_hand) if r not in pick][:MAX_CONTROL_LOADS]
+            rest = [r for r in reversed(here) if r not in pick][:MAX_CONTROL_LOADS]
             loads += verify(lib.path, releases=rest).loads if rest else []
         skipped = [
             r for r in by_symbols if r not in pick and (not specifier or admits(specifier, r))
