@@ -80,8 +80,8 @@ def render_diff(r: DiffResult) -> None:
     if r.not_compared and r.compatible:
         con.print(
             "[yellow]cannot judge:[/] no break among what was compared, but not everything "
-            "was (exit 2); load both libraries (--runtime, --timeout) or ask for a static "
-            "comparison with --static"
+            "was (exit 2); make both libraries load (a missing dependency, --runtime, "
+            "--timeout) or ask for a comparison of the files with --static"
         )
     if r.promise:
         con.print(f"[dim]{_esc(r.promise)}[/]")
