@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..abi.versions import KNOWN_RELEASES, releases_text, runtime_range
-from ..ffi.hosts import MISSING_DEPENDENCY
+from ..ffi.hosts import MISSING_DEPENDENCY as MISSING_DEPENDENCY
 from .results import FAIL, PASS, Result
 
 CHECK = "declared-runtime"
@@ -83,6 +83,9 @@ def _load_findings(
         for release, status, message in entries:
             if status == "fails" and (MISSING_DEPENDENCY in message or not anywhere):
                 deps.setdefault(lib, message)
+        for release, status, message in entries:
+            if lib in deps:
+                break
             elif status == "fails":
                 failed.setdefault(release, []).append((lib, message))
             elif status == "loads":
@@ -215,8 +218,8 @@ def _basis(loads: Loads | None, loaded: list[str], unchecked: list[str], deps: l
         parts.append(f"loaded on {releases_text(loaded)}")
     if unchecked:
         parts.append(
-            f"not loaded on {releases_text(unchecked)} (runtime not at hand; "
-            "`tvmffi inspect --verify-range LIB` fetches them)"
+            f"not loaded on {releases_text(unchecked)} (runtime not at hand, or past the "
+            "loads per library; `tvmffi inspect --verify-range LIB` loads it on each)"
         )
     if deps:
         more = f" (+{len(deps) - 1} more)" if len(deps) > 1 else ""

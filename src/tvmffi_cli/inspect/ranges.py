@@ -118,18 +118,22 @@ def verify(
     releases: Iterable[str] | None = None,
     fetch_missing: bool = False,
     timeout: float = 30.0,
+    by_symbols: tuple[str, ...] | None = None,
 ) -> RangeCheck:
     """Load `path` on each release of `releases` (default: its symbol range)
     whose runtime is at hand; `fetch_missing` fetches the others first
     (ffi/fetch.py). A release outside the symbol range is not loaded: it
-    lacks a symbol the library imports, and lazy binding could hide that."""
+    lacks a symbol the library imports, and lazy binding could hide that.
+    `by_symbols`: the symbol range when the caller has it (reading a large
+    library's symbols again costs seconds)."""
     from ..abi.versions import runtime_range
     from ..errors import InputError
     from ..ffi import fetch
     from ..ffi.hosts import runtime_imports
 
     p = os.path.abspath(os.fspath(path))
-    by_symbols = runtime_range(runtime_imports(p)).ok_releases
+    if by_symbols is None:
+        by_symbols = runtime_range(runtime_imports(p)).ok_releases
     wanted = by_symbols if releases is None else tuple(r for r in by_symbols if r in releases)
     out = []
     for r in wanted:

@@ -248,7 +248,7 @@ def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[st
     is fetched): the newest and the oldest first, MAX_LOADS in all. For
     declared-runtime: (release, status, message) per library."""
     from ..abi.versions import KNOWN_RELEASES, runtime_range
-    from ..conform.checks_wheel import admits
+    from ..conform.checks_wheel import MISSING_DEPENDENCY, admits
     from ..inspect.ranges import NOT_CHECKED, at_hand, verify
 
     if b.runtimes and specifier is None:
@@ -261,10 +261,15 @@ def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[st
         wanted = [r for r in here if not specifier or admits(specifier, r)]
         order = [*wanted[-1:], *wanted[:1], *reversed(wanted[1:-1])]
         pick = list(dict.fromkeys(order))[:MAX_LOADS]
-        loads = list(verify(lib.path, releases=pick).loads)
-        if loads and all(x.status != "loads" for x in loads):
+        loads: list[Any] = []
+        for r in pick:
+            loads += verify(lib.path, releases=[r], by_symbols=by_symbols).loads
+            if MISSING_DEPENDENCY in loads[-1].message:
+                break  # the same on every release: loading cannot tell them apart
+        if loads and all(x.status != "loads" for x in loads) and len(loads) == len(pick):
             rest = [r for r in reversed(here) if r not in pick][:MAX_CONTROL_LOADS]
-            loads += verify(lib.path, releases=rest).loads if rest else []
+            loads += verify(lib.path, releases=rest, by_symbols=by_symbols).loads if rest else []
+        pick = [x.release for x in loads]
         skipped = [
             r for r in by_symbols if r not in pick and (not specifier or admits(specifier, r))
         ]
