@@ -5,7 +5,11 @@ per runtime) and through the official Python API (`tvm_ffi`, in a
 subprocess), compared as (type, plain JSON value).
 
 The match rate of each runtime is written to
-fixtures/build/ecosystem-diff-<runtime>.json for the report."""
+fixtures/build/ecosystem-diff-<runtime>.json for the report.
+
+Also `tvmffi diff` of two official test libraries against the releases' own
+view (tests/diff_oracle.py, issue 29), and a `str` positional that starts like
+JSON, against the official call."""
 
 import json
 import os
