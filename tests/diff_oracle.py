@@ -13,7 +13,8 @@ reachable as a type attribute of the same name (`__ffi_init__`,
 parsing (abi/typeschema.py reads every release's format), nothing else of
 tvmffi is used.
 
-Run as a script to print one pair:
+Run as a script to judge one pair (the official breaks, then `tvmffi diff`'s
+by symbols and with --verify-range; exit 0 when they equal):
     python tests/diff_oracle.py RELEASE_OLD OLD.so RELEASE_NEW NEW.so [--testing]
 """
 
@@ -238,24 +239,81 @@ def official_breaks(old: dict[str, Any], new: dict[str, Any]) -> set[tuple[str, 
     return out
 
 
+def tvmffi_breaks(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    """`tvmffi diff --json`'s incompatible changes in official_breaks' terms:
+    one item per global/method whose signature changed, the releases a range
+    dropped ("NEW does not run on R,")."""
+    import re
+
+    out = set()
+    for c in doc["changes"]:
+        if c["compatible"]:
+            continue
+        kind, subject = c["kind"], c["subject"]
+        if kind.endswith(("param_count_changed", "param_type_changed", "result_type_changed")):
+            family = kind.split(".")[0]
+            out.add(
+                (f"{family}.signature_changed", re.sub(r" (parameter \d+|result)$", "", subject))
+            )
+        elif kind == "runtime.releases_dropped":
+            out.add((kind, c["detail"].split(" where")[0]))
+        else:
+            out.add((kind, subject))
+    return out
+
+
+def official_items(
+    rel_old: str, old: str, rel_new: str, new: str, testing: bool = False
+) -> set[tuple[str, str]]:
+    """official_breaks of the two views, plus the releases OLD loads on and
+    NEW does not (official_range)."""
+    import releases
+    from tvmffi_cli.abi.versions import releases_text
+
+    vo = official_view(rel_old, old, testing=testing)
+    vn = official_view(rel_new, new, testing=testing)
+    for side, v in (("OLD", vo), ("NEW", vn)):
+        if not v["loaded"]:
+            raise SystemExit(f"{side} does not load on its release: {v['error']}")
+    items = official_breaks(vo, vn)
+    ro, rn = official_range(old), official_range(new)
+    dropped = [v for v in releases.RELEASES if not ro[v] and rn[v]]
+    if dropped:
+        items.add(("runtime.releases_dropped", f"NEW does not run on {releases_text(dropped)},"))
+    return items
+
+
 def main(argv: list[str]) -> int:
+    """Official breaks of a pair against `tvmffi diff --json`'s, by symbols
+    and with --verify-range; exit 0 when both equal."""
+    import subprocess
+
     sys.path.insert(0, os.path.dirname(__file__))
     testing = "--testing" in argv
     rel_old, old_lib, rel_new, new_lib = [a for a in argv if a != "--testing"]
-    old = official_view(rel_old, old_lib, testing=testing)
-    new = official_view(rel_new, new_lib, testing=testing)
-    for side, v in (("OLD", old), ("NEW", new)):
-        if not v["loaded"]:
-            print(f"{side} does not load: {v['error']}")
-            return 2
-    breaks = sorted(official_breaks(old, new))
-    for kind, subject in breaks:
-        print(f"{kind}\t{subject}")
-    print(
-        f"{len(breaks)} break(s); OLD {len(old['globals'])} globals {len(old['types'])} types,"
-        f" NEW {len(new['globals'])} globals {len(new['types'])} types"
-    )
-    return 0
+    official = official_items(rel_old, old_lib, rel_new, new_lib, testing)
+    print(f"official ({rel_old} -> {rel_new}): {len(official)} break(s)")
+    for kind, subject in sorted(official):
+        print(f"  {kind}\t{subject}")
+    equal = True
+    for flags in ([], ["--verify-range"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "tvmffi_cli", "diff", "--json", old_lib, new_lib, *flags],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        doc = json.loads(r.stdout)
+        ours = tvmffi_breaks(doc)
+        equal = equal and ours == official
+        print(
+            f"tvmffi diff {' '.join(flags) or '(by symbols)'}: exit {r.returncode}, "
+            f"{doc['verdict']}, {len(ours)} break(s), {doc['summary']['notes']} note(s); "
+            f"equal: {ours == official}"
+            + (f"; only tvmffi: {sorted(ours - official)}" if ours - official else "")
+            + (f"; only official: {sorted(official - ours)}" if official - ours else "")
+        )
+    return 0 if equal else 1
 
 
 if __name__ == "__main__":

@@ -207,28 +207,6 @@ def _diff_json(old, new, *flags, env=None):
     return r, validate(json.loads(r.stdout), "diff")
 
 
-def _breaks(doc):
-    """tvmffi diff's incompatible changes in the oracle's terms (one item per
-    global/method whose signature changed, the releases a range dropped)."""
-    import re
-
-    out = set()
-    for c in doc["changes"]:
-        if c["compatible"]:
-            continue
-        kind, subject = c["kind"], c["subject"]
-        if kind.endswith(("param_count_changed", "param_type_changed", "result_type_changed")):
-            family = kind.split(".")[0]
-            out.add(
-                (f"{family}.signature_changed", re.sub(r" (parameter \d+|result)$", "", subject))
-            )
-        elif kind == "runtime.releases_dropped":
-            out.add((kind, c["detail"].split(" where")[0]))
-        else:
-            out.add((kind, subject))
-    return out
-
-
 @pytest.mark.slow
 def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view():
     """The official test library of 0.1.6 against 0.1.15.post2's: each
@@ -254,7 +232,7 @@ def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view(
 
     r, doc = _diff_json(old, new, "--verify-range", env=env)
     assert r.returncode == 1 and doc["verdict"] == "incompatible" and doc["complete"]
-    assert _breaks(doc) == official
+    assert diff_oracle.tvmffi_breaks(doc) == official
     notes = {(c["kind"], c["subject"]) for c in doc["changes"] if c["kind"] in diff.NOTES}
     assert notes == {
         ("type.method_now_attr", f"type testing.{t} method __ffi_init__")
@@ -273,7 +251,7 @@ def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view(
     }
     # by symbols alone both run everywhere: no break, and the basis says so
     r, doc = _diff_json(old, new, env=env)
-    assert r.returncode == 0 and _breaks(doc) == set()
+    assert r.returncode == 0 and diff_oracle.tvmffi_breaks(doc) == set()
     assert doc["runtime_ranges"]["new"]["basis"] == "symbols"
 
 
