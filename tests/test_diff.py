@@ -4,6 +4,7 @@ libraries whose embedded kernels change (compared statically)."""
 
 import functools
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -11,7 +12,7 @@ import fixturebuild
 import tools_fixtures as tf
 from test_call_helpers import schema, tvmffi, validate
 from tvmffi_cli import diff
-from tvmffi_cli.inspect.api import Api, Func, TypeRef
+from tvmffi_cli.inspect.api import Api, Field, Func, Method, ObjectType, TypeRef
 
 
 @functools.cache
@@ -65,8 +66,14 @@ def test_remove_change_add_exit_1():
     assert doc["mode"] == "loaded" and doc["compatible"] is False
     got = {(c["kind"], c["subject"], c["old"], c["new"], c["compatible"]) for c in doc["changes"]}
     assert got == EXPECTED_V1_V2
-    assert doc["summary"] == {"changes": 11, "incompatible": 8, "suppressed": 0}
+    assert doc["summary"] == {"changes": 11, "incompatible": 8, "suppressed": 0, "notes": 0}
     assert doc["warnings"] == []
+    assert (doc["verdict"], doc["complete"], doc["not_compared"], doc["promise"]) == (
+        "incompatible",
+        True,
+        [],
+        None,
+    )
 
 
 def test_human_output_names_each_change():
@@ -106,7 +113,11 @@ def test_static_compares_exports_only():
         ("export.removed", "export legacy"),
         ("export.added", "export added"),
     }
-    assert any("statically" in w for w in doc["warnings"])
+    # the reduced promise is stated, and static by request is no gap
+    assert doc["promise"] == diff.kinds.STATIC_PROMISE and doc["not_compared"] == []
+    assert "globals, object types and type schemas" in doc["promise"]
+    r = tvmffi("diff", api_build(1), api_build(1, "-O2"), "--static", env={"COLUMNS": "300"})
+    assert r.returncode == 0 and "static comparison (--static)" in r.stdout
 
 
 def test_kernels_and_modules_static():
@@ -191,17 +202,35 @@ def test_schema_lists_every_kind_with_its_verdict():
         assert listed[k].startswith("compatible" if ok else "incompatible")
 
 
-def test_a_library_that_cannot_load_is_compared_statically():
-    # Loading aborts, so neither side can have globals or types: compare the
-    # files, say so, and do not report the loaded side's extras as changes.
+def test_a_library_that_cannot_load_is_not_judged_compatible():
+    # Loading aborts, so neither side has globals or types: the files are
+    # compared, what was not is said, and no break seen is not "compatible":
+    # exit 2 (cannot judge), never 0.
     r, doc = _diff_json(tf.aborts_when_loaded(), tf.aborts_when_loaded())
-    assert r.returncode == 0 and doc["changes"] == [] and doc["mode"] == "static"
-    assert any("loading the library failed" in w for w in doc["warnings"])
+    assert r.returncode == 2 and doc["changes"] == [] and doc["mode"] == "static"
+    assert doc["verdict"] == "cannot judge" and doc["complete"] is False
+    assert [n.split(" (")[0] for n in doc["not_compared"]] == ["OLD", "NEW"]
+    assert all("loading the library failed" in n for n in doc["not_compared"])
+    assert all(
+        n.endswith("globals, object types and type schemas were not compared")
+        for n in doc["not_compared"]
+    )
+    r = tvmffi("diff", tf.aborts_when_loaded(), tf.aborts_when_loaded(), env={"COLUMNS": "300"})
+    assert r.returncode == 2
+    assert "No changes seen (not everything was compared)" in r.stdout
+    assert "cannot judge:" in r.stdout and "not compared: OLD" in r.stdout
+    # one side loaded: compared statically, the loaded side's extras are no changes
     r, doc = _diff_json(api_build(1), tf.aborts_when_loaded())
     assert doc["mode"] == "static"
     assert not [c for c in doc["changes"] if c["kind"].startswith(("global.", "type."))]
     assert ("export.removed", "export add") in {(c["kind"], c["subject"]) for c in doc["changes"]}
     assert any("read statically only" in w for w in doc["warnings"])
+    # a break seen statically is a break whatever was not compared
+    assert r.returncode == 1 and doc["verdict"] == "incompatible"
+    assert [n.split(" (")[0] for n in doc["not_compared"]] == ["NEW"]
+    # asked for statically: judged on the files, and the promise says so
+    r, doc = _diff_json(tf.aborts_when_loaded(), tf.aborts_when_loaded(), "--static")
+    assert r.returncode == 0 and doc["verdict"] == "compatible" and doc["promise"]
 
 
 def test_suppress_file(tmp_path):
@@ -215,7 +244,7 @@ def test_suppress_file(tmp_path):
         "module cuda#0 kernel mul",
         "module cuda#0 kernel add",
     }
-    assert doc["summary"] == {"changes": 5, "incompatible": 3, "suppressed": 2}
+    assert doc["summary"] == {"changes": 5, "incompatible": 3, "suppressed": 2, "notes": 0}
     rules.write_text(rules.read_text() + "module.* module opencl*\n")
     r, doc = _diff_json(tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
     assert r.returncode == 0 and doc["compatible"] is True
@@ -239,3 +268,149 @@ def test_suppress_file_with_an_unknown_kind_exit_2(tmp_path):
     r = tvmffi("diff", tf.kernels_lib(1), tf.kernels_lib(2), "--static", "--suppress", rules)
     assert r.returncode == 2
     assert r.stderr == (f"tvmffi: error: {rules}:2: 'export.removd' matches no change kind\n")
+
+
+# --- the API model compared (pure: no builds, no processes) ---------------------------
+T_INT, T_STR, T_STDSTR = TypeRef("int"), TypeRef("ffi.String"), TypeRef("std::string")
+
+
+def _typed(*params, ret=T_INT):
+    return TypeRef("ffi.Function", (), tuple(params), ret)
+
+
+def _types_api(*types, mode="loaded", releases=(), load_error=None):
+    return replace(
+        _api(),
+        types=tuple(types),
+        mode=mode,
+        runtime_releases=tuple(releases),
+        load_error=load_error,
+    )
+
+
+def _t(key, parent="ffi.Object", fields=(), methods=(), attrs=()):
+    return ObjectType(
+        key,
+        parent,
+        tuple(Field(n, t, True, None) for n, t in fields),
+        tuple(Method(n, t, static, None) for n, t, static in methods),
+        None,
+        tuple(attrs),
+    )
+
+
+def _kinds(res):
+    return sorted((c.kind, c.subject) for c in res.changes)
+
+
+def test_a_field_moved_to_the_base_type_is_no_change():
+    # 0.1.6's TestUnregisteredObject registered v1 itself; 0.1.15's inherits it
+    # from TestUnregisteredBaseObject: a caller of OLD still reads obj.v1.
+    base = _t("t.Base", fields=[("v1", T_INT)])
+    old = _types_api(base, _t("t.Obj", "t.Base", fields=[("v1", T_INT), ("v2", T_INT)]))
+    new = _types_api(base, _t("t.Obj", "t.Base", fields=[("v2", T_INT)]))
+    res = diff.compare(old, new)
+    assert res.changes == () and res.exit_code == 0
+    # the reverse (a field re-registered on the subtype) adds nothing either
+    assert diff.compare(new, old).changes == ()
+
+
+def test_a_member_gone_from_the_base_is_one_break_not_one_per_subtype():
+    old = _types_api(
+        _t("t.Base", fields=[("x", T_INT)], methods=[("f", _typed(T_INT), False)]),
+        _t("t.A", "t.Base"),
+        _t("t.B", "t.A"),
+    )
+    new = _types_api(_t("t.Base"), _t("t.A", "t.Base"), _t("t.B", "t.A"))
+    res = diff.compare(old, new)
+    assert _kinds(res) == [
+        ("type.field_removed", "type t.Base field x"),
+        ("type.method_removed", "type t.Base method f"),
+    ]
+    assert res.exit_code == 1
+    # a type whose base is gone loses the inherited members itself
+    res = diff.compare(old, _types_api(_t("t.A"), _t("t.B", "t.A")))
+    assert ("type.field_removed", "type t.A field x") in _kinds(res)
+    assert ("type.field_removed", "type t.B field x") not in _kinds(res)
+
+
+def test_generated_methods_and_attr_constructors_are_notes():
+    copy = ("__ffi_shallow_copy__", _typed(TypeRef("t.Obj"), ret=TypeRef("ffi.Object")), False)
+    init = ("__ffi_init__", _typed(T_INT, T_INT, ret=TypeRef("ffi.Object")), True)
+    old = _types_api(_t("t.Obj", methods=[copy, init]))
+    # newer headers: both are type attributes, not methods
+    new = _types_api(_t("t.Obj", attrs=["__ffi_init__", "__ffi_shallow_copy__"]))
+    res = diff.compare(old, new)
+    assert _kinds(res) == [
+        ("type.generated_method_removed", "type t.Obj method __ffi_shallow_copy__"),
+        ("type.method_now_attr", "type t.Obj method __ffi_init__"),
+    ]
+    assert all(c.compatible and c.note for c in res.changes) and res.exit_code == 0
+    assert res.to_json()["summary"]["notes"] == 2
+    # a constructor gone for good is a break; the copy never is
+    res = diff.compare(old, _types_api(_t("t.Obj")))
+    assert [(c.kind, c.compatible) for c in res.changes] == [
+        ("type.method_removed", False),  # __ffi_init__
+        ("type.generated_method_removed", True),
+    ]
+    r = diff.compare(_types_api(_t("t.Obj")), old)
+    assert _kinds(r) == [
+        ("type.generated_method_added", "type t.Obj method __ffi_shallow_copy__"),
+        ("type.method_added", "type t.Obj method __ffi_init__"),
+    ]
+
+
+def test_spellings_of_one_type_are_equal():
+    # tilelang 0.1.9 wrote std::string where 0.1.12 writes ffi.String: both are str
+    a = _api(Func("f", _typed(T_STDSTR, ret=T_STDSTR)))
+    b = _api(Func("f", _typed(T_STR, ret=T_STR)))
+    assert diff.compare(a, b).changes == ()
+    old = _types_api(_t("t.C", fields=[("p", T_STDSTR)]))
+    assert diff.compare(old, _types_api(_t("t.C", fields=[("p", T_STR)]))).changes == ()
+    res = diff.compare(old, _types_api(_t("t.C", fields=[("p", T_INT)])))
+    assert _kinds(res) == [("type.field_type_changed", "type t.C field p")]
+
+
+def test_a_runtime_range_that_shrinks_or_moves_breaks():
+    from tvmffi_cli.abi.versions import KNOWN_RELEASES as K
+
+    old = _types_api(releases=K[:10])  # apache-tvm 0.25: 0.1.0 .. 0.1.12
+    new = _types_api(releases=K[10:])  # 0.26: 0.1.13.post3 ..
+    res = diff.compare(old, new)
+    got = {c.kind: c for c in res.changes}
+    assert set(got) == {"runtime.releases_dropped", "runtime.releases_added"}
+    drop = got["runtime.releases_dropped"]
+    assert not drop.compatible and res.exit_code == 1
+    assert drop.detail == "NEW does not run on 0.1.0..0.1.12, where OLD runs"
+    assert (drop.old, drop.new) == (
+        "0.1.0..0.1.12 (by symbols)",
+        "0.1.13.post3..0.1.15.post2 (by symbols)",
+    )
+    assert got["runtime.releases_added"].compatible
+    # a range that grows is compatible; the same range is no change
+    assert diff.compare(new, _types_api(releases=K)).exit_code == 0
+    assert diff.compare(old, old).changes == ()
+    # a failure seen by loading is named
+    failing = replace(new, runtime_releases=K[9:], range_failures=(("0.1.12", "aborts: X"),))
+    failing = replace(failing, runtime_releases=K[10:], range_basis="loading")
+    res = diff.compare(_types_api(releases=K[9:]), failing)
+    (c,) = [c for c in res.changes if c.kind == "runtime.releases_dropped"]
+    assert c.detail == "NEW does not run on 0.1.12, where OLD runs (on 0.1.12: aborts: X)"
+    assert c.new == "0.1.13.post3..0.1.15.post2 (by loading)"
+
+
+def test_fails_closed_when_a_side_was_not_loaded():
+    loaded = _types_api(_t("t.A"))
+    unloaded = replace(_api(), mode="static", load_error="loading the library failed: boom")
+    res = diff.compare(loaded, unloaded)
+    assert res.changes == () and res.verdict == "cannot judge" and res.exit_code == 2
+    assert res.not_compared == (
+        "NEW (x) could not be loaded: loading the library failed: boom; its globals, "
+        "object types and type schemas were not compared",
+    )
+    # static by request: the promise, judged on the files
+    res = diff.compare(unloaded, unloaded, static_requested=True)
+    assert res.exit_code == 0 and res.not_compared == () and res.promise
+    # a break seen outranks what was not compared
+    gone = replace(unloaded, exports=(Func("f"),))
+    assert diff.compare(gone, unloaded).exit_code == 1

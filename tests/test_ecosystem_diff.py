@@ -5,7 +5,11 @@ per runtime) and through the official Python API (`tvm_ffi`, in a
 subprocess), compared as (type, plain JSON value).
 
 The match rate of each runtime is written to
-fixtures/build/ecosystem-diff-<runtime>.json for the report."""
+fixtures/build/ecosystem-diff-<runtime>.json for the report.
+
+Also `tvmffi diff` of two official test libraries against the releases' own
+view (tests/diff_oracle.py, issue 29), and a `str` positional that starts like
+JSON, against the official call."""
 
 import json
 import os
@@ -16,7 +20,8 @@ import pytest
 
 import fixturebuild
 from ecosystem_cases import CASES, OFFICIAL_DRIVER, ours_canonical
-from test_call_helpers import schema, tvmffi
+from test_call_helpers import schema, tvmffi, validate
+from tvmffi_cli import diff
 from tvmffi_cli.cli import jsonout
 
 MIN_CASES = 60
@@ -193,3 +198,89 @@ def test_testing_library_registers_the_same_on_both_runtimes():
     from test_ecosystem_wheels import check_conform
 
     check_conform(lib)
+
+
+# --- `tvmffi diff` against the official runtimes (issue 29) --------------------------------
+def _diff_json(old, new, *flags, env=None):
+    r = tvmffi("diff", "--json", old, new, *flags, env=env, timeout=600)
+    assert r.stdout.strip(), r.stderr
+    return r, validate(json.loads(r.stdout), "diff")
+
+
+@pytest.mark.slow
+def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view():
+    """The official test library of 0.1.6 against 0.1.15.post2's: each
+    release's own `tvm_ffi` shows no API break (a field moved to a base type,
+    constructors that became type attributes), but 0.1.15's library aborts on
+    0.1.12 and older, where 0.1.6's runs: one break, the range. ~30 loads."""
+    import diff_oracle
+    import releases
+    from tvmffi_cli.abi.versions import releases_text
+
+    old, new = (releases.release_testing_lib(v) for v in ("0.1.6", "0.1.15.post2"))
+    for v in releases.RELEASES:
+        releases.release_root(v)  # every runtime at hand (the suite fetches them)
+    env = {"TVMFFI_WHEEL_CACHE": str(releases.cache_dir())}
+    vo = diff_oracle.official_view("0.1.6", str(old), testing=True)
+    vn = diff_oracle.official_view("0.1.15.post2", str(new), testing=True)
+    official = diff_oracle.official_breaks(vo, vn)
+    assert official == set()  # what the official API offers did not shrink
+    ro, rn = diff_oracle.official_range(str(old)), diff_oracle.official_range(str(new))
+    dropped = [v for v in releases.RELEASES if not ro[v] and rn[v]]
+    assert dropped == releases.RELEASES[:10]  # 0.1.0 .. 0.1.12
+    official.add(("runtime.releases_dropped", f"NEW does not run on {releases_text(dropped)},"))
+
+    r, doc = _diff_json(old, new, "--verify-range", env=env)
+    assert r.returncode == 1 and doc["verdict"] == "incompatible" and doc["complete"]
+    assert diff_oracle.tvmffi_breaks(doc) == official
+    notes = {(c["kind"], c["subject"]) for c in doc["changes"] if c["kind"] in diff.NOTES}
+    assert notes == {
+        ("type.method_now_attr", f"type testing.{t} method __ffi_init__")
+        for t in (
+            "TestCxxClassBase",
+            "TestCxxClassDerived",
+            "TestCxxClassDerivedDerived",
+            "TestCxxInitSubset",
+        )
+    }
+    # the field 0.1.6 registered on the subtype and 0.1.15 on its base only
+    assert not any("field v1" in c["subject"] for c in doc["changes"])
+    assert doc["runtime_ranges"]["new"] == {
+        "releases": releases.RELEASES[10:],
+        "basis": "loading",
+    }
+    # by symbols alone both run everywhere: no break, and the basis says so
+    r, doc = _diff_json(old, new, env=env)
+    assert r.returncode == 0 and diff_oracle.tvmffi_breaks(doc) == set()
+    assert doc["runtime_ranges"]["new"]["basis"] == "symbols"
+
+
+def test_str_positional_takes_the_text_as_it_is(tmp_path):
+    """xgrammar's `testing._regex_to_ebnf(str, Any)`: '[a-c]+x' starts like JSON
+    but the schema says str; the result equals the official runtime's."""
+    import zipfile
+
+    import releases
+
+    whl = releases.fetch_wheel("xgrammar", "0.2.8")
+    with zipfile.ZipFile(whl) as z:
+        z.extract("xgrammar/libxgrammar_bindings.so", tmp_path)
+    lib = tmp_path / "xgrammar" / "libxgrammar_bindings.so"
+    name = "xgrammar.tvm_ffi_binding.testing._regex_to_ebnf"
+    r = tvmffi("call", lib, name, "[a-c]+x", "true", "--json")
+    assert r.returncode == 0, r.stderr
+    ours = json.loads(r.stdout)["result"]
+    code = (
+        "import ctypes, json, sys, tvm_ffi\n"
+        f"ctypes.CDLL({str(lib)!r}, ctypes.RTLD_GLOBAL)\n"
+        f"print(json.dumps(tvm_ffi.get_global_func({name!r})('[a-c]+x', True)))\n"
+    )
+    official = releases.run_release_python("0.1.15.post2", code)
+    assert official.returncode == 0, official.stderr[-1000:]
+    assert ours == json.loads(official.stdout) == 'root ::= [a-c]+ "x"\n'
+    # where no schema reads it, the refusal stands (exit 2, the hint)
+    from tvmffi_cli.call import argv
+
+    (spec,) = argv.parse_argv([str(lib), "f", "[a-c"], {}).args
+    assert spec["kind"] == "unread" and "pass text with --str" in spec["error"]
+    assert argv.spec_for_type("[a-c", {"type": "ffi.String"}) == {"kind": "str", "value": "[a-c"}

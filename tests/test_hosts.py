@@ -165,3 +165,149 @@ def test_inspect_load_failure_shows_the_library_message():
     msgs = [e["message"] for e in doc["errors"] if e["where"] == "load"]
     assert len(msgs) == 1 and "while loading" in msgs[0]
     assert "eco-fixture: no license for this host" in msgs[0]
+
+
+# ---------------------------------------------------------------------------
+# releases by name, runtimes at hand, auto's next runtime (issue 29, item 4)
+
+
+def test_a_plain_version_names_its_newest_post_release():
+    from tvmffi_cli.abi.versions import release_named
+
+    assert release_named("0.1.15") == "0.1.15.post2"
+    assert release_named("0.1.13") == "0.1.13.post3"
+    assert release_named("0.1.8") == "0.1.8.post2"
+    assert release_named("0.1.12") == "0.1.12"
+    assert release_named("0.1.15.post2") == "0.1.15.post2"
+    for text in ("0.1.15.post1", "0.1.1", "0.2", "latest"):
+        assert release_named(text) is None, text
+
+
+@pytest.fixture
+def runtimes_at_hand(tmp_path, monkeypatch):
+    """An empty runtime cache beside the suite's wheel cache: the releases whose
+    wheels the suite fetched are at hand, nothing is downloaded."""
+    import releases
+
+    monkeypatch.setenv("TVMFFI_RUNTIME_CACHE", str(tmp_path / "runtimes"))
+    monkeypatch.setenv("TVMFFI_WHEEL_CACHE", str(releases.cache_dir()))
+    return {
+        "TVMFFI_RUNTIME_CACHE": str(tmp_path / "runtimes"),
+        "TVMFFI_WHEEL_CACHE": str(releases.cache_dir()),
+    }
+
+
+def _wheels(*versions):
+    import releases
+
+    for v in versions:
+        releases.fetch_wheel("apache-tvm-ffi", v)  # skips when not cached nor fetchable
+
+
+def test_runtime_by_plain_version_is_the_post_release(runtimes_at_hand):
+    from tvmffi_cli.ffi import fetch
+
+    _wheels("0.1.15.post2")
+    c = hosts.choose_runtime("0.1.15", kernels())
+    assert (c.kind, c.release, c.version) == ("release", "0.1.15.post2", "0.1.16")
+    assert c.path == str(fetch.cache_dir() / "0.1.15.post2" / "libtvm_ffi.so")
+    r = tvmffi(
+        "call",
+        kernels(),
+        "add_int",
+        "1",
+        "2",
+        "--runtime",
+        "0.1.15",
+        "--json",
+        env=runtimes_at_hand,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["runtime"]["release"] == "0.1.15.post2"
+    r = tvmffi("call", kernels(), "add_int", "1", "2", "--runtime", "0.1.15.post1")
+    assert r.returncode == 2 and "not a known official release" in r.stderr
+
+
+def test_runtimes_at_hand_need_no_network(tmp_path, monkeypatch):
+    from tvmffi_cli.ffi import fetch
+
+    monkeypatch.setenv("TVMFFI_RUNTIME_CACHE", str(tmp_path / "r"))
+    monkeypatch.setenv("TVMFFI_WHEEL_CACHE", str(tmp_path / "w"))
+    assert fetch.cached_releases() == [] and fetch.cached_runtime("0.1.12") is None
+    # a file that does not verify is not at hand
+    bad = tmp_path / "r" / "0.1.12" / "libtvm_ffi.so"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not the release")
+    assert fetch.cached_runtime("0.1.12") is None
+
+
+def picky():
+    return fixturebuild.build("ranges/picky_host.c", headers="ours")
+
+
+def test_auto_loads_on_the_next_release_when_a_runtime_aborts(runtimes_at_hand):
+    # picky_host's symbols allow 0.1.14.post1..0.1.15.post2 and the builtin
+    # runtime; it aborts on the builtin runtime and on 0.1.15.post2.
+    _wheels("0.1.14.post1", "0.1.15.post2")
+    r = tvmffi("inspect", picky(), "--json", env=runtimes_at_hand)
+    assert r.returncode == 0, r.stderr
+    doc = validate(json.loads(r.stdout), "inspect")
+    rt = doc["runtime"]
+    assert (rt["kind"], rt["release"], rt["requested"]) == ("release", "0.1.14.post1", "auto")
+    assert [t["runtime"] for t in rt["tried"]] == ["builtin", "apache-tvm-ffi 0.1.15.post2"]
+    assert "picky-host: refusing tvmffi's builtin runtime" in rt["tried"][0]["error"]
+    assert "picky-host: refusing runtime version 0.1.16" in rt["tried"][1]["error"]
+    assert rt["reason"].startswith("auto: the builtin runtime could not load the library")
+    assert "nor apache-tvm-ffi 0.1.15.post2; using apache-tvm-ffi 0.1.14.post1" in rt["reason"]
+    assert doc["errors"] == [] and doc["mode"] == "loaded"
+    # a runtime the user named is not second-guessed; the error names the fix
+    r = tvmffi("inspect", picky(), "--runtime", "builtin", env=runtimes_at_hand)
+    assert r.returncode == 1
+    assert "the builtin runtime cannot host it: pass --runtime 0.1.15.post2" in r.stderr
+    assert "of its range 0.1.14.post1..0.1.15.post2" in r.stderr
+
+
+def test_call_and_conform_name_the_runtime_to_pass(runtimes_at_hand):
+    r = tvmffi("call", picky(), "big", env=runtimes_at_hand)
+    assert r.returncode == 1 and r.stderr.count("tvmffi: error:") == 1
+    assert "picky-host: refusing tvmffi's builtin runtime" in r.stderr
+    assert "the builtin runtime cannot host it: pass --runtime 0.1.15.post2" in r.stderr
+    _wheels("0.1.15.post2")
+    r = tvmffi("call", picky(), "big", "--runtime", "0.1.15", env=runtimes_at_hand)
+    assert r.returncode == 1
+    assert (
+        "the apache-tvm-ffi 0.1.15.post2 runtime cannot host it: pass --runtime 0.1.14.post1"
+        in r.stderr
+    )
+    r = tvmffi("conform", picky(), "--select", "library-load", "--json", env=runtimes_at_hand)
+    assert r.returncode == 1
+    (res,) = json.loads(r.stdout)["results"]
+    assert res["check"] == "library-load" and "pass --runtime 0.1.15.post2" in res["message"]
+
+
+def test_auto_with_a_missing_symbol_takes_a_release_at_hand(runtimes_at_hand, monkeypatch):
+    # As if the builtin runtime lacked the by-value json::Stringify (0.1.5..0.1.12
+    # export it) and no official package were installed.
+    from tvmffi_cli.abi import versions
+
+    monkeypatch.setattr(hosts, "official_runtime_path", lambda: None)
+    stringify = "_ZN3tvm3ffi4json9StringifyERKNS0_3AnyENS0_8OptionalIivEE"
+    monkeypatch.setattr(hosts, "builtin_missing", lambda imports: (stringify,))
+    lib = fixturebuild.build("ranges/old_stringify.c", headers="none")
+    newest = versions.runtime_range(hosts.runtime_imports(lib)).ok_releases[-1]
+    _wheels(newest)
+    c = hosts.choose_runtime("auto", lib)
+    assert (c.kind, c.release) == ("release", newest)
+    assert "using apache-tvm-ffi 0.1.12, the newest release of the library's range" in c.reason
+    # nothing at hand: the error names the --runtime to pass
+    monkeypatch.setenv(
+        "TVMFFI_WHEEL_CACHE", str(Path(runtimes_at_hand["TVMFFI_RUNTIME_CACHE"]) / "none")
+    )
+    monkeypatch.setenv(
+        "TVMFFI_RUNTIME_CACHE", str(Path(runtimes_at_hand["TVMFFI_RUNTIME_CACHE"]) / "none2")
+    )
+    with pytest.raises(InputError) as e:
+        hosts.choose_runtime("auto", lib)
+    assert "pass --runtime 0.1.12 (the newest release of the library's range 0.1.5..0.1.12" in str(
+        e.value
+    )

@@ -340,3 +340,112 @@ def test_render_without_any_release(tmp_path):
     assert os.path.exists(tmp_path / "libboth.so")
     doc = json.loads(conform(tmp_path / "libboth.so", "--json", "--select", "max-runtime").stdout)
     assert "no known apache-tvm-ffi release" in doc["results"][0]["message"]
+
+
+# --- ranges checked by loading (issue 29, item 3) ----------------------------------------
+@pytest.fixture
+def at_hand(tmp_path, monkeypatch):
+    """Runtimes from the suite's wheel cache only (no download), in a fresh cache."""
+    env = {
+        "TVMFFI_RUNTIME_CACHE": str(tmp_path / "runtimes"),
+        "TVMFFI_WHEEL_CACHE": str(releases.cache_dir()),
+    }
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    for v in ("0.1.14.post1", "0.1.15.post2"):
+        releases.fetch_wheel("apache-tvm-ffi", v)  # skips when neither cached nor fetchable
+    return env
+
+
+@pytest.fixture(scope="module")
+def picky(build_lib):
+    # symbols: 0.1.14.post1..0.1.15.post2; aborts on 0.1.15.post2 (and on builtin)
+    return build_lib("ranges/picky_host.c", headers="ours")
+
+
+def test_verify_range_names_the_release_where_loading_fails(picky, at_hand):
+    rep, r = inspect_json(picky, "--verify-range")
+    assert rep["runtime_releases"] == ["0.1.14.post1", "0.1.15.post2"]
+    assert rep["runtime_range_basis"] == "loading"
+    check = rep["runtime_range_check"]
+    assert check["by_symbols"] == rep["runtime_releases"] and check["runs_on"] == ["0.1.14.post1"]
+    assert [(x["release"], x["status"]) for x in check["loads"]] == [
+        ("0.1.14.post1", "loads"),
+        ("0.1.15.post2", "fails"),
+    ]
+    msg = check["loads"][1]["message"]
+    assert msg == (
+        "crashed the worker process (SIGABRT) while loading: "
+        "picky-host: refusing runtime version 0.1.16"
+    )
+    r = tvmffi("inspect", "--verify-range", picky, env={"NO_COLOR": "1", "COLUMNS": "300"})
+    assert "apache-tvm-ffi runtime >= 0.1.14, by symbols" in r.stdout
+    assert "by loading: runs on 0.1.14.post1" in r.stdout
+    assert "fails on 0.1.15.post2: " + msg in r.stdout
+    # without it the range says what it rests on
+    rep, _ = inspect_json(picky, "--static")
+    assert rep["runtime_range_basis"] == "symbols" and "runtime_range_check" not in rep
+    r = tvmffi("inspect", "--static", "--verify-range", picky)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "give one of them" in r.stderr
+
+
+def test_declared_runtime_fails_where_a_library_aborts(picky, at_hand, tmp_path):
+    whl = tmp_path / "picky-1.0-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.write(picky, "picky/lib/libpicky.so")
+        z.writestr(
+            "picky-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: picky\nVersion: 1.0\n"
+            "Requires-Dist: apache-tvm-ffi>=0.1.14\n\n",
+        )
+        z.writestr("picky-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-linux_x86_64\n")
+        z.writestr("picky-1.0.dist-info/RECORD", "")
+    r = tvmffi("conform", whl, "--select", "declared-runtime", "--json")
+    assert r.returncode == 1, r.stderr
+    (c,) = json.loads(r.stdout)["checks"]
+    assert c["status"] == "fail"
+    assert c["message"].startswith(
+        "declares apache-tvm-ffi>=0.1.14, which admits 0.1.15.post2, but "
+        f"{whl.name}/picky/lib/libpicky.so does not load on 0.1.15.post2 (it has every symbol): "
+        "crashed the worker process (SIGABRT) while loading: picky-host: refusing runtime "
+        "version 0.1.16"
+    )
+    assert c["details"]["runs_on"][-1] == "0.1.14.post1"
+    assert c["details"]["loaded_on"] == ["0.1.14.post1"]
+    # the range the library runs on passes
+    narrow = tmp_path / "narrow" / whl.name
+    narrow.parent.mkdir()
+    with zipfile.ZipFile(whl) as src, zipfile.ZipFile(narrow, "w") as dst:
+        for n in src.namelist():
+            data = src.read(n)
+            if n.endswith("METADATA"):
+                data = data.replace(b">=0.1.14", b">=0.1.14,<0.1.15")
+            dst.writestr(n, data)
+    r = tvmffi("conform", narrow, "--select", "declared-runtime", "--json")
+    assert r.returncode == 0, r.stdout
+    (c,) = json.loads(r.stdout)["checks"]
+    assert c["status"] == "pass" and "loaded on 0.1.14.post1" in c["message"]
+
+
+@pytest.mark.slow
+def test_official_test_library_range_by_loading_equals_the_releases():
+    """0.1.15.post2's test library imports nothing newer than 0.1.0 (symbols:
+    every release) but aborts on 0.1.12 and older ("Cannot find type attribute
+    __ffi_enum__"): --verify-range finds what a plain dlopen on each released
+    runtime finds (tests/diff_oracle.py). ~13 loads each way."""
+    import diff_oracle
+
+    lib = releases.release_testing_lib("0.1.15.post2")
+    for v in releases.RELEASES:
+        releases.release_root(v)
+    official = diff_oracle.official_range(str(lib))
+    env = {"TVMFFI_WHEEL_CACHE": str(releases.cache_dir())}
+    rep, _ = inspect_json(lib, "--verify-range", env=env)
+    check = rep["runtime_range_check"]
+    assert check["by_symbols"] == releases.RELEASES
+    assert check["runs_on"] == [v for v, said in official.items() if not said]
+    assert check["runs_on"] == ["0.1.13.post3", "0.1.14.post1", "0.1.15.post2"]
+    for x in check["loads"]:
+        if x["status"] == "fails":
+            assert "Cannot find type attribute __ffi_enum__" in x["message"]
+            assert "Cannot find type attribute __ffi_enum__" in official[x["release"]]

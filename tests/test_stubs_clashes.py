@@ -74,3 +74,43 @@ def test_compiler_library_of_apache_tvm_027_passes_mypy_strict(tmp_path):
     p = tmp_path / "tvm_compiler.pyi"
     p.write_text(r.text)
     _mypy(p)
+
+
+def test_a_namespace_function_named_like_a_top_level_class_passes_mypy_strict(tmp_path):
+    # tilelang's `diagnostics.Diagnostic(...)` builds the top-level type
+    # `Diagnostic`: inside class `diagnostics` the static method hides the class
+    # its own annotations name (7 mypy errors in tilelang 0.1.9..0.1.14 stubs).
+    diag, ctx = TypeRef("Diagnostic"), TypeRef("DiagnosticContext")
+    api = Api(
+        "x",
+        "loaded",
+        (),
+        (
+            Func("diagnostics.Diagnostic", _fn((TypeRef("int"),), diag)),
+            Func("diagnostics.DiagnosticContext", _fn((), ctx)),
+            Func("diagnostics.Emit", _fn((ctx, diag), TypeRef("None"))),
+        ),
+        (
+            ObjectType("Diagnostic", "ffi.Object", (), ()),
+            ObjectType("DiagnosticContext", "ffi.Object", (), ()),
+        ),
+        (),
+        (),
+        (),
+        (),
+        (),
+    )
+    r = stubs.render(api, "x.so")
+    lines = r.text.splitlines()
+    assert "    def Diagnostic(arg0: int, /) -> _root_Diagnostic: ..." in lines
+    assert (
+        "    def Emit(arg0: _root_DiagnosticContext, arg1: _root_Diagnostic, /) -> None: ..."
+        in lines
+    )
+    assert lines[-2:] == [
+        "_root_Diagnostic = Diagnostic",
+        "_root_DiagnosticContext = DiagnosticContext",
+    ]
+    p = tmp_path / "x.pyi"
+    p.write_text(r.text)
+    _mypy(p)

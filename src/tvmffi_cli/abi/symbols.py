@@ -33,6 +33,18 @@ C_API_PREFIX = "TVMFFI"
 # Reflection: the static method an object type registers as its constructor
 # (refl::init<...> in the C++ headers); it returns the new object.
 INIT_METHOD = "__ffi_init__"
+#: Copy method the headers register for every copy-constructible type: as an
+#: instance method up to apache-tvm-ffi 0.1.9, as a type attribute of the same
+#: name from 0.1.10 (ObjectDef's destructor). Whether a type has it says which
+#: headers built the library, not what the library offers.
+SHALLOW_COPY = "__ffi_shallow_copy__"
+#: Methods the headers generate for every type (not written by the library).
+GENERATED_METHODS = frozenset({SHALLOW_COPY})
+#: Type attributes that stand for a member a caller uses: the constructor
+#: (0.1.10+ headers register an auto-generated one here, not in the method
+#: table) and the copy. Read per type by `inspect` (a TVMFFIGetTypeAttrColumn
+#: entry that is not None).
+MEMBER_ATTRS = (INIT_METHOD, SHALLOW_COPY)
 #: Type keys in this namespace are the runtime's own (ffi.Enum, ffi.reflection.*):
 #: a library's headers may register them lazily while it loads, but they are
 #: not the library's types.

@@ -67,6 +67,44 @@ def builtin_missing(imports: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({n for n in imports if is_runtime_symbol(n)} - _data.BUILTIN))
 
 
+def release_named(text: str) -> str | None:
+    """The known release `text` names: itself, or for a plain X.Y.Z the
+    newest post release of X.Y.Z ("0.1.15" -> "0.1.15.post2": what a user
+    asking for 0.1.15 means, and the only build of 0.1.13 there is); None
+    when no known release is meant."""
+    if text in KNOWN_RELEASES:
+        return text
+    try:
+        want = parse_version(text)
+    except ValueError:
+        return None
+    if len(want) != 3 or text.strip().lstrip("v") != ".".join(map(str, want)):
+        return None  # 0.1.15.post1 names that post release only, and it is not known
+    same = [r for r in KNOWN_RELEASES if parse_version(r) == want]
+    return same[-1] if same else None
+
+
+def span(releases: Iterable[str]) -> str:
+    """ "0.1.10..0.1.12", one release alone, or "none" (consecutive known releases)."""
+    rs = list(releases)
+    if not rs:
+        return "none"
+    return rs[0] if len(rs) == 1 else f"{rs[0]}..{rs[-1]}"
+
+
+def releases_text(releases: Iterable[str]) -> str:
+    """Releases for people: runs of consecutive known releases as spans
+    ("0.1.0..0.1.9, 0.1.12")."""
+    idx = sorted(KNOWN_RELEASES.index(r) for r in set(releases) if r in KNOWN_RELEASES)
+    runs: list[list[int]] = []
+    for i in idx:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(span(KNOWN_RELEASES[i] for i in run) for run in runs) or "none"
+
+
 def plain(release: str) -> str:
     """'0.1.8.post2' -> '0.1.8'."""
     return ".".join(str(n) for n in parse_version(release))

@@ -369,8 +369,19 @@ def parse_argv(
             "is ambiguous; use one style"
         )
     if positionals:
-        out.args = [infer_positional(w, cwd) for w in positionals]
+        out.args = [_positional(w, cwd) for w in positionals]
     return out
+
+
+def _positional(text: str, cwd: Optional[str]) -> Spec:
+    """A positional argument inferred from its text; text the inference
+    refuses (JSON-looking but not JSON: '[a-c]+x') is left for the type
+    schema to read in the child: a `str` parameter takes it as it is, and
+    without a schema the refusal stands (call/task.py materialize)."""
+    try:
+        return infer_positional(text, cwd)
+    except InputError as e:
+        return {"kind": "unread", "raw": text, "positional": True, "error": str(e)}
 
 
 def _is_number(tok: str) -> bool:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..errors import InputError
+from ..errors import InputError, TvmffiError
 
 DEFAULT_TIMEOUT = 60.0
 TENSOR_MODES = ("dltensor", "object")
@@ -161,7 +161,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             )
             if isinstance(loaded, dict) and loaded.get("status") == "load_failed":
                 return ChildFailure(
-                    "LoadError", f"{lib_name}: failed while loading: {loaded.get('message', '')}"
+                    "LoadError",
+                    f"{lib_name}: failed while loading: {loaded.get('message', '')}"
+                    + _runtime_hint(request),
                 )
             if isinstance(loaded, dict) and loaded.get("status") == "input_error":
                 reply = loaded
@@ -196,6 +198,7 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             msg = f"{lib_name} crashed the worker process ({how}) while loading" + (
                 f": {said}" if said else ""
             )
+            msg += _runtime_hint(request)
         if getattr(e, "after_reply", False):
             msg = f"{func} returned, then crashed the worker process ({how})"
         if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
@@ -223,6 +226,16 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         err.exit_code = reply.get("exit_code", err.exit_code)
         raise err
     return reply
+
+
+def _runtime_hint(request: dict[str, Any]) -> str:
+    """Which --runtime may host a library that failed to load (ffi/hosts.py)."""
+    from ..ffi.hosts import hint_for_runtime
+
+    try:
+        return hint_for_runtime(request["path"], request.get("runtime"))
+    except (TvmffiError, OSError):
+        return ""
 
 
 # ---------------------------------------------------------------------------

@@ -331,6 +331,8 @@ def materialize(spec: Spec, lib: Optional[Library] = None) -> Any:
     k = spec.get("kind")
     if k == "none":
         return None
+    if k == "unread":  # a positional no schema read (call/argv.py _positional)
+        raise InputError(spec["error"])
     if k in ("int", "bool", "str"):
         return spec["value"]
     if k == "float":

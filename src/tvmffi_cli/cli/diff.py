@@ -16,6 +16,7 @@ from . import sandbox_opts
 )
 @sandbox_opts.load_timeout("timeout_text", "each library")
 @sandbox_opts.runtime("the libraries")
+@sandbox_opts.verify_range()
 @sandbox_opts.confinement()
 @click.option(
     "--suppress",
@@ -32,6 +33,7 @@ def command(
     static: bool,
     timeout_text: str,
     runtime: str | None,
+    verify_range: bool,
     no_sandbox: bool,
     memory_limit: str | None,
     suppress_file: str | None,
@@ -39,12 +41,23 @@ def command(
     """Compare two builds of a library: is NEW a drop-in replacement for OLD?
 
     Exit 0 when NEW is compatible (no changes, or additions only), 1 when
-    something a caller of OLD uses was removed or changed, 2 on bad input.
+    something a caller of OLD uses was removed or changed, or NEW does not run
+    on an official release OLD runs on; 2 on bad input, or when tvmffi cannot
+    judge: a library could not be loaded, so its globals, object types and
+    type schemas were not compared (the output says which). --static compares
+    the files only and says so.
     """
     from ..diff import Suppression, parse_suppressions, run, suppress
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
+    if static and verify_range:
+        from ..errors import InputError
+
+        raise InputError(
+            "--static never loads the libraries and --verify-range loads them on every "
+            "release of their range: give one of them"
+        )
     sandbox_opts.apply(no_sandbox, memory_limit)
 
     rules: tuple[Suppression, ...] = ()
@@ -57,14 +70,16 @@ def command(
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"{suppress_file}: cannot read ({e})") from None
         rules = parse_suppressions(text, suppress_file)
-    r = suppress(run(old, new, static=static, timeout=timeout, runtime=runtime), rules)
+    r = suppress(
+        run(old, new, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range),
+        rules,
+    )
     if as_json:
         from . import jsonout
-        from .sandbox_opts import runtime_json
 
-        # `library` is NEW (the build under review); `old` and `new` stay.
-        rt = None if static else runtime_json(runtime, new)
-        jsonout.emit(r.to_json(), library=new, runtime=rt)
+        # `library` is NEW (the build under review); `old` and `new` stay;
+        # `runtime` is the one that hosted NEW (`runtimes` has both).
+        jsonout.emit(r.to_json(), library=new, runtime=r.runtimes[1])
     else:
         from ..render.tools import render_diff
 

@@ -64,6 +64,7 @@ def run(argv: list[str]) -> int | None:
         "runtime": None,
         "no_sandbox": False,
         "memory-limit": None,
+        "verify_range": False,
     }
     paths: list[str] = []
     it = iter(argv)
@@ -74,6 +75,8 @@ def run(argv: list[str]) -> int | None:
             opts["json"] = True
         elif a == "--no-sandbox":
             opts["no_sandbox"] = True
+        elif a == "--verify-range":
+            opts["verify_range"] = True
         elif a in ("--timeout", "--runtime", "--memory-limit"):
             v = next(it, None)
             if v is None:
@@ -101,14 +104,34 @@ def run(argv: list[str]) -> int | None:
         sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
     from . import wheel_input
 
+    _check_verify(opts["verify_range"], opts["static"], wheel_input.is_bundle(paths[0]))
     if wheel_input.is_bundle(paths[0]):
         return wheel_input.inspect(
             paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
         )
     rep = run_report(
-        paths[0], static=opts["static"], timeout=opts["timeout"], runtime=opts["runtime"]
+        paths[0],
+        static=opts["static"],
+        timeout=opts["timeout"],
+        runtime=opts["runtime"],
+        verify_range=opts["verify_range"],
     )
     return emit(rep, opts["json"], paths[0])
+
+
+def _check_verify(verify_range: bool, static: bool, bundle: bool) -> None:
+    from ..errors import InputError
+
+    if verify_range and static:
+        raise InputError(
+            "--static never loads the library and --verify-range loads it on every "
+            "release of its range: give one of them"
+        )
+    if verify_range and bundle:
+        raise InputError(
+            "--verify-range takes one library; for a wheel, `tvmffi conform WHEEL "
+            "--select declared-runtime` loads its libraries on the releases it admits"
+        )
 
 
 def fast_main(argv: list[str]) -> int | None:
@@ -134,6 +157,7 @@ def _make_command() -> Any:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @sandbox_opts.load_timeout()
     @sandbox_opts.runtime()
+    @sandbox_opts.verify_range()
     @click.option("--no-sandbox", "no_sandbox", is_flag=True, help=sandbox_opts.NO_SANDBOX_HELP)
     @click.option(
         "--memory-limit",
@@ -149,6 +173,7 @@ def _make_command() -> Any:
         as_json: bool,
         timeout: str,
         runtime: str | None,
+        verify_range: bool,
         no_sandbox: bool,
         memory_limit: str | None,
         **confine: Any,
@@ -170,9 +195,13 @@ def _make_command() -> Any:
         sandbox_opts.apply(no_sandbox, memory_limit, **confine)
         from . import wheel_input
 
+        _check_verify(verify_range, static, wheel_input.is_bundle(path))
         if wheel_input.is_bundle(path):
             return wheel_input.inspect(path, static, as_json, secs, runtime)
-        return emit(run_report(path, static=static, timeout=secs, runtime=runtime), as_json, path)
+        rep = run_report(
+            path, static=static, timeout=secs, runtime=runtime, verify_range=verify_range
+        )
+        return emit(rep, as_json, path)
 
     return command
 

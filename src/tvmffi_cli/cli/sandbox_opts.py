@@ -47,8 +47,24 @@ def runtime(what: str = "the library") -> Callable[[F], F]:
         show_default=True,
         metavar="auto|builtin|official|VERSION|PATH",
         help=f"Runtime that hosts {what}: auto picks builtin when it provides "
-        "every runtime symbol imported, else the official one; VERSION (e.g. "
-        "0.1.12) fetches that official release into the user cache.",
+        "every runtime symbol imported, else the official one or the newest "
+        "official release of the library's range at hand, and tries the next "
+        "one at hand when loading fails; VERSION (e.g. 0.1.12; 0.1.15 means "
+        "0.1.15.post2) fetches that official release into the user cache.",
+    )
+
+
+def verify_range() -> Callable[[F], F]:
+    """--verify-range: load the library on every release of its symbol range."""
+    import click
+
+    return click.option(
+        "--verify-range",
+        "verify_range",
+        is_flag=True,
+        help="Also load the library on the runtime of every official release its "
+        "symbols allow (fetched into the user cache when missing) and report "
+        "the releases where loading fails, with the library's message.",
     )
 
 

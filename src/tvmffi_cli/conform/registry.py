@@ -181,14 +181,19 @@ CHECKS: list[Check] = [
         what="With a wheel as input: every apache-tvm-ffi release (of those known, "
         "`src/tvmffi_cli/abi/versions.py`) that the wheel's `Requires-Dist` on apache-tvm-ffi "
         "admits exports every C function and C++ symbol each TVM-FFI library of the wheel "
-        "imports. No requirement admits every release. A wheel that ships its own runtime "
-        "(a library defining the C API) and declares no requirement passes.",
+        "imports. No requirement admits every release. Where an admitted release's runtime "
+        "is at hand (cached, `tvmffi inspect --verify-range` fetches them), each library is "
+        "also loaded on it in the sandboxed worker: one that aborts or is refused there "
+        "fails the check with the library's own message (a library whose load fails for a "
+        "missing dependency other than the runtime, such as libz3, is listed as not "
+        "verifiable). A wheel that ships its own runtime (a library defining the C API) and "
+        "declares no requirement passes.",
         why="The declared range decides which runtime users get. A release inside it that "
         "lacks an imported symbol makes the library fail to load, or (lazy binding) die with "
         "an undefined symbol at the first call of the function that needs it.",
         fix="Narrow `Requires-Dist: apache-tvm-ffi` to the releases the libraries run on (the "
-        "message names the first release that breaks and the symbols it lacks), or stop "
-        "importing those symbols.",
+        "message names the first release that breaks and the symbols it lacks, or what the "
+        "library said when it aborted there), or stop importing those symbols.",
     ),
     Check(
         "library-load",

@@ -294,6 +294,11 @@ def run(
         except WorkerDied as e:
             died = e
         load = _load_result(ev, died)
+        if load.status == FAIL:
+            from ..ffi.hosts import hint_for_runtime
+
+            # which --runtime may host it instead (ffi/hosts.py)
+            load = replace(load, message=load.message + hint_for_runtime(path, o.runtime))
         if "library-load" in ids:
             results.append(load)
         loaded = died is None and bool(ev.get("ok"))

@@ -1,7 +1,7 @@
 """`tvmffi diff`: API/ABI compatibility of two builds (engine.py; no click here)."""
 
 from . import engine
-from .engine import KINDS, Change, DiffResult, compare, run
+from .engine import KINDS, NOTES, Change, DiffResult, compare, run
 
 Suppression = engine.Suppression
 parse_suppressions = engine.parse_suppressions
@@ -9,6 +9,7 @@ suppress = engine.suppress
 
 __all__ = [
     "KINDS",
+    "NOTES",
     "Change",
     "DiffResult",
     "Suppression",

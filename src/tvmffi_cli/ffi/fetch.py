@@ -3,10 +3,16 @@ libtvm_ffi.so, fetched once into a user cache and verified by its bytes.
 
     fetch.release_runtime("0.1.12")   # Path of the verified libtvm_ffi.so
 
+A plain X.Y.Z names the newest post release of X.Y.Z (0.1.15 is
+0.1.15.post2; abi/versions.py release_named).
+
 The cache is $TVMFFI_RUNTIME_CACHE or ~/.cache/tvmffi/runtimes:
   wheels/apache_tvm_ffi-V-*.whl   what `pip download --no-deps` fetched
   V/libtvm_ffi.so                 the runtime, extracted and verified
-A cached runtime is re-hashed and used without the network. A wheel is
+A wheel of the release already in $TVMFFI_WHEEL_CACHE or ~/.cache/tvmffi/wheels
+(where tvmffi's own tests keep the wheels they fetch) is used as it is, not
+downloaded again. A cached runtime is re-hashed and used without the
+network; `cached_runtime(V)` and `cached_releases()` never use it. A wheel is
 fetched with pip (the user's index and proxy settings apply) and trusted
 only through two hashes: the wheel's own RECORD line for the file (the
 archive is intact) and the sha256 committed in abi/runtime_files.py for that
@@ -24,9 +30,12 @@ import sys
 from pathlib import Path
 
 from ..abi.runtime_files import PLATFORM, RELEASE_OF_SHA256, RUNTIME_FILES
+from ..abi.versions import release_named
 from ..errors import InputError
 
 CACHE_ENV = "TVMFFI_RUNTIME_CACHE"
+#: Other wheels tvmffi may find at hand (its tests' wheel cache).
+WHEEL_CACHE_ENV = "TVMFFI_WHEEL_CACHE"
 DIST = "apache-tvm-ffi"
 MEMBER = "tvm_ffi/lib/libtvm_ffi.so"
 _RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$")
@@ -43,7 +52,29 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "tvmffi" / "runtimes"
 
 
+def wheel_dirs() -> list[Path]:
+    """Where a downloaded apache-tvm-ffi wheel may already be: our own
+    wheels/ first, then the shared wheel cache."""
+    env = os.environ.get(WHEEL_CACHE_ENV)
+    shared = Path(env).expanduser() if env else Path.home() / ".cache" / "tvmffi" / "wheels"
+    return [cache_dir() / "wheels", shared]
+
+
 def sha256_of(path: Path) -> str:
+    """sha256 of a file, remembered per (path, mtime, size) in this process:
+    auto and range checks ask about the same cached runtimes many times."""
+    st = os.stat(path)
+    key = (os.fspath(path), st.st_mtime_ns, st.st_size)
+    hit = _SHA_MEMO.get(key)
+    if hit is None:
+        hit = _SHA_MEMO[key] = _sha256(path)
+    return hit
+
+
+_SHA_MEMO: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256(path: Path) -> str:
     import hashlib  # here: loads OpenSSL, which a plain `tvmffi call` never needs
 
     h = hashlib.sha256()
@@ -71,28 +102,76 @@ def pip_command(version: str, dest: Path) -> list[str]:
     ]
 
 
-def release_runtime(version: str) -> Path:
-    """The verified libtvm_ffi.so of official release `version`, from the
-    cache or fetched into it. InputError (exit 2) for an unknown release, a
-    platform without recorded hashes, or when it cannot be fetched."""
-    if version not in RUNTIME_FILES:
+def _known(version: str) -> str:
+    """The known release `version` names (exact, or X.Y.Z for its newest post
+    release); InputError when none."""
+    release = release_named(version)
+    if release is None or release not in RUNTIME_FILES:
         raise InputError(
             f"--runtime {version}: not a known official release of {DIST} "
             f"(known: {', '.join(RUNTIME_FILES)}); pass --runtime PATH of a libtvm_ffi.so"
         )
+    return release
+
+
+def release_runtime(version: str) -> Path:
+    """The verified libtvm_ffi.so of official release `version` (0.1.15 means
+    0.1.15.post2), from the cache or fetched into it. InputError (exit 2) for
+    an unknown release, a platform without recorded hashes, or when it cannot
+    be fetched."""
+    release = _known(version)
+    _check_platform(version)
+    found = cached_runtime(release)
+    if found is not None:
+        return found
+    return _install(release, _wheel(release))
+
+
+def _check_platform(version: str) -> None:
     if _this_platform() != PLATFORM:
         raise InputError(
             f"--runtime {version}: runtimes by release are recorded for {PLATFORM} only "
             f"(this is {_this_platform()}); pass --runtime PATH of a libtvm_ffi.so"
         )
-    want = RUNTIME_FILES[version][1]
-    target = cache_dir() / version / "libtvm_ffi.so"
-    if target.is_file() and sha256_of(target) == want:
-        return target
-    wheel = _wheel(version)
-    data = _verified_member(wheel, version, want)
+
+
+def cached_runtime(release: str) -> Path | None:
+    """The verified runtime of known release `release` when it is at hand
+    without the network (extracted already, or a wheel of it downloaded
+    already); None otherwise. Never raises for a bad cache entry: a file
+    that does not verify is not at hand."""
+    if release not in RUNTIME_FILES or _this_platform() != PLATFORM:
+        return None
+    target = cache_dir() / release / "libtvm_ffi.so"
+    try:
+        if target.is_file() and sha256_of(target) == RUNTIME_FILES[release][1]:
+            return target
+    except OSError:
+        return None
+    for d in wheel_dirs():
+        wheel = _cached_wheel(d, release)
+        if wheel is None:
+            continue
+        try:
+            return _install(release, wheel)
+        except (InputError, OSError):
+            continue
+    return None
+
+
+def cached_releases() -> list[str]:
+    """The known releases whose runtime is at hand without the network, oldest first."""
+    return [r for r in RUNTIME_FILES if cached_runtime(r) is not None]
+
+
+def _install(release: str, wheel: Path) -> Path:
+    """Extract release `release`'s runtime from `wheel` into the cache, verified."""
+    data = _verified_member(wheel, release, RUNTIME_FILES[release][1])
+    target = cache_dir() / release / "libtvm_ffi.so"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    import threading
+
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_bytes(data)
     tmp.chmod(0o755)
     os.replace(tmp, target)  # atomic: a concurrent run sees the old or the new file

@@ -12,14 +12,25 @@ by ffi/fetch.py. Any file that defines the C functions every release has
 (abi/versions.py: all but SINCE) hosts; one that lacks one of those is not a
 runtime (exit 2).
 
+A plain X.Y.Z is the newest post release of X.Y.Z (0.1.15 -> 0.1.15.post2).
+
 `auto` (the default) picks the builtin runtime when it defines every runtime
 symbol the library and its sibling libraries import (C API functions and C++
 tvm::ffi symbols; the builtin runtime's exports are the table of
 abi/release_exports.py, the one `inspect` and `diff` read), else
-the official runtime when the `tvm_ffi` package is installed (found with
-importlib.util.find_spec: never imported in this process, its runtime aborts
-next to ours), else it refuses with InputError (exit 2) naming the missing
-symbols and the fix. Reading symbols never runs library code.
+the official runtime when the `tvm_ffi` package is installed and its release
+is in the library's range (found with importlib.util.find_spec: never
+imported in this process, its runtime aborts next to ours), else the newest
+official release of the library's range whose runtime is at hand without the
+network (ffi/fetch.py cached_runtime), else it refuses with InputError (exit
+2) naming the missing symbols and the `--runtime VERSION` that fixes it.
+Reading symbols never runs library code.
+
+A library can also fail on a runtime that has every symbol (it aborts while
+registering, e.g. a type attribute the runtime itself already registers):
+only loading shows that. `fallback(library, failed, why)` is auto's next
+choice after such a load (the newest cached release of the range not tried
+yet) and `hint(library, tried)` the `--runtime` to pass when none is at hand.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from ..abi.capi import C_API_NAMES
-from ..abi.versions import SINCE, builtin_missing
+from ..abi.versions import SINCE, builtin_missing, is_release_symbol, runtime_range, span
 from ..errors import InputError, TvmffiError
 from . import fetch
 
@@ -63,9 +74,11 @@ class RuntimeChoice:
     lacks: tuple[str, ...] = field(default=())
     version: str | None = None  # what its TVMFFIGetVersion returns, when known
     release: str | None = None  # the official release it is, when known
+    #: Runtimes auto tried first and how loading failed on each (label, message).
+    tried: tuple[tuple[str, str], ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "kind": self.kind,
             "path": self.path,
             "requested": self.requested,
@@ -76,6 +89,9 @@ class RuntimeChoice:
             "release": self.release,
             "missing": list(self.lacks),
         }
+        if self.tried:
+            out["tried"] = [{"runtime": r, "error": m} for r, m in self.tried]
+        return out
 
     def label(self) -> str:
         """ "builtin", "official", the release or the path, for human output."""
@@ -273,23 +289,149 @@ def _choose(requested: str | None, library: PathLike | None) -> RuntimeChoice:
             True,
             "auto: the builtin runtime provides every runtime symbol the library imports",
         )
+    lacks = (
+        f"the builtin runtime lacks {len(missing)} symbol"
+        f"{'s' if len(missing) != 1 else ''} the library imports ({_short(missing)})"
+    )
+    # A release of the range has every symbol the table knows; a symbol no
+    # release exports (the range ignores it) leaves no release to offer.
+    in_range = candidates(library) if all(is_release_symbol(n) for n in missing) else []
     off = official_runtime_path()
     if off is not None:
-        return RuntimeChoice(
-            "official",
-            str(off),
-            req,
-            False,
-            f"auto: the builtin runtime lacks {len(missing)} symbol"
-            f"{'s' if len(missing) != 1 else ''} the library imports "
-            f"({_short(missing)}); using the official runtime",
-            tuple(missing),
-        )
+        off_release = fetch.identify(off, False)[1]
+        if off_release is None or off_release in in_range or not in_range:
+            return RuntimeChoice(
+                "official",
+                str(off),
+                req,
+                False,
+                f"auto: {lacks}; using the official runtime",
+                tuple(missing),
+            )
+    for release in in_range:
+        found = fetch.cached_runtime(release)
+        if found is not None:
+            return RuntimeChoice(
+                "release",
+                str(found),
+                req,
+                False,
+                f"auto: {lacks}; using apache-tvm-ffi {release}, the newest release of "
+                f"the library's range ({_range_text(library)}) at hand",
+                tuple(missing),
+            )
+    fix = (
+        f"pass --runtime {in_range[0]} (the newest release of the library's range "
+        f"{_range_text(library)}; tvmffi fetches it), "
+        if in_range
+        else ""
+    )
     raise InputError(
-        f"the builtin runtime lacks {len(missing)} symbol"
-        f"{'s' if len(missing) != 1 else ''} the library imports "
-        f"({_short(missing)}); install the official runtime "
+        f"{lacks}; {fix}install the official runtime "
         f"(pip install {OFFICIAL_DIST}) or pass --runtime PATH"
+    )
+
+
+def candidates(library: PathLike) -> list[str]:
+    """The known releases whose exports satisfy every runtime import of
+    `library` (by symbols), newest first; [] when it cannot be read."""
+    try:
+        return list(reversed(runtime_range(runtime_imports(library)).ok_releases))
+    except (TvmffiError, OSError, ValueError):
+        return []
+
+
+def _range_text(library: PathLike) -> str:
+    return span(list(reversed(candidates(library))))
+
+
+def is_auto(choice: RuntimeChoice) -> bool:
+    """Did auto pick this runtime (so another may be tried after it fails)?"""
+    return choice.requested in ("", "auto")
+
+
+#: What the loader says when a DT_NEEDED library is not found (glibc's
+#: dlerror): no other runtime changes that.
+MISSING_DEPENDENCY = "cannot open shared object file"
+
+
+def fallback(library: PathLike, failed: RuntimeChoice, why: str) -> RuntimeChoice | None:
+    """Auto's next runtime after `failed` could not load `library` (`why`:
+    what happened): the newest release of the library's range whose runtime is
+    at hand and that was not tried yet, or None (hint() then says what to pass).
+    None too when the user named the runtime (theirs is not second-guessed)
+    and when a dependency of the library is missing (no runtime helps)."""
+    if not is_auto(failed) or MISSING_DEPENDENCY in why:
+        return None
+    tried = (*failed.tried, (failed.label(), why))
+    done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}
+    for release in candidates(library):
+        if release in done:
+            continue
+        found = fetch.cached_runtime(release)
+        if found is None:
+            continue
+        return replace(
+            _described(
+                RuntimeChoice(
+                    "release",
+                    str(found),
+                    failed.requested,
+                    False,
+                    f"auto: {_tried_text(tried)}; using apache-tvm-ffi {release}, the "
+                    f"newest other release of the library's range ({_range_text(library)}) "
+                    "at hand",
+                    failed.missing,
+                )
+            ),
+            tried=tried,
+        )
+    return None
+
+
+def _tried_text(tried: tuple[tuple[str, str], ...]) -> str:
+    """ "the builtin runtime could not load the library (SIGABRT: ...), nor
+    apache-tvm-ffi 0.1.12" """
+    first, why = tried[0]
+    why = why.removeprefix("it ")
+    why = why if len(why) <= 160 else why[:159] + "…"
+    rest = ", ".join(r for r, _ in tried[1:])
+    return f"the {first} runtime could not load the library ({why})" + (
+        f", nor {rest}" if rest else ""
+    )
+
+
+def hint(library: PathLike, failed: RuntimeChoice) -> str:
+    """What to pass when auto found no runtime that loads `library`: the
+    newest release of its range not tried yet ("" when there is none)."""
+    done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}
+    return _hint_text(library, failed.label(), done)
+
+
+def hint_for_runtime(library: PathLike, runtime: str | None) -> str:
+    """hint() for a load that failed on the runtime file `runtime` (None: the
+    builtin one), as `call` and `conform` know it; "" when nothing helps."""
+    if runtime is None:
+        return _hint_text(library, "builtin", set())
+    try:
+        builtin = builtin_runtime_path()
+    except InputError:
+        builtin = None
+    if builtin is not None and Path(runtime).resolve() == builtin.resolve():
+        return _hint_text(library, "builtin", set())
+    release = fetch.identify(Path(runtime), False)[1]
+    label = f"apache-tvm-ffi {release}" if release else str(runtime)
+    return _hint_text(library, label, {release})
+
+
+def _hint_text(library: PathLike, label: str, done: set[str | None]) -> str:
+    left = [r for r in candidates(library) if r not in done]
+    if not left:
+        return ""
+    return (
+        f"; the {label} runtime cannot host it: pass --runtime {left[0]} or another "
+        f"release of its range {_range_text(library)} (`tvmffi inspect "
+        f"--verify-range` loads it on each; tvmffi fetches the one you name)"
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..abi import structs as abi
+from ..abi.constants import kTVMFFINone
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -54,3 +56,24 @@ def type_info_dict(rt: Runtime, type_index: int) -> Optional[dict[str, Any]]:
         "methods": methods,
         "doc": doc,
     }
+
+
+def member_attrs(rt: Runtime, type_index: int, names: tuple[str, ...]) -> list[str]:
+    """Which of the type attributes `names` type `type_index` has (an entry
+    of the column that is not None). Every release's column starts with
+    {data, size}: 0.1.0..0.1.6 declare `size_t size`, later ones `int32_t
+    size; int32_t begin_index`, the same 8 bytes on a little-endian 64-bit
+    host (begin_index reads 0 there, as those releases index from 0)."""
+    out = []
+    for name in names:
+        from .runtime import byte_array
+
+        ba, _keep = byte_array(name)
+        col = rt.TVMFFIGetTypeAttrColumn(ctypes.byref(ba))
+        if not col:
+            continue
+        c = col.contents
+        i = type_index - c.begin_index
+        if c.data and 0 <= i < c.size and c.data[i].type_index != kTVMFFINone:
+            out.append(name)
+    return out

@@ -18,6 +18,7 @@ from typing import Any
 from ..abi import typeschema as _schema
 from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
 from ..errors import FormatError
+from .hosting import LOAD_FAILED  # the inspect engine's words (engine.dynamic_part)
 
 #: One node of a parsed type schema: the one model of abi/typeschema.py (the
 #: same for every release's format), under the name stubs and diff use.
@@ -84,9 +85,52 @@ class Method:
 class ObjectType:
     key: str
     parent: str | None
-    fields: tuple[Field, ...]
+    fields: tuple[Field, ...]  # its own, not its ancestors' (see members())
     methods: tuple[Method, ...]
     doc: str | None = None
+    #: Members it has as type attributes (abi/symbols.py MEMBER_ATTRS: the
+    #: constructor and copy that 0.1.10+ headers register outside the method table).
+    attrs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Members:
+    """What a caller can use on an object type: its own fields and methods and
+    those of its ancestors the library registered (the nearest definition
+    wins), and the member type attributes of the type itself."""
+
+    fields: dict[str, Field]
+    methods: dict[str, Method]
+    attrs: frozenset[str]
+    #: name -> the ancestor that defines an inherited field/method
+    inherited_from: dict[str, str]
+
+
+def members(by_key: Mapping[str, ObjectType], key: str) -> Members:
+    """The Members of type `key` among `by_key` (an Api's types by key).
+    Ancestors outside the library (ffi.Object, a runtime type) add nothing:
+    their members are the runtime's."""
+    chain: list[ObjectType] = []
+    k: str | None = key
+    while k is not None and k in by_key and by_key[k] not in chain:
+        chain.append(by_key[k])
+        k = by_key[k].parent
+    fields: dict[str, Field] = {}
+    methods: dict[str, Method] = {}
+    origin: dict[str, str] = {}
+    for t in reversed(chain):  # the root first, so the nearest definition wins
+        for f in t.fields:
+            fields[f.name] = f
+            origin[f"field {f.name}"] = t.key
+        for m in t.methods:
+            methods[m.name] = m
+            origin[f"method {m.name}"] = t.key
+    return Members(
+        fields,
+        methods,
+        frozenset(chain[0].attrs) if chain else frozenset(),
+        {n: o for n, o in origin.items() if o != key},
+    )
 
 
 @dataclass(frozen=True)
@@ -121,6 +165,16 @@ class Api:
     runtime_imports: tuple[str, ...]
     unsupported_imports: tuple[str, ...]
     problems: tuple[str, ...]  # type schemas that could not be parsed
+    #: The releases it runs on, by symbols (runtime_releases) or, after
+    #: --verify-range, by loading too; what that rests on; the releases of the
+    #: symbol range where loading failed, with what it said.
+    runtime_releases: tuple[str, ...] = ()
+    range_basis: str = "symbols"
+    range_failures: tuple[tuple[str, str], ...] = ()
+    #: Why the loaded view is missing (loading failed), None when it is not.
+    load_error: str | None = None
+    #: The runtime that hosted it (RuntimeChoice.to_json()), None when not loaded.
+    runtime: Mapping[str, Any] | None = None
 
 
 def _type_or_problem(raw: object, where: str, problems: list[str]) -> TypeRef | None:
@@ -163,7 +217,10 @@ def _types(rep: Mapping[str, Any], problems: list[str]) -> tuple[ObjectType, ...
             )
             for m in t.get("methods") or ()
         )
-        out.append(ObjectType(key, t.get("parent_type_key"), fields, methods, t.get("doc") or None))
+        attrs = tuple(str(a) for a in t.get("attrs") or ())
+        out.append(
+            ObjectType(key, t.get("parent_type_key"), fields, methods, t.get("doc") or None, attrs)
+        )
     return tuple(sorted(out, key=lambda o: o.key))
 
 
@@ -190,7 +247,7 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
     return tuple(out)
 
 
-LOAD_FAILED = "loading the library failed"  # the inspect engine's words (engine.dynamic_part)
+RELEASE_LABEL = "apache-tvm-ffi "  # how ffi.hosts.label_of names an official release
 
 
 def load_failure(rep: Mapping[str, Any]) -> str | None:
@@ -227,6 +284,24 @@ def from_report(rep: Mapping[str, Any]) -> Api:
                 _arg_names(raw),
             )
         )
+    check = rep.get("runtime_range_check") or {}
+    runs_on = [
+        str(r) for r in (check.get("runs_on") if check else rep.get("runtime_releases")) or ()
+    ]
+    failures = [
+        (str(x.get("release")), str(x.get("message", "")))
+        for x in check.get("loads") or ()
+        if x.get("status") == "fails"
+    ]
+    # Releases auto tried while loading it, and that failed, are known too.
+    for t in (rep.get("runtime") or {}).get("tried") or ():
+        release = str(t.get("runtime", "")).removeprefix(RELEASE_LABEL)
+        if release in runs_on:
+            runs_on.remove(release)
+            failures.append((release, str(t.get("error", ""))))
+    basis = str(rep.get("runtime_range_basis") or "symbols")
+    if basis == "symbols" and failures:
+        basis = "loading and symbols"
     return Api(
         path=str(rep.get("path")),
         mode="static" if load_failure(rep) else str(rep.get("mode")),
@@ -238,23 +313,38 @@ def from_report(rep: Mapping[str, Any]) -> Api:
         runtime_imports=tuple(rep.get("runtime_imports") or ()),
         unsupported_imports=tuple(rep.get("unsupported_imports") or ()),
         problems=tuple(problems),
+        runtime_releases=tuple(str(r) for r in runs_on),
+        range_basis=basis,
+        range_failures=tuple(failures),
+        load_error=load_failure(rep),
+        runtime=rep.get("runtime") if not load_failure(rep) else None,
     )
 
 
 def inspect_library(
-    path: str, static: bool = False, timeout: float = 30.0, runtime: str | None = None
+    path: str,
+    static: bool = False,
+    timeout: float = 30.0,
+    runtime: str | None = None,
+    verify_range: bool = False,
 ) -> dict[str, Any]:
     """The inspect report of `path` (the one place stubs/diff ask for it)."""
     from .engine import run as _run
 
     run: Callable[..., dict[str, Any]] = _run
-    return run(path, static=static, timeout=timeout, runtime=runtime)
+    return run(path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range)
 
 
 def load_api(
-    path: str, static: bool = False, timeout: float = 30.0, runtime: str | None = None
+    path: str,
+    static: bool = False,
+    timeout: float = 30.0,
+    runtime: str | None = None,
+    verify_range: bool = False,
 ) -> tuple[Api, dict[str, Any]]:
-    rep = inspect_library(path, static=static, timeout=timeout, runtime=runtime)
+    rep = inspect_library(
+        path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range
+    )
     return from_report(rep), rep
 
 
@@ -264,6 +354,7 @@ __all__ = [
     "Field",
     "Func",
     "Kernel",
+    "Members",
     "Method",
     "ObjectType",
     "TypeRef",
@@ -271,5 +362,6 @@ __all__ = [
     "inspect_library",
     "load_api",
     "load_failure",
+    "members",
     "parse_metadata_type",
 ]

@@ -78,6 +78,9 @@ def static_report(binary: Binary) -> Report:
         "max_runtime_version": None,
         "max_runtime_reasons": [],
         "runtime_releases": [],
+        # what the range rests on: the exports of each release ("symbols"), or
+        # loading the library on them too (--verify-range, inspect/ranges.py)
+        "runtime_range_basis": "symbols",
         "errors": [],
         "warnings": list(b.warnings),
     }
@@ -452,12 +455,16 @@ def run(
     static: bool = False,
     timeout: float = 30.0,
     runtime: str | os.PathLike[str] | None = None,
+    verify_range: bool = False,
 ) -> Report:
     """The report of `tvmffi inspect` (the --json document, schemas/inspect.schema.json):
     static facts, plus what loading in a child process shows unless static.
     runtime: a --runtime value (auto, builtin, official or a path; None is
-    auto). The report's "runtime" says which runtime hosted the library (None
-    when nothing was loaded)."""
+    auto); when auto's runtime cannot load the library, the next one at hand
+    is tried (inspect/hosting.py). The report's "runtime" says which runtime
+    hosted the library (None when nothing was loaded). verify_range: also load
+    it on every release of its symbol range (fetched when not at hand) and
+    report where it fails (`runtime_range_check`)."""
     from ..binary import open_binary
 
     b = open_binary(path)
@@ -468,10 +475,14 @@ def run(
     rep["runtime"] = None
     if not static and _host_loadable(b):
         from ..ffi.hosts import choose_runtime
+        from . import hosting
 
         choice = choose_runtime(None if runtime is None else os.fspath(runtime), path)
-        rep["runtime"] = choice.to_json()
-        runtime = choice.path
-    if not static:
+        rep = hosting.load(rep, b, path, timeout, choice, dynamic_part)
+    elif not static:
         dynamic_part(rep, b, path, timeout, runtime)
+    if verify_range and _host_loadable(b):
+        from . import hosting
+
+        hosting.check_range(rep, path, timeout, fetch_missing=True)
     return rep

@@ -10,7 +10,8 @@ reply:
                   ffi.GetGlobalFuncMetadata),
    "types": [{"type_key", "type_index", "parent_type_key",
               "fields": [{"name", "static_type_index", "flags", "doc"}],
-              "methods": [{"name", "doc", "is_static"}]}],
+              "methods": [{"name", "doc", "is_static"}],
+              "attrs": [abi.symbols.MEMBER_ATTRS the type has as type attributes]}],
    "module": <tvmffi_rt_module_describe JSON> | None,
    "errors": [str], "warnings": [str]}
 
@@ -41,6 +42,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     from ..ffi import library, typeinfo
 
     type_info_dict = cast(Any, typeinfo).type_info_dict
+    member_attrs = cast(Any, typeinfo).member_attrs
+    from ..abi.symbols import MEMBER_ATTRS
+
     lib = cast(Any, library).load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime
     errors: list[str] = []
@@ -78,6 +82,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         if info is None:
             errors.append(f"type {key}: no type info")
         else:
+            # The constructor and copy a type has as type attributes (0.1.10+
+            # headers register them there, not in the method table).
+            info["attrs"] = member_attrs(rt, index, MEMBER_ATTRS)
             types.append(info)
     try:
         module = lib.describe()

@@ -69,7 +69,10 @@ def build(rep: dict[str, Any]) -> Tree:
             span = f"apache-tvm-ffi runtime >= {rep['min_runtime_version']}" + (
                 f", <= {top}" if top else ""
             )
-        deps.add(span + (f" ({escape('; '.join(why))})" if why else ""))
+            span += ", by symbols"
+        node = deps.add(span + (f" ({escape('; '.join(why))})" if why else ""))
+        if rep.get("runtime_range_check"):
+            _range_check(node, rep["runtime_range_check"])
     if rep["unsupported_imports"]:
         node = deps.add(
             f"[red]runtime symbols the builtin runtime lacks "
@@ -208,3 +211,25 @@ def _global_signature(name: str, info: Any) -> str | None:
 
 def render(rep: dict[str, Any], console: Console | None = None) -> None:
     (console or make_console()).print(build(rep))
+
+
+def _range_check(node: Any, check: dict[str, Any]) -> None:
+    """What loading the library on each release of its range showed."""
+    from rich.markup import escape
+
+    from ..abi.versions import releases_text
+
+    loads = check.get("loads") or []
+    ok = [x["release"] for x in loads if x["status"] == "loads"]
+    bad = [x for x in loads if x["status"] == "fails"]
+    skipped = [x for x in loads if x["status"] == "not-checked"]
+    sub = node.add(
+        f"by loading: runs on {escape(releases_text(check.get('runs_on') or []))}"
+        + (f" (loaded on {escape(releases_text(ok))})" if skipped else "")
+    )
+    for x in bad:
+        sub.add(f"[red]fails on {escape(x['release'])}[/]: {escape(x['message'])}")
+    if skipped:
+        sub.add(
+            "not loaded (runtime not at hand): " + escape(", ".join(x["release"] for x in skipped))
+        )

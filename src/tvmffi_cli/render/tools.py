@@ -32,7 +32,11 @@ def render_diff(r: DiffResult) -> None:
 
     con = _console()
     if not r.changes:
-        con.print(f"No changes: {_esc(r.new_path)} has the API of {_esc(r.old_path)} ({r.mode}).")
+        what = {
+            "compatible": "No changes",
+            "cannot judge": "No changes seen (not everything was compared)",
+        }[r.verdict]
+        con.print(f"{what}: {_esc(r.new_path)} has the API of {_esc(r.old_path)} ({r.mode}).")
     else:
         t = Table(
             title=f"{_esc(r.old_path)} -> {_esc(r.new_path)} ({r.mode})", title_justify="left"
@@ -42,7 +46,13 @@ def render_diff(r: DiffResult) -> None:
         for col in ("what", "old", "new"):
             t.add_column(col, overflow="fold")
         for c in r.changes:
-            verdict = "ok" if c.compatible else ("accepted" if c.suppressed else "[red]BREAKS[/]")
+            verdict = (
+                "note"
+                if c.note
+                else "ok"
+                if c.compatible
+                else ("accepted" if c.suppressed else "[red]BREAKS[/]")
+            )
             t.add_row(
                 verdict,
                 c.kind,
@@ -53,12 +63,28 @@ def render_diff(r: DiffResult) -> None:
         con.print(t)
         bad = sum(not c.compatible for c in r.changes)
         acc = sum(c.suppressed for c in r.changes)
+        notes = sum(c.note for c in r.changes)
         con.print(
             f"{len(r.changes)} change(s), {bad} incompatible"
             + (f" ({acc} suppressed)" if acc else "")
+            + (f", {notes} note(s)" if notes else "")
             + ": "
-            + ("[green]compatible[/]" if r.compatible else "[red]incompatible[/]")
+            + {
+                "compatible": "[green]compatible[/]",
+                "incompatible": "[red]incompatible[/]",
+                "cannot judge": "[yellow]cannot judge[/]",
+            }[r.verdict]
         )
+    for line in r.not_compared:
+        con.print(f"[yellow]not compared:[/] {_esc(line)}")
+    if r.not_compared and r.compatible:
+        con.print(
+            "[yellow]cannot judge:[/] no break among what was compared, but not everything "
+            "was (exit 2); make both libraries load (a missing dependency, --runtime, "
+            "--timeout) or ask for a comparison of the files with --static"
+        )
+    if r.promise:
+        con.print(f"[dim]{_esc(r.promise)}[/]")
     for w in r.warnings:
         con.print(f"[yellow]warning:[/] {_esc(w)}")
 

@@ -151,11 +151,12 @@ class _Writer:
         self.aliases: dict[str, str] = {}
 
     def ref(self, path: str) -> str:
-        """`path` (a dotted stub path) as written where a class member may hide
-        its first component."""
+        """`path` (a dotted stub path, or a top-level class) as written where a
+        class member may hide its first component: in namespace `diagnostics`
+        a static method `Diagnostic` hides the top-level class `Diagnostic`."""
         head, dot, rest = path.partition(".")
         alias = self.aliases.get(head)
-        return f"{alias}{dot}{rest}" if alias is not None and dot else path
+        return f"{alias}{dot}{rest}" if alias is not None else path
 
     # -- annotations ------------------------------------------------------
     def ann(self, t: TypeRef | None, depth: int = 0) -> str:

@@ -226,11 +226,59 @@ def conform_bundle(
                 b.metadata.runtime_specifier,
                 [(b.display(lib), lib.runtime_imports) for lib in b.libraries],
                 [b.display(r) for r in b.runtimes],
+                _admitted_loads(b, b.metadata.runtime_specifier),
             ),
         )
     return replace(
         res, outcomes=tuple(outcomes), checks=checks, elapsed=time.monotonic() - b.started
     )
+
+
+#: Releases each library is loaded on for declared-runtime (each load is a
+#: worker: ~0.5 s), and the releases outside the declared range tried when it
+#: loads on none of those (to tell a release-specific failure from one of the
+#: host: a missing dependency or module loader fails on every release).
+MAX_LOADS = 4
+MAX_CONTROL_LOADS = 2
+
+
+def _admitted_loads(b: Bundle, specifier: str | None) -> dict[str, list[tuple[str, str, str]]]:
+    """Each TVM-FFI library loaded on the runtimes of the releases the wheel
+    admits and its symbols allow that are at hand (inspect/ranges.py; nothing
+    is fetched): the newest and the oldest first, MAX_LOADS in all. For
+    declared-runtime: (release, status, message) per library."""
+    from ..abi.versions import KNOWN_RELEASES, runtime_range
+    from ..conform.checks_wheel import MISSING_DEPENDENCY, admits
+    from ..inspect.ranges import NOT_CHECKED, at_hand, verify
+
+    if b.runtimes and specifier is None:
+        return {}  # it ships its own runtime: the releases are not its concern
+    fix = _relocator(b)
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for lib in b.libraries:
+        by_symbols = runtime_range(list(lib.runtime_imports)).ok_releases
+        here = at_hand(by_symbols)
+        wanted = [r for r in here if not specifier or admits(specifier, r)]
+        order = [*wanted[-1:], *wanted[:1], *reversed(wanted[1:-1])]
+        pick = list(dict.fromkeys(order))[:MAX_LOADS]
+        loads: list[Any] = []
+        for r in pick:
+            loads += verify(lib.path, releases=[r], by_symbols=by_symbols).loads
+            if MISSING_DEPENDENCY in loads[-1].message:
+                break  # the same on every release: loading cannot tell them apart
+        if loads and all(x.status != "loads" for x in loads) and len(loads) == len(pick):
+            rest = [r for r in reversed(here) if r not in pick][:MAX_CONTROL_LOADS]
+            loads += verify(lib.path, releases=rest, by_symbols=by_symbols).loads if rest else []
+        pick = [x.release for x in loads]
+        skipped = [
+            r for r in by_symbols if r not in pick and (not specifier or admits(specifier, r))
+        ]
+        entries = [(x.release, x.status, fix(x.message)) for x in loads]
+        entries += [
+            (r, NOT_CHECKED, "not loaded (runtime not at hand, or past MAX_LOADS)") for r in skipped
+        ]
+        out[b.display(lib)] = sorted(entries, key=lambda e: KNOWN_RELEASES.index(e[0]))
+    return out
 
 
 def _conform_report(b: Bundle, lib: LibraryFile, rep: Any) -> Any:
