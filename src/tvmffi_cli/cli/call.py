@@ -252,7 +252,7 @@ def run_in_child(
         if not as_json:
             from . import sandbox_opts
 
-            sandbox_opts.report(False)
+            sandbox_opts.report(verbose)
     if isinstance(outcome, engine.ChildFailure):
         if as_json:
             emit_json(with_runtime(outcome.to_json(), request), request.get("path"))

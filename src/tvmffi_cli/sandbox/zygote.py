@@ -74,14 +74,16 @@ class ZygoteLost(Exception):
 
 class StatusStream:
     """The supervisor's lines on status_fd: "c <pid> <status> <maxrss_kb>" as
-    probe children (and orphans) end, then "<status> <maxrss_kb>" of the
-    worker itself when it exits."""
+    probe children (and orphans) end, "m <kb>" when its memory watch killed
+    the tree, then "<status> <maxrss_kb>" of the worker itself when it exits."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buf = b""
         self._children: dict[int, tuple[int, int]] = {}
         self._final: tuple[int, int] | None = None
+        #: What the tree held (KiB) when the supervisor killed it for memory.
+        self.memory_kb: int | None = None
         self.eof = False
 
     def pump(self, wait: float = 0.0) -> None:
@@ -111,6 +113,8 @@ class StatusStream:
         try:
             if len(parts) == 4 and parts[0] == b"c":
                 self._children[int(parts[1])] = (int(parts[2]), int(parts[3]))
+            elif len(parts) == 2 and parts[0] == b"m":
+                self.memory_kb = int(parts[1])
             elif len(parts) == 2:
                 self._final = (int(parts[0]), int(parts[1]))
         except ValueError:
