@@ -318,6 +318,43 @@ def test_no_sandbox_keeps_cuda_view(tmp_path):
     assert "mount-namespace" in doc["sandbox"]["applied"]
 
 
+def test_no_fresh_proc_means_no_pid_namespace(tmp_path):
+    """Where the kernel refuses to mount a procfs (here: every mount), the
+    worker gets no PID namespace rather than one under the host's /proc."""
+    lib = escape()
+    argv = [unprivileged.no_namespaces(), "--keep-namespaces", "--no-mount"]
+    argv += [*unprivileged.tvmffi_argv(), "call", "--json", lib, "proc_self"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert doc["result"] >> 32 == doc["result"] & 0xFFFFFFFF
+    sb = doc["sandbox"]
+    assert {"pid-namespace", "mount-namespace"} <= set(sb["missing"]), sb
+    assert "net-namespace" in sb["applied"]
+    assert any("so no PID namespace either" in n for n in sb["notes"]), sb["notes"]
+
+
+def test_zygote_refused_when_the_library_opens_a_gpu_at_load(tmp_path, monkeypatch):
+    """CUDA does not survive fork: a library that opened a GPU device node
+    while loading is probed without a zygote (each probe child of a zygote
+    would inherit a context it cannot use)."""
+    from tvmffi_cli.conform import workers
+
+    node = tmp_path / "nvidia-standin"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    monkeypatch.setenv("TVMFFI_DEVICE_NODES", str(node))
+    for opened in (False, True):
+        w = workers.Worker(escape(), 5.0)
+        w._w.env = {"ESCAPE_OPEN_ON_LOAD": str(node)} if opened else None
+        try:
+            w.start()
+            ev = w.load()
+            assert ev["ok"] and ev["zygote"] is (not opened), ev
+            if opened:
+                assert f"opened {node} while loading" in ev["zygote_refused"]
+        finally:
+            w.kill()
+
+
 def test_forged_type_index_is_a_failure_of_the_library(tmp_path):
     """A result no type describes is exit 1 (the library), not 2 (the user)."""
     mode = Mode("root", False, tmp_path)

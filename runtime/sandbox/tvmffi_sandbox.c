@@ -536,7 +536,7 @@ static unsigned setup_init(unsigned want, unsigned got, int may, int report_fd, 
         if (what == sb_steps[i]) rec[2] = i;
       sb_write_all(report_fd, rec, sizeof rec);
       _exit(0);
-    } else {
+    } else if (note == NULL || strstr(note, what) == NULL) { /* said once (a retry) */
       sb_note(note, note_len, "%s: %s; ", what, errno);
     }
   }

@@ -18,7 +18,9 @@ real end at most (a crash stays a crash: the events stop before "done").
 
 Fallback (today's worker, replaced after each crash) when the zygote may not
 fork: the library started threads at load (a fork copies their locks
-mid-use), there is no supervisor to reap the children, or seccomp without a
+mid-use), it opened a GPU device node at load (CUDA was initialized in the
+zygote: it does not survive fork; a GPU library must initialize in each
+probe child), there is no supervisor to reap the children, or seccomp without a
 PID namespace or Landlock's signal scope would keep a probe child from
 signalling itself (abort() would not end it by SIGABRT).
 
@@ -344,6 +346,32 @@ def refusal() -> str | None:
         n = _threads()
     if n != 1:
         return f"{n - 1} other thread(s) after load: a fork would copy their locks mid-use"
+    node = _open_device()
+    if node is not None:
+        return f"the library opened {node} while loading: a GPU context does not survive fork"
+    return None
+
+
+def _open_device() -> str | None:
+    """A GPU device node (policy.device_nodes) this process holds open: the
+    library initialized CUDA (or ROCm) at load, which a forked copy cannot
+    use; each probe child must initialize its own."""
+    from .policy import device_nodes
+
+    nodes = {os.path.realpath(p) for p in device_nodes()}
+    if not nodes:
+        return None
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target in nodes:
+            return target
     return None
 
 
