@@ -355,6 +355,21 @@ def test_zygote_refused_when_the_library_opens_a_gpu_at_load(tmp_path, monkeypat
             w.kill()
 
 
+def test_pth_directories_are_not_readable(tmp_path, monkeypatch):
+    """A directory a .pth file puts on sys.path (an editable install's
+    project root, its .env beside) is not among the worker's read paths,
+    forked or exec'd alike; what lies beneath the interpreter's prefixes is."""
+    import sys
+
+    from tvmffi_cli.sandbox import worker
+
+    project = str(tmp_path / "project")
+    inside = os.path.join(sys.prefix, "lib", "extra")
+    monkeypatch.setattr(sys, "path", [*sys.path, project, inside])
+    paths = worker.python_paths()
+    assert project not in paths and inside in paths
+
+
 def test_forged_type_index_is_a_failure_of_the_library(tmp_path):
     """A result no type describes is exit 1 (the library), not 2 (the user)."""
     mode = Mode("root", False, tmp_path)
