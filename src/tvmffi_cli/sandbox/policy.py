@@ -1,5 +1,5 @@
 """How sandboxed workers are started: the process-wide policy (sandbox on or
-off, the address-space limit, where library output goes) and sizes as the
+off, the memory limit, where library output goes) and sizes as the
 command line spells them."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def format_size(n: int) -> str:
 
 @dataclass(frozen=True)
 class Policy:
-    """How workers are started: sandbox on/off, address-space limit (bytes),
+    """How workers are started: sandbox on/off, memory limit (bytes, the tree's),
     and where library output goes ("relay": our stderr, marked).
     env: names passed to the worker besides the allow-list (--env);
     scratch_limit: bytes on disk in its scratch (--scratch-limit);
