@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Issue 23 item 3's table: containment without namespaces. Every case of
-fixtures/hostile/contain.c (and hostile.c's setsid grandchild) as the
-current user and as nobody, with namespaces and inside the wrapper that
-refuses them (a default container), expected vs observed. Not timed; prints
-Markdown. Cases are those of tests/test_sandbox_contain.py.
+"""Containment tables, expected vs observed, in Markdown (not timed):
 
-Usage: python bench/contain_matrix.py
+- issue 23 item 3: every case of fixtures/hostile/contain.c (and hostile.c's
+  setsid grandchild) as the current user and as nobody, with namespaces and
+  inside the wrapper that refuses them (a default container); the cases of
+  tests/test_sandbox_contain.py.
+- issue 30: every case of fixtures/hostile/escape.c and subreaper.c
+  (metadata outside, datagrams and descriptors to a listener outside,
+  memory of the whole tree, disk at depth and unlinked, a subreaper that
+  would hide a crash, what CUDA needs of /proc and limits) as root and as
+  nobody, with namespaces, without, and without namespaces or Landlock;
+  then the controls (--no-sandbox, or a limit the attack fits in) that show
+  each attack works. The cases of tests/test_sandbox_escape.py.
+
+Usage: python bench/contain_matrix.py [--issue 23|30]
 """
 
 import json
@@ -18,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import test_sandbox_contain as t  # noqa: E402
 import unprivileged  # noqa: E402
@@ -106,7 +115,7 @@ def _cases(user, ns):
     return sorted(applied), rows
 
 
-def main():
+def issue23():
     users = ["self"] + ([] if unprivileged.unavailable("nobody") else ["nobody"])
     for user in users:
         for ns in ("namespaces", "no-namespaces"):
@@ -117,6 +126,16 @@ def main():
             print("| case | expected | observed |\n|---|---|---|")
             for r in rows:
                 print(f"| {r[0]} | {r[1]} | {r[2]} |")
+
+
+def main():
+    which = sys.argv[sys.argv.index("--issue") + 1] if "--issue" in sys.argv else "all"
+    if which in ("23", "all"):
+        issue23()
+    if which in ("30", "all"):
+        import escape_matrix
+
+        escape_matrix.main()
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def need(*features):
         )
 
 
-EPERM, EACCES, ESRCH = 1, 13, 3
+EPERM, EACCES, ESRCH, EROFS = 1, 13, 3, 30
 
 
 def processes_named(name):

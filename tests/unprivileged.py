@@ -1,9 +1,12 @@
 """Run tvmffi as an unprivileged user (nobody) and inside an emulated container
-that refuses namespaces, for the sandbox tests and bench/bench_sandbox.py.
+that refuses namespaces (and, asked, Landlock), for the sandbox tests and
+bench/bench_sandbox.py.
 
-    as_nobody("call", lib, "hello")          # CompletedProcess, uid 65534
-    no_namespaces()                          # path of the wrapper executable
-    tvmffi_argv(user="nobody", wrap=True)    # the argv prefix for both
+    run("call", lib, "hello", user="nobody")  # CompletedProcess, uid 65534
+    no_namespaces()                           # path of the wrapper executable
+    tvmffi_argv(user="nobody", wrap=True)     # the argv prefix for both
+    tvmffi_argv(wrap=True, landlock=False)    # ... nor Landlock
+    tvmffi_argv(wrap="no-landlock")           # namespaces, no Landlock
 
 The test interpreter may live where nobody cannot read (a pyenv under /root):
 a small venv made from the system's python of the same version, whose only
@@ -89,20 +92,28 @@ def shared_copy(path, into):
     return str(dst)
 
 
-def tvmffi_argv(user="root", wrap=False):
+def wrapper(wrap=False, landlock=True):
+    """The argv prefix of the wrapper: wrap=True refuses namespaces,
+    wrap="no-landlock" only Landlock; landlock=False refuses Landlock too."""
+    if wrap == "no-landlock":
+        return [no_namespaces(), "--keep-namespaces", "--no-landlock"]
+    if wrap:
+        return [no_namespaces(), *([] if landlock else ["--no-landlock"])]
+    return [no_namespaces(), "--keep-namespaces", "--no-landlock"] if not landlock else []
+
+
+def tvmffi_argv(user="root", wrap=False, landlock=True):
     py = sys.executable if user == "root" else _nobody_python()[0]
     argv = [py, "-m", "tvmffi_cli"]
     if user != "root":
         argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
-    if wrap:
-        argv = [no_namespaces(), *argv]
-    return argv
+    return [*wrapper(wrap, landlock), *argv]
 
 
-def run(*args, user="root", wrap=False, env=None, home=None, timeout=120, cwd="/"):
-    """tvmffi ARGS as `user`, optionally inside the namespace-refusing wrapper.
-    home: a directory nobody owns, used as HOME and TMPDIR (the worker's
-    scratch goes there)."""
+def run(*args, user="root", wrap=False, env=None, home=None, timeout=120, cwd="/", landlock=True):
+    """tvmffi ARGS as `user`, optionally inside the wrapper that refuses
+    namespaces (wrap) or Landlock (landlock=False). home: a directory
+    nobody owns, used as HOME and TMPDIR (the worker's scratch goes there)."""
     e = dict(os.environ)
     e.pop("TVMFFI_RUNTIME", None)
     if home is not None:
@@ -113,7 +124,7 @@ def run(*args, user="root", wrap=False, env=None, home=None, timeout=120, cwd="/
     if env:
         e.update(env)
     return subprocess.run(
-        [*tvmffi_argv(user, wrap), *map(str, args)],
+        [*tvmffi_argv(user, wrap, landlock), *map(str, args)],
         capture_output=True,
         text=True,
         env=e,

@@ -7,16 +7,23 @@
  * Three entry points:
  *
  *   tvmffi_sandbox_launch()   process lifetime. Turns the calling process (O,
- *       the one tvmffi started) into a supervisor: it forks A, the init of a
- *       new PID namespace (and network namespace when asked), and A forks B,
+ *       the one tvmffi started) into a supervisor: it enters a network
+ *       namespace (through a user namespace mapping the user to itself when
+ *       not root), clones A, the init of a new PID namespace, and A forks B,
  *       which returns to the caller and becomes the worker. O and A never
- *       return. A reaps every child it gets: B's probe children (B forks
- *       twice, so its grandchild is reparented to A) and orphans are passed
- *       on as they end, O writing "c <pid> <status> <maxrss_kb>\n" to
- *       status_fd for each. When B exits, A reports B's wait status and peak
- *       RSS to O and exits; the kernel then kills every process left in the
- *       namespace. O writes "<status> <maxrss_kb>\n" to status_fd and exits
- *       the way B did.
+ *       return. A first joins the cgroup tvmffi made (cgroup_fd: its
+ *       cgroup.procs), enters a mount namespace of its own, mounts a fresh
+ *       /proc there (a PID namespace under the host's /proc shows other
+ *       pids: CUDA's cuInit fails in it), and a tmpfs of scratch_size over
+ *       the scratch directory. Where the fresh /proc cannot be mounted, A
+ *       gives up and O clones it again without a PID namespace. A reaps
+ *       every child it gets: B's probe children (B forks twice, so its
+ *       grandchild is reparented to A) and orphans are passed on as they
+ *       end, O writing "c <pid> <status> <maxrss_kb>\n" to status_fd for
+ *       each. When B exits, A reports B's wait status and peak RSS to O and
+ *       exits; the kernel then kills every process left in the namespace.
+ *       O writes "<status> <maxrss_kb>\n" to status_fd and exits the way B
+ *       did.
  *       When the lifeline fd reports hang-up (tvmffi closed it or died, even by
  *       SIGKILL), O kills A and everything below it. A and B also die with
  *       their parent (PR_SET_PDEATHSIG). O is a child subreaper (and so is A
@@ -26,16 +33,24 @@
  *       step ends the same with or without a PID namespace. O and A are not
  *       dumpable (no ptrace, no /proc/<pid>/fd of theirs for the library).
  *       For users other than root, RLIMIT_NPROC bounds a fork bomb.
+ *       Memory: without the cgroup, O sums what the tree holds every 50 ms
+ *       (sb_watch.c) and, past memory_limit (and a sixteenth for the stacks
+ *       RLIMIT_DATA does not count), kills it and writes "m <kb>\n" first.
  *
  *   tvmffi_sandbox_confine()  confinement of the worker itself:
- *       no_new_privs, every capability dropped, Landlock (filesystem: reads
- *       only beneath the given read paths, writes only beneath the given
- *       write paths, no execute; network: no TCP bind/connect; scopes: no
- *       signals and no abstract UNIX sockets outside the domain) and a
- *       seccomp filter (no exec, no sockets, no ptrace, no signals to other
- *       processes, no mount/module/reboot-class calls, no new namespaces;
- *       limits, priorities, affinity and memory of the worker itself only;
- *       all fail with EPERM so the library sees an error, not a kill).
+ *       no_new_privs, in its own mount namespace every mount read-only but
+ *       the write paths (sb_mounts.c), every capability dropped, Landlock
+ *       (filesystem: reads only beneath the given read paths, writes only
+ *       beneath the given write paths, no execute; network: no TCP
+ *       bind/connect; scopes: no signals and no abstract UNIX sockets
+ *       outside the domain) and a seccomp filter (sb_confine.c: no exec, no
+ *       sockets but stream socketpairs, no named destinations or descriptor
+ *       passing, no ptrace, no signals to other processes,
+ *       no mount/module/reboot-class calls, no new namespaces, no SysV or
+ *       POSIX message IPC, no subreaper; limits, priorities, affinity and
+ *       memory of the worker itself only; metadata changes everywhere when
+ *       the mounts could not be made read-only; all fail with EPERM so the
+ *       library sees an error, not a kill).
  *
  *   tvmffi_sandbox_fork_orphan()  conform's zygote (a worker that loaded the
  *       library) forks a probe child whose parent is A, so A reaps it and O
@@ -49,11 +64,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/capability.h>
-#include <linux/filter.h>
-#include <linux/landlock.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -62,87 +72,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define TVMFFI_SB_EXPORT __attribute__((visibility("default")))
+#include "sb_internal.h"
 
-/* What was applied (bits of *applied). Mirrored in tvmffi_cli/sandbox/. */
-#define TVMFFI_SB_PDEATHSIG (1u << 0)
-#define TVMFFI_SB_PIDNS (1u << 1)
-#define TVMFFI_SB_NETNS (1u << 2)
-#define TVMFFI_SB_SUBREAPER (1u << 3)
-#define TVMFFI_SB_NO_NEW_PRIVS (1u << 4)
-#define TVMFFI_SB_CAPS_DROPPED (1u << 5)
-#define TVMFFI_SB_LANDLOCK_FS (1u << 6)
-#define TVMFFI_SB_LANDLOCK_NET (1u << 7)
-#define TVMFFI_SB_LANDLOCK_SCOPE (1u << 8)
-#define TVMFFI_SB_SECCOMP (1u << 9)
-#define TVMFFI_SB_USERNS (1u << 10)
-#define TVMFFI_SB_NPROC (1u << 11)
+#define TVMFFI_SB_EXPORT __attribute__((visibility("default")))
 
 /* Tasks the worker may add to its user's count (RLIMIT_NPROC; not for root). */
 #define SB_NPROC_BUDGET 1024
 
-/* ---- Landlock: the kernel ABI, for headers older than the running kernel. */
-#ifndef LANDLOCK_CREATE_RULESET_VERSION
-#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
-#endif
-#define LL_FS_EXECUTE (1ULL << 0)
-#define LL_FS_WRITE_FILE (1ULL << 1)
-#define LL_FS_READ_FILE (1ULL << 2)
-#define LL_FS_READ_DIR (1ULL << 3)
-#define LL_FS_REMOVE_DIR (1ULL << 4)
-#define LL_FS_REMOVE_FILE (1ULL << 5)
-#define LL_FS_MAKE_CHAR (1ULL << 6)
-#define LL_FS_MAKE_DIR (1ULL << 7)
-#define LL_FS_MAKE_REG (1ULL << 8)
-#define LL_FS_MAKE_SOCK (1ULL << 9)
-#define LL_FS_MAKE_FIFO (1ULL << 10)
-#define LL_FS_MAKE_BLOCK (1ULL << 11)
-#define LL_FS_MAKE_SYM (1ULL << 12)
-#define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
-#define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
-#define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
-#define LL_NET_BIND_TCP (1ULL << 0)    /* ABI 4 */
-#define LL_NET_CONNECT_TCP (1ULL << 1) /* ABI 4 */
-#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
-#define LL_SCOPE_SIGNAL (1ULL << 1)        /* ABI 6 */
-#define LL_RULE_PATH_BENEATH 1
-
-struct ll_ruleset_attr { /* struct landlock_ruleset_attr as of ABI 6 */
-  uint64_t handled_access_fs;
-  uint64_t handled_access_net;
-  uint64_t scoped;
-};
-
-struct ll_path_beneath_attr { /* struct landlock_path_beneath_attr (packed) */
-  uint64_t allowed_access;
-  int32_t parent_fd;
-} __attribute__((packed));
-
-static void note_add(char *note, size_t len, const char *fmt, const char *what, int err) {
+void sb_note(char *note, size_t len, const char *fmt, const char *what, int err) {
   if (note == NULL || len == 0) return;
   size_t used = strnlen(note, len);
   if (used + 1 >= len) return;
   snprintf(note + used, len - used, fmt, what, strerror(err));
 }
 
-TVMFFI_SB_EXPORT int tvmffi_sandbox_landlock_abi(void) {
-#ifdef SYS_landlock_create_ruleset
-  long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  return v < 0 ? 0 : (int)v;
-#else
-  return 0;
-#endif
-}
+TVMFFI_SB_EXPORT int tvmffi_sandbox_landlock_abi(void) { return sb_landlock_abi(); }
 
 /* ---- process lifetime ------------------------------------------------------ */
 
@@ -154,7 +108,7 @@ struct sb_dirent { /* struct linux_dirent64, read with getdents64 (no malloc) */
   char name[];
 };
 
-static void write_all(int fd, const void *buf, size_t n) {
+void sb_write_all(int fd, const void *buf, size_t n) {
   const char *p = buf;
   while (n > 0) {
     ssize_t w = write(fd, p, n);
@@ -325,31 +279,43 @@ static int write_id_map(const char *file, const char *line) {
   return n == (ssize_t)strlen(line) ? 0 : -1;
 }
 
-/* Enter new PID (and network) namespaces for the next child. Root can do it
- * directly; anyone else needs a user namespace first, mapping itself. */
-static unsigned enter_namespaces(unsigned want, char *note, size_t note_len) {
+static void map_self(uid_t uid, gid_t gid) {
+  char line[64];
+  write_id_map("/proc/self/setgroups", "deny");
+  snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+  write_id_map("/proc/self/uid_map", line);
+  snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+  write_id_map("/proc/self/gid_map", line);
+}
+
+/* O enters the network namespace (applies to O and every child) and gets
+ * what A needs to make PID and mount namespaces: root has it; anyone else
+ * enters a user namespace mapping itself. Returns the bits applied; *may
+ * says whether A should try namespaces at all (not after EPERM: a
+ * container without CAP_SYS_ADMIN refuses them all alike). */
+static unsigned enter_namespaces(unsigned want, int *may, char *note, size_t note_len) {
   unsigned got = 0;
-  int flags = 0;
-  if (want & TVMFFI_SB_PIDNS) flags |= CLONE_NEWPID;
-  if (want & TVMFFI_SB_NETNS) flags |= CLONE_NEWNET;
-  if (flags == 0) return 0;
-  if (unshare(flags) == 0) return want & (TVMFFI_SB_PIDNS | TVMFFI_SB_NETNS);
+  int net = (want & TVMFFI_SB_NETNS) ? CLONE_NEWNET : 0;
+  *may = 1;
+  if (net == 0 && geteuid() == 0) return 0;
+  if (net != 0 && unshare(net) == 0) return TVMFFI_SB_NETNS;
   int first = errno;
   uid_t uid = geteuid();
   gid_t gid = getegid();
-  if (unshare(CLONE_NEWUSER | flags) == 0) {
-    char line[64];
-    write_id_map("/proc/self/setgroups", "deny");
-    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-    write_id_map("/proc/self/uid_map", line);
-    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-    write_id_map("/proc/self/gid_map", line);
-    return TVMFFI_SB_USERNS | (want & (TVMFFI_SB_PIDNS | TVMFFI_SB_NETNS));
+  if (net == 0 || first == EPERM || first == EINVAL) {
+    if (unshare(CLONE_NEWUSER | net) == 0) {
+      map_self(uid, gid);
+      return TVMFFI_SB_USERNS | (net ? TVMFFI_SB_NETNS : 0);
+    }
+    if (net == 0) first = errno;
   }
-  note_add(note, note_len, "%s: %s; ", "namespaces (unshare)", first);
-  /* Try the PID namespace alone (a kernel without network namespaces). */
-  if ((want & TVMFFI_SB_PIDNS) && (want & TVMFFI_SB_NETNS) && unshare(CLONE_NEWPID) == 0)
-    got |= TVMFFI_SB_PIDNS;
+  sb_note(note, note_len, "%s: %s; ", "namespaces (unshare)", first);
+  /* A kernel without network namespaces may still give the others. */
+  if (net != 0 && unshare(CLONE_NEWUSER) == 0) {
+    map_self(uid, gid);
+    return TVMFFI_SB_USERNS;
+  }
+  if (geteuid() != 0 || first == EPERM) *may = 0;
   return got;
 }
 
@@ -372,13 +338,13 @@ static void run_reaper(pid_t worker, int report_fd, int in_pidns) {
     }
     if (p > 0) {
       long child[4] = {1, p, st, ru.ru_maxrss};
-      write_all(report_fd, child, sizeof child);
+      sb_write_all(report_fd, child, sizeof child);
       continue;
     }
     if (p < 0 && errno == ECHILD) break;
   }
   if (!in_pidns) kill_descendants(0); /* with a namespace the kernel does this on exit */
-  write_all(report_fd, rec, sizeof rec);
+  sb_write_all(report_fd, rec, sizeof rec);
   _exit(0);
 }
 
@@ -393,20 +359,55 @@ static void forward_child(int status_fd, const long rec[4]) {
   if (ioctl(status_fd, FIONREAD, &unread) == 0 && unread > SB_STATUS_BACKLOG) return;
   char line[96];
   int n = snprintf(line, sizeof line, "c %ld %ld %ld\n", rec[1], rec[2], rec[3]);
-  write_all(status_fd, line, (size_t)n);
+  sb_write_all(status_fd, line, (size_t)n);
 }
 
-/* O: wait for A's reports or the lifeline's hang-up. */
-static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int status_fd) {
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The memory watch: how often, and over what it kills. RLIMIT_DATA bounds
+ * each process's private data at the limit but not its main stack, so a
+ * single process may hold a little more: a sixteenth is left for that. */
+#define SB_WATCH_MS 50
+static long long watch_threshold_kb(unsigned long long limit) {
+  return (long long)((limit + limit / 16) >> 10);
+}
+
+/* O: wait for A's reports or the lifeline's hang-up; with watch_kb > 0,
+ * also end the tree when it holds more memory than that. */
+static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int status_fd,
+                           long long watch_kb) {
   struct pollfd pfd[2] = {{report_fd, POLLIN, 0}, {lifeline_fd, POLLIN, 0}};
   int nfds = lifeline_fd >= 0 ? 2 : 1;
   long rec[4] = {0, 0, 0, 0};
   int have = 0;
+  long long over_kb = 0, next = now_ms() + SB_WATCH_MS;
   if (status_fd >= 0) fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) | O_NONBLOCK);
   for (;;) {
-    int r = poll(pfd, (nfds_t)nfds, -1);
+    int wait = -1;
+    if (watch_kb > 0) {
+      long long left = next - now_ms();
+      if (left <= 0) {
+        long long kb = sb_tree_memory_kb(reaper, 0);
+        /* Over by the quick sum (shared pages counted in each process):
+         * take the proportional one before killing. */
+        if (kb > watch_kb) kb = sb_tree_memory_kb(reaper, 1);
+        if (kb > watch_kb) {
+          over_kb = kb;
+          break;
+        }
+        next = now_ms() + SB_WATCH_MS;
+        left = SB_WATCH_MS;
+      }
+      wait = (int)left;
+    }
+    int r = poll(pfd, (nfds_t)nfds, wait);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) break;
+    if (r == 0) continue;
     if (pfd[0].revents) {
       if (read_all(report_fd, rec, sizeof rec) != 0) break;
       if (rec[0] == 1) { /* a probe child (or an orphan) ended: pass it on */
@@ -429,9 +430,14 @@ static void run_supervisor(pid_t reaper, int report_fd, int lifeline_fd, int sta
    * namespace that empties it), whatever process group or session it is in. */
   kill_descendants(have ? 0 : reaper);
   if (status_fd >= 0) {
-    char line[64];
-    int n = snprintf(line, sizeof line, "%ld %ld\n", rec[2], rec[3]);
-    write_all(status_fd, line, (size_t)n);
+    char line[96];
+    int n;
+    if (over_kb > 0) {
+      n = snprintf(line, sizeof line, "m %lld\n", over_kb);
+      sb_write_all(status_fd, line, (size_t)n);
+    }
+    n = snprintf(line, sizeof line, "%ld %ld\n", rec[2], rec[3]);
+    sb_write_all(status_fd, line, (size_t)n);
     close(status_fd);
   }
   die_like((int)rec[2]);
@@ -446,7 +452,7 @@ static int limit_processes(char *note, size_t note_len) {
   if (uid == 0) return 0;
   int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
-    note_add(note, note_len, "%s: %s; ", "process limit (/proc)", errno);
+    sb_note(note, note_len, "%s: %s; ", "process limit (/proc)", errno);
     return 0;
   }
   long tasks = 0;
@@ -482,51 +488,150 @@ static int limit_processes(char *note, size_t note_len) {
   if (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < want) want = cur.rlim_max;
   struct rlimit lim = {want, want};
   if (setrlimit(RLIMIT_NPROC, &lim) != 0) {
-    note_add(note, note_len, "%s: %s; ", "process limit (RLIMIT_NPROC)", errno);
+    sb_note(note, note_len, "%s: %s; ", "process limit (RLIMIT_NPROC)", errno);
     return 0;
   }
   return 1;
 }
 
-/* Returns 0 in the worker (B) with *applied filled; -1 (errno set) if the
- * first fork failed, then the caller is still the only process. */
+/* A's report to O once it is set up, before it forks the worker: {2, what
+ * A applied, 0, 0}, or {3, errno, step, 0} when a PID namespace without a
+ * fresh /proc would be all it could give (O then clones A again without). */
+#define SB_REC_SETUP 2
+#define SB_REC_RETRY 3
+static const char *const sb_steps[] = {"mount namespace (unshare)", "mount propagation",
+                                       "mount proc"};
+
+static pid_t clone_child(int flags) {
+  /* A raw clone: glibc's fork takes no namespace flags. The child (A) runs
+   * only this file's code and forks the worker with glibc's fork, which
+   * sets the worker's thread id right; A's own stays its parent's, which
+   * nothing A calls reads. The argument order differs between
+   * architectures but every argument past the flags is 0. */
+  return (pid_t)syscall(SYS_clone, (unsigned long)(flags | SIGCHLD), 0, 0, 0, 0);
+}
+
+/* A, before it forks the worker: the cgroup, its own mount namespace, a
+ * fresh /proc, the scratch tmpfs. Returns what it applied; _exits after a
+ * retry record when in_pidns and no fresh /proc can be had. */
+static unsigned setup_init(unsigned want, unsigned got, int may, int report_fd, int cgroup_fd,
+                           const char *scratch, unsigned long long scratch_size, char *note,
+                           size_t note_len) {
+  int in_pidns = (got & TVMFFI_SB_PIDNS) != 0;
+  if (cgroup_fd >= 0) {
+    /* "0": the writer itself; the worker and all it starts follow. */
+    if (write(cgroup_fd, "0", 1) == 1)
+      got |= TVMFFI_SB_CGROUP;
+    else
+      sb_note(note, note_len, "%s: %s; ", "cgroup (cgroup.procs)", errno);
+    close(cgroup_fd);
+  }
+  if ((want & TVMFFI_SB_MOUNTNS) && may) {
+    const char *what = sb_steps[0];
+    if (unshare(CLONE_NEWNS) == 0 && sb_private_mounts(in_pidns, &what) == 0) {
+      got |= TVMFFI_SB_MOUNTNS;
+    } else if (in_pidns) {
+      long rec[4] = {SB_REC_RETRY, errno, 0, 0};
+      for (long i = 0; i < 3; i++)
+        if (what == sb_steps[i]) rec[2] = i;
+      sb_write_all(report_fd, rec, sizeof rec);
+      _exit(0);
+    } else if (note == NULL || strstr(note, what) == NULL) { /* said once (a retry) */
+      sb_note(note, note_len, "%s: %s; ", what, errno);
+    }
+  }
+  if ((want & TVMFFI_SB_SCRATCH_TMPFS) && scratch != NULL && scratch[0] && scratch_size > 0 &&
+      (got & TVMFFI_SB_MOUNTNS)) {
+    if (sb_mount_scratch(scratch, scratch_size) == 0)
+      got |= TVMFFI_SB_SCRATCH_TMPFS;
+    else
+      sb_note(note, note_len, "%s: %s; ", "scratch tmpfs (mount)", errno);
+  }
+  return got;
+}
+
+/* Returns 0 in the worker (B) with *applied filled; -1 (errno set) if A
+ * could not be made, then the caller is still the only process.
+ * cgroup_fd: cgroup.procs of the cgroup the tree goes into (-1: none);
+ * memory_limit: bytes for the supervisor's watch when there is no cgroup
+ * (0: none); scratch, scratch_size: the tmpfs over the scratch directory. */
 TVMFFI_SB_EXPORT int tvmffi_sandbox_launch(unsigned want, int lifeline_fd, int status_fd,
+                                           int cgroup_fd, unsigned long long memory_limit,
+                                           const char *scratch, unsigned long long scratch_size,
                                            unsigned *applied, char *note, size_t note_len) {
   unsigned got = 0;
+  int may = 1;
   if (note != NULL && note_len > 0) note[0] = '\0';
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) got |= TVMFFI_SB_SUBREAPER;
   if (limit_processes(note, note_len)) got |= TVMFFI_SB_NPROC;
-  got |= enter_namespaces(want, note, note_len);
+  if (want & (TVMFFI_SB_NETNS | TVMFFI_SB_PIDNS | TVMFFI_SB_MOUNTNS))
+    got |= enter_namespaces(want, &may, note, note_len);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return -1;
   pid_t supervisor = getpid();
-  pid_t reaper = fork();
-  if (reaper < 0) {
-    close(report[0]);
-    close(report[1]);
-    return -1;
+  int pidns = (want & TVMFFI_SB_PIDNS) && may;
+  long setup[4] = {0, 0, 0, 0};
+  pid_t reaper;
+  for (;;) {
+    reaper = clone_child(pidns ? CLONE_NEWPID : 0);
+    if (reaper < 0 && pidns) {
+      sb_note(note, note_len, "%s: %s; ", "pid namespace (clone)", errno);
+      pidns = 0;
+      continue;
+    }
+    if (reaper < 0) {
+      close(report[0]);
+      close(report[1]);
+      return -1;
+    }
+    if (reaper == 0) break; /* A */
+    if (read_all(report[0], setup, sizeof setup) != 0) setup[0] = -1;
+    if (setup[0] == SB_REC_SETUP) break;
+    waitpid(reaper, NULL, 0);
+    if (setup[0] != SB_REC_RETRY) { /* A died before it said anything */
+      close(report[0]);
+      close(report[1]);
+      errno = ECHILD;
+      return -1;
+    }
+    int step = setup[2] >= 0 && setup[2] < 3 ? (int)setup[2] : 0;
+    sb_note(note, note_len, "%s: %s (so no PID namespace either); ", sb_steps[step], (int)setup[1]);
+    pidns = 0;
   }
   if (reaper > 0) {
-    /* Not dumpable: no process of the user (the library's included) can
-     * ptrace us or open our pipes through /proc/<pid>/fd to forge the
+    /* O. Not dumpable: no process of the user (the library's included)
+     * can ptrace us or open our pipes through /proc/<pid>/fd to forge the
      * worker's exit status. */
     prctl(PR_SET_DUMPABLE, 0);
     close(report[1]);
-    run_supervisor(reaper, report[0], lifeline_fd, status_fd);
+    if (cgroup_fd >= 0) close(cgroup_fd);
+    long long watch_kb = 0;
+    if (((unsigned long)setup[1] & TVMFFI_SB_MEMWATCH) && memory_limit > 0)
+      watch_kb = watch_threshold_kb(memory_limit);
+    run_supervisor(reaper, report[0], lifeline_fd, status_fd, watch_kb);
   }
   /* A */
   prctl(PR_SET_DUMPABLE, 0); /* see the supervisor */
   close(report[0]);
   if (lifeline_fd >= 0) close(lifeline_fd);
   if (status_fd >= 0) close(status_fd);
-  if (die_with_parent((got & TVMFFI_SB_PIDNS) ? 0 : supervisor) == 0) got |= TVMFFI_SB_PDEATHSIG;
-  if (!(got & TVMFFI_SB_PIDNS)) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (pidns) got |= TVMFFI_SB_PIDNS;
+  if (die_with_parent(pidns ? 0 : supervisor) == 0) got |= TVMFFI_SB_PDEATHSIG;
+  if (!pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  got = setup_init(want, got, may, report[1], cgroup_fd, scratch, scratch_size, note, note_len);
+  if (memory_limit > 0 && !(got & TVMFFI_SB_CGROUP)) got |= TVMFFI_SB_MEMWATCH;
+  long done[4] = {SB_REC_SETUP, (long)got, 0, 0};
+  sb_write_all(report[1], done, sizeof done);
   pid_t a = getpid();
   pid_t worker = fork();
   if (worker < 0) _exit(126);
-  if (worker > 0) run_reaper(worker, report[1], (got & TVMFFI_SB_PIDNS) != 0);
+  if (worker > 0) run_reaper(worker, report[1], pidns);
   /* B */
   close(report[1]);
+  /* Dumpable again (fork copied A's setting): the supervisor's memory
+   * watch and tvmffi's scratch meter read its /proc/<pid>/fd, smaps and
+   * root, which a process that is not dumpable keeps from its user. */
+  prctl(PR_SET_DUMPABLE, 1);
   if (die_with_parent(a) != 0) got &= ~TVMFFI_SB_PDEATHSIG;
   if (applied != NULL) *applied = got;
   return 0;
@@ -548,6 +653,10 @@ extern pid_t _Fork(void) __attribute__((weak));
 TVMFFI_SB_EXPORT int tvmffi_sandbox_fork_orphan(void) {
   static volatile pid_t copy;
   static volatile int copy_errno;
+  /* A library may have made the zygote a child subreaper (its constructor
+   * ran here): the copy would then be reparented to the zygote, which
+   * never waits, and its end would never reach A and tvmffi. */
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
   if (_Fork == NULL) {
     errno = ENOSYS;
     return -1;
@@ -568,335 +677,10 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_fork_orphan(void) {
   return (int)copy;
 }
 
-/* ---- confinement ----------------------------------------------------------- */
+/* ---- confinement (sb_confine.c, sb_mounts.c) --------------------------------- */
 
-static int drop_capabilities(void) {
-  for (int cap = 0; cap < 64; cap++) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL) break;
-  }
-  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[2];
-  memset(data, 0, sizeof data);
-  return (int)syscall(SYS_capset, &hdr, data);
-}
-
-static int add_path_rule(int ruleset, const char *path, uint64_t dir_access,
-                         uint64_t file_access) {
-  int fd = open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -1;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return -1;
-  }
-  struct ll_path_beneath_attr rule;
-  rule.allowed_access = S_ISDIR(st.st_mode) ? dir_access : file_access;
-  rule.parent_fd = fd;
-  long r = syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
-  int err = errno;
-  close(fd);
-  errno = err;
-  return r == 0 ? 0 : -1;
-}
-
-static unsigned apply_landlock(int abi, const char *const *read_paths,
-                               const char *const *write_paths, char *note, size_t note_len) {
-  struct ll_ruleset_attr attr;
-  memset(&attr, 0, sizeof attr);
-  uint64_t fs = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_READ_DIR |
-                LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_CHAR | LL_FS_MAKE_DIR |
-                LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_BLOCK |
-                LL_FS_MAKE_SYM;
-  if (abi >= 2) fs |= LL_FS_REFER;
-  if (abi >= 3) fs |= LL_FS_TRUNCATE;
-  if (abi >= 5) fs |= LL_FS_IOCTL_DEV;
-  attr.handled_access_fs = fs;
-  size_t size = sizeof(uint64_t);
-  if (abi >= 4) {
-    attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
-    size = 2 * sizeof(uint64_t);
-  }
-  if (abi >= 6) {
-    attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
-    size = sizeof attr;
-  }
-  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
-  if (ruleset < 0) {
-    note_add(note, note_len, "%s: %s; ", "landlock_create_ruleset", errno);
-    return 0;
-  }
-  uint64_t file_read = LL_FS_READ_FILE;
-  uint64_t dir_read = LL_FS_READ_FILE | LL_FS_READ_DIR;
-  uint64_t file_write = LL_FS_READ_FILE | LL_FS_WRITE_FILE | (fs & (LL_FS_TRUNCATE | LL_FS_IOCTL_DEV));
-  /* Writable directories: everything but execute and device nodes. */
-  uint64_t dir_write = fs & ~(LL_FS_EXECUTE | LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK);
-  for (const char *const *p = read_paths; p != NULL && *p != NULL; p++) {
-    if (add_path_rule(ruleset, *p, dir_read, file_read) != 0)
-      note_add(note, note_len, "landlock rule %s: %s; ", *p, errno);
-  }
-  for (const char *const *p = write_paths; p != NULL && *p != NULL; p++) {
-    if (add_path_rule(ruleset, *p, dir_write, file_write) != 0)
-      note_add(note, note_len, "landlock rule %s: %s; ", *p, errno);
-  }
-  long r = syscall(SYS_landlock_restrict_self, ruleset, 0);
-  int err = errno;
-  close(ruleset);
-  if (r != 0) {
-    note_add(note, note_len, "%s: %s; ", "landlock_restrict_self", err);
-    return 0;
-  }
-  unsigned got = TVMFFI_SB_LANDLOCK_FS;
-  if (abi >= 4) got |= TVMFFI_SB_LANDLOCK_NET;
-  if (abi >= 6) got |= TVMFFI_SB_LANDLOCK_SCOPE;
-  return got;
-}
-
-/* ---- seccomp --------------------------------------------------------------- */
-
-#if defined(__x86_64__)
-#define SB_AUDIT_ARCH AUDIT_ARCH_X86_64
-#define SB_X32_BIT 0x40000000u
-#elif defined(__aarch64__)
-#define SB_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#elif defined(__riscv) && __riscv_xlen == 64
-#define SB_AUDIT_ARCH AUDIT_ARCH_RISCV64
-#endif
-
-#define SB_DENY (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
-#define SB_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
-/* Every CLONE_NEW* flag clone(2) takes (CLONE_NEWTIME is clone3/unshare only). */
-#define SB_CLONE_NEW_ANY                                                                  \
-  (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
-   CLONE_NEWNET)
-#define SB_IOPRIO_WHO_PROCESS 1
-#define SB_ARG_HI(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
-
-struct bpf_prog_buf {
-  struct sock_filter ins[512];
-  unsigned n;
-};
-
-static void emit(struct bpf_prog_buf *b, struct sock_filter f) {
-  if (b->n < sizeof b->ins / sizeof b->ins[0]) b->ins[b->n++] = f;
-}
-
-/* if (nr == n) return -err */
-static void deny_nr_err(struct bpf_prog_buf *b, long nr, int err) {
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)));
-}
-
-/* if (nr == n) return EPERM */
-static void deny_nr(struct bpf_prog_buf *b, long nr) { deny_nr_err(b, nr, EPERM); }
-
-static void load_nr(struct bpf_prog_buf *b) {
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-}
-
-/* if (nr == n && !(arg[which] == which_val (when which >= 0) && arg[i] is
- * self (or 0 when zero_ok))) return EPERM; then reload nr. A pid is an int:
- * the kernel reads the low half, so a high half other than 0 is refused. */
-static void deny_unless_self_arg(struct bpf_prog_buf *b, long nr, int i, uint32_t self,
-                                 int zero_ok, int which, uint32_t which_val) {
-  unsigned skip = which >= 0 ? 7 : 5; /* instructions between the first jump and the reload */
-  if (zero_ok) skip++;
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, (uint8_t)skip));
-  unsigned left = skip; /* instructions after the current one up to the deny */
-  if (which >= 0) {
-    emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(which)));
-    left -= 2;
-    emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, which_val, 0, (uint8_t)(left - 1)));
-  }
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_HI(i)));
-  left -= 2;
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, (uint8_t)(left - 1)));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(i)));
-  left -= 2;
-  if (zero_ok) {
-    emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, (uint8_t)(left), 0));
-    left -= 1;
-  }
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-  load_nr(b);
-}
-
-/* if (nr == n && !(arg[i] is a pid >= min: high half 0, low half in
- * [min, INT_MAX])) return EPERM; then reload nr. */
-static void deny_unless_pid_from(struct bpf_prog_buf *b, long nr, int i, uint32_t min) {
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 6));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_HI(i)));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(i)));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x80000000u, 1, 0));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, min, 1, 0));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-  load_nr(b);
-}
-
-/* if (nr == n && (low half of arg[i]) == v) return err; then reload nr (for
- * unsigned int arguments such as fcntl's and ioctl's command). */
-static void deny_arg_eq(struct bpf_prog_buf *b, long nr, int i, uint32_t v, uint32_t ret) {
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 3));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(i)));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v, 0, 1));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ret));
-  load_nr(b);
-}
-
-/* if (nr == n && (low half of arg[i]) & mask) return EPERM; then reload nr. */
-static void deny_arg_bits(struct bpf_prog_buf *b, long nr, int i, uint32_t mask) {
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 3));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(i)));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-  load_nr(b);
-}
-
-/* if (nr == n && arg0 != AF_UNIX) return EPERM (socketpair stays usable). */
-static void deny_unless_unix(struct bpf_prog_buf *b, long nr) {
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 4));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SB_ARG_LO(0)));
-  emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-  emit(b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-}
-
-static int apply_seccomp(int in_pidns, int scoped, char *note, size_t note_len) {
-#ifndef SB_AUDIT_ARCH
-  note_add(note, note_len, "%s: %s; ", "seccomp (unsupported architecture)", ENOSYS);
-  return -1;
-#else
-  struct bpf_prog_buf b;
-  b.n = 0;
-  uint32_t self = (uint32_t)getpid();
-  /* Another architecture's syscall table (i386 via int 0x80): refuse all. */
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-  emit(&b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_AUDIT_ARCH, 1, 0));
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-#ifdef SB_X32_BIT
-  emit(&b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SB_X32_BIT, 0, 1));
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SB_DENY));
-#endif
-  /* Run programs, trace or write other processes, leave the namespaces. */
-  deny_nr(&b, SYS_execve);
-  deny_nr(&b, SYS_execveat);
-  deny_nr(&b, SYS_ptrace);
-  deny_nr(&b, SYS_kcmp);
-  deny_nr(&b, SYS_setns);
-  deny_nr(&b, SYS_unshare);
-  deny_nr(&b, SYS_mount);
-  deny_nr(&b, SYS_umount2);
-  deny_nr(&b, SYS_pivot_root);
-  deny_nr(&b, SYS_chroot);
-  deny_nr(&b, SYS_reboot);
-  deny_nr(&b, SYS_kexec_load);
-  deny_nr(&b, SYS_init_module);
-  deny_nr(&b, SYS_finit_module);
-  deny_nr(&b, SYS_delete_module);
-  deny_nr(&b, SYS_swapon);
-  deny_nr(&b, SYS_swapoff);
-  deny_nr(&b, SYS_bpf);
-  deny_nr(&b, SYS_keyctl);
-  deny_nr(&b, SYS_add_key);
-  deny_nr(&b, SYS_request_key);
-  deny_nr(&b, SYS_open_by_handle_at);
-  deny_nr(&b, SYS_perf_event_open);
-  /* The mount API of Linux 5.2+ (caps are dropped, but say no plainly). */
-#ifdef SYS_fsopen
-  deny_nr(&b, SYS_fsopen);
-  deny_nr(&b, SYS_fsconfig);
-  deny_nr(&b, SYS_fsmount);
-  deny_nr(&b, SYS_fspick);
-  deny_nr(&b, SYS_open_tree);
-  deny_nr(&b, SYS_move_mount);
-#endif
-#ifdef SYS_mount_setattr
-  deny_nr(&b, SYS_mount_setattr);
-#endif
-#ifdef SYS_io_uring_setup
-  deny_nr(&b, SYS_io_uring_setup); /* its ring would bypass this filter */
-#endif
-#ifdef SYS_pidfd_open
-  deny_nr(&b, SYS_pidfd_open);
-#endif
-#ifdef SYS_pidfd_send_signal
-  deny_nr(&b, SYS_pidfd_send_signal);
-#endif
-#ifdef SYS_pidfd_getfd
-  deny_nr(&b, SYS_pidfd_getfd);
-#endif
-  deny_nr(&b, SYS_tkill);
-  /* The network: no sockets but a socketpair of AF_UNIX. */
-  deny_nr(&b, SYS_socket);
-  deny_nr(&b, SYS_connect);
-  deny_nr(&b, SYS_bind);
-  deny_unless_unix(&b, SYS_socketpair);
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-  /* No new namespaces by clone either; clone3 hides its flags in memory
-   * seccomp cannot read, so it reports ENOSYS and libc falls back to clone. */
-  deny_arg_bits(&b, SYS_clone, 0, SB_CLONE_NEW_ANY);
-#ifdef SYS_clone3
-  deny_nr_err(&b, SYS_clone3, ENOSYS);
-#endif
-  /* Signals: only to the worker's own processes (raise, abort and
-   * pthread_kill use tgkill), never to a process group or to every process.
-   * In a PID namespace every pid above 1 is one of them (1 is the init, A);
-   * without one, Landlock's signal scope (when applied) refuses every
-   * process outside the worker's domain; else only the worker itself. A
-   * probe child forked from the worker (conform) has a pid of its own and
-   * must still be able to signal itself. */
-  static const long sig_nrs[] = {SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo};
-  for (size_t i = 0; i < sizeof sig_nrs / sizeof sig_nrs[0]; i++) {
-    if (in_pidns)
-      deny_unless_pid_from(&b, sig_nrs[i], 0, 2);
-    else if (scoped)
-      deny_unless_pid_from(&b, sig_nrs[i], 0, 1);
-    else
-      deny_unless_self_arg(&b, sig_nrs[i], 0, self, 0, -1, 0);
-  }
-  /* ...nor by the I/O-signal owner of a file: SIGIO/SIGURG (or any signal,
-   * F_SETSIG) would go to a process the library names. */
-  deny_arg_eq(&b, SYS_fcntl, 1, F_SETOWN, SB_DENY);
-  deny_arg_eq(&b, SYS_fcntl, 1, F_SETOWN_EX, SB_DENY);
-  deny_arg_eq(&b, SYS_fcntl, 1, F_SETSIG, SB_DENY);
-  deny_arg_eq(&b, SYS_ioctl, 1, FIOSETOWN, SB_DENY);
-  deny_arg_eq(&b, SYS_ioctl, 1, SIOCSPGRP, SB_DENY);
-  /* Limits, memory and I/O priority: the worker's own only (pid 0 or ours). */
-  deny_unless_self_arg(&b, SYS_prlimit64, 0, self, 1, -1, 0);
-  deny_unless_self_arg(&b, SYS_process_vm_readv, 0, self, 0, -1, 0);
-  deny_unless_self_arg(&b, SYS_process_vm_writev, 0, self, 0, -1, 0);
-  deny_unless_self_arg(&b, SYS_migrate_pages, 0, self, 1, -1, 0);
-  deny_unless_self_arg(&b, SYS_move_pages, 0, self, 1, -1, 0);
-  deny_unless_self_arg(&b, SYS_ioprio_set, 1, self, 1, 0, SB_IOPRIO_WHO_PROCESS);
-  /* Scheduling. In a PID namespace every pid the library can name is its
-   * own (threads pin themselves by thread id: OpenMP, pthread_setaffinity_np);
-   * without one, only the worker's main thread (pid 0 or ours). */
-  if (!in_pidns) {
-    deny_unless_self_arg(&b, SYS_setpriority, 1, self, 1, 0, PRIO_PROCESS);
-    deny_unless_self_arg(&b, SYS_sched_setaffinity, 0, self, 1, -1, 0);
-    deny_unless_self_arg(&b, SYS_sched_setscheduler, 0, self, 1, -1, 0);
-    deny_unless_self_arg(&b, SYS_sched_setparam, 0, self, 1, -1, 0);
-#ifdef SYS_sched_setattr
-    deny_unless_self_arg(&b, SYS_sched_setattr, 0, self, 1, -1, 0);
-#endif
-  }
-  emit(&b, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-  if (b.n >= sizeof b.ins / sizeof b.ins[0]) {
-    note_add(note, note_len, "%s: %s; ", "seccomp (filter too long)", E2BIG);
-    return -1;
-  }
-  struct sock_fprog prog = {(unsigned short)b.n, b.ins};
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
-    note_add(note, note_len, "%s: %s; ", "seccomp", errno);
-    return -1;
-  }
-  return 0;
-#endif
-}
-
+/* want: the features asked for, plus TVMFFI_SB_PIDNS / TVMFFI_SB_MOUNTNS when
+ * the worker is in namespaces of its own (launch said so). */
 TVMFFI_SB_EXPORT int tvmffi_sandbox_confine(unsigned want, const char *const *read_paths,
                                             const char *const *write_paths, unsigned *applied,
                                             char *note, size_t note_len) {
@@ -905,26 +689,31 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_confine(unsigned want, const char *const *re
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) {
     got |= TVMFFI_SB_NO_NEW_PRIVS;
   } else {
-    note_add(note, note_len, "%s: %s; ", "no_new_privs", errno);
+    sb_note(note, note_len, "%s: %s; ", "no_new_privs", errno);
   }
+  /* Before the capabilities go: remounting needs them. */
+  if ((want & TVMFFI_SB_READONLY) && (want & TVMFFI_SB_MOUNTNS) &&
+      sb_read_only_but(write_paths, note, note_len) == 0)
+    got |= TVMFFI_SB_READONLY;
   if (want & TVMFFI_SB_CAPS_DROPPED) {
-    if (drop_capabilities() == 0) {
+    if (sb_drop_capabilities() == 0) {
       got |= TVMFFI_SB_CAPS_DROPPED;
     } else {
-      note_add(note, note_len, "%s: %s; ", "capset", errno);
+      sb_note(note, note_len, "%s: %s; ", "capset", errno);
     }
   }
   if (want & (TVMFFI_SB_LANDLOCK_FS | TVMFFI_SB_LANDLOCK_NET | TVMFFI_SB_LANDLOCK_SCOPE)) {
-    int abi = tvmffi_sandbox_landlock_abi();
+    int abi = sb_landlock_abi();
     if (abi <= 0) {
-      note_add(note, note_len, "%s: %s; ", "landlock", EOPNOTSUPP);
+      sb_note(note, note_len, "%s: %s; ", "landlock", EOPNOTSUPP);
     } else if (got & TVMFFI_SB_NO_NEW_PRIVS) {
-      got |= apply_landlock(abi, read_paths, write_paths, note, note_len);
+      got |= sb_apply_landlock(abi, read_paths, write_paths, note, note_len);
     }
   }
   if ((want & TVMFFI_SB_SECCOMP) && (got & TVMFFI_SB_NO_NEW_PRIVS)) {
     int scoped = (got & TVMFFI_SB_LANDLOCK_SCOPE) != 0;
-    if (apply_seccomp((want & TVMFFI_SB_PIDNS) != 0, scoped, note, note_len) == 0)
+    int deny_metadata = (got & TVMFFI_SB_READONLY) == 0;
+    if (sb_apply_seccomp((want & TVMFFI_SB_PIDNS) != 0, scoped, deny_metadata, note, note_len) == 0)
       got |= TVMFFI_SB_SECCOMP;
   }
   if (applied != NULL) *applied = got;

@@ -18,7 +18,7 @@ import statistics
 from ctypes import byref
 from typing import Any, Callable, List
 
-from ..errors import InputError, TvmffiError
+from ..errors import CheckFailed, InputError, TvmffiError
 from . import task as call_task
 from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
 from .task import Message
@@ -76,7 +76,11 @@ def _bench_host(
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
             return {"status": "raised", "error": call_task.error_dict(rt.take_error())}
-        ffi_values.any_to_py(rt, result)  # releases an object result
+        try:
+            ffi_values.any_to_py(rt, result)  # releases an object result
+        except (TypeError, ValueError, OverflowError) as e:
+            # The library's result, not the user's arguments: a failed check.
+            raise CheckFailed(f"it returned a value tvmffi cannot read: {e}") from None
 
         def timed(calls: int, rounds: int) -> List[int]:
             out = (ctypes.c_int64 * rounds)()

@@ -21,7 +21,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
-from ..errors import InputError, TvmffiError
+from ..errors import CheckFailed, InputError, TvmffiError
 
 if TYPE_CHECKING:
     from ..abi.typeschema import TypeSpec
@@ -120,6 +120,9 @@ def _call_on(
     except ffi_errors.FFIErrorBase as e:
         devices.settle(request["func"])  # its own error first; pending work still ends
         return {"status": "raised", "error": error_dict(e)}
+    except ffi_errors.BadResult as e:
+        # The library's result, not the user's arguments: a failed check.
+        raise CheckFailed(f"{fn.name or 'the function'}: {e}") from None
     except (TypeError, ValueError, OverflowError) as e:
         # Raised by our conversion before the call: the arguments cannot be passed.
         raise InputError(f"cannot pass the arguments: {e}") from None
@@ -433,7 +436,10 @@ def _save_npy(path: str, arr: Array, force: bool) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tvmffi-", suffix=".npy.tmp", dir=d)
     umask = os.umask(0)
     os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
+    try:
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
+    except PermissionError:
+        pass  # refused by the sandbox without read-only mounts: tvmffi copies it out
     try:
         with os.fdopen(fd, "wb") as f:
             arr = np.asarray(arr)

@@ -128,6 +128,7 @@ def run(tokens: list[str]) -> int | None:
             emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
         else:
             echo(render.raised_text(reply["error"], verbose), err=True)
+            note_memory(verbose)
         return EXIT_FAILED
     if as_json:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
@@ -223,6 +224,16 @@ def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]
     return doc
 
 
+def note_memory(verbose: bool) -> None:
+    """-v: how the worker's memory was bounded (the sandbox's mechanism)."""
+    if verbose:
+        from . import sandbox_opts
+
+        line = sandbox_opts.memory_line()
+        if line is not None:
+            echo(f"tvmffi: {line}", err=True)
+
+
 def note_runtime(request: dict[str, Any], verbose: bool) -> None:
     """Say on stderr which runtime hosted the library when it is not the
     builtin one (or always under -v), so stdout stays the result alone."""
@@ -235,6 +246,7 @@ def note_runtime(request: dict[str, Any], verbose: bool) -> None:
         echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
     for note in lacks_notes(rc.get("missing") or []) if verbose else []:
         echo(f"note: {note}", err=True)
+    note_memory(verbose)
 
 
 def parse_timeout(text: str | None) -> float:

@@ -14,8 +14,10 @@ NO_SANDBOX_HELP = (
     "namespace); process lifetime and limits still apply. See docs/security.md."
 )
 MEMORY_HELP = (
-    "Address-space limit of the worker, e.g. 512M, 2G (default "
-    f"{sbpolicy.format_size(sbpolicy.DEFAULT_MEMORY_LIMIT)}); going over is a failure."
+    "Memory the library's processes may hold together, e.g. 512M, 2G (default "
+    f"{sbpolicy.format_size(sbpolicy.DEFAULT_MEMORY_LIMIT)}); going over is a failure. "
+    "A delegated cgroup v2 where there is one, else RLIMIT_DATA per process and a "
+    "watch of the whole tree (the sandbox field's memory_mechanism)."
 )
 
 
@@ -196,6 +198,27 @@ def line() -> str | None:
     return text
 
 
+#: How each memory mechanism reads in the -v line.
+_MEMORY_WORDS = {
+    "cgroup-v2": "a cgroup v2 of its own (memory.max, pids.max)",
+    "rlimit-data+watch": "RLIMIT_DATA per process + the supervisor's watch of the tree",
+    "rlimit-data": "RLIMIT_DATA per process only",
+}
+
+
+def memory_line() -> str | None:
+    """How the last worker's memory was bounded, for -v (None: no worker ran)."""
+    from ..sandbox import process
+
+    info = process.last_sandbox()
+    if info is None:
+        return None
+    if not info.memory_limit or info.memory_mechanism is None:
+        return "memory: no limit"
+    size = sbpolicy.format_size(info.memory_limit)
+    return f"memory: {size}, {_MEMORY_WORDS.get(info.memory_mechanism, info.memory_mechanism)}"
+
+
 def report(verbose: bool) -> None:
     """Print the sandbox line on stderr when something is missing or off, or with -v."""
     from ..sandbox import process
@@ -206,6 +229,9 @@ def report(verbose: bool) -> None:
         return
     if verbose or info.missing or not info.enabled:
         sys.stderr.write(f"tvmffi: {msg}\n")
+    mem = memory_line()
+    if verbose and mem is not None:
+        sys.stderr.write(f"tvmffi: {mem}\n")
 
 
 #: The two options as rows of a hand-written help (call, bench).

@@ -36,6 +36,11 @@ class FFIError(FFIErrorBase, RuntimeError):
     """RuntimeError and every kind without a matching Python exception."""
 
 
+class BadResult(TypeError):
+    """A function returned a value no type describes (a type index nothing
+    registered): the library failed, not the caller's arguments."""
+
+
 def _make(name: str, base: type[BaseException]) -> type[FFIErrorBase]:
     cls = type(name, (FFIErrorBase, base), {"__doc__": f"Library-raised {base.__name__}."})
     cls.__module__ = __name__

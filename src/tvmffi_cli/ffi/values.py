@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 from ..abi import structs as abi
 from ..abi.structs import DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray
 from . import callbacks, objects, tensors
-from .errors import FFIErrorBase, error_from_handle
+from .errors import BadResult, FFIErrorBase, error_from_handle
 from .objects import DataType, Device, OpaquePtr, Shape, _Borrowed, _ObjectRef, _parse_dtype
 from .runtime import Runtime, byte_array
 from .tensors import _dl_dtype_of_numpy, dltensor_of_numpy, tensor_from_numpy, tensor_numpy
@@ -404,7 +404,10 @@ def call_function(
             raise rt.take_error()
         if result.type_index == abi.kTVMFFIDLTensorPtr and result.v_ptr:  # may point into args
             return Tensor(None, rt, dl_addr=result.v_ptr, owner=tensors.hold_args(rt, keep, owned))
-        return any_to_py(rt, result)
+        try:
+            return any_to_py(rt, result)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise BadResult(f"it returned a value tvmffi cannot read: {e}") from None
     finally:
         for h in owned:
             rt.TVMFFIObjectDecRef(h)

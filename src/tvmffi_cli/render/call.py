@@ -45,7 +45,7 @@ def raised_text(err: dict[str, Any], verbose: bool = False) -> str:
         limit = f"{mib >> 10}G" if mib % 1024 == 0 else f"{mib}M"
         lines.append(
             f"memory limit reached (--memory-limit {limit}, "
-            f"peak address space {reached['peak'] >> 20} MiB): allocations may have failed"
+            f"peak {reached['peak'] >> 20} MiB): allocations may have failed"
         )
     for d in err.get("sandbox_denied") or ():
         lines.append(

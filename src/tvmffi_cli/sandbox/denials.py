@@ -23,7 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 MAX_DENIALS = 5
-_DENIED = re.compile(r"permission denied|operation not permitted|\bEACCES\b|\bEPERM\b", re.I)
+# EROFS: outside the write paths every mount is read-only (read-only-fs).
+_DENIED = re.compile(
+    r"permission denied|operation not permitted|read-only file system|\b(EACCES|EPERM|EROFS)\b",
+    re.I,
+)
 _PATH = re.compile(r"(?<![\w.])(/[^\s'\"`:,;()\[\]<>]+)")
 
 

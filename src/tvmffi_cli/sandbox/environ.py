@@ -12,8 +12,10 @@ under ~ land there (and are removed with it).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from ..errors import InputError
 
@@ -100,3 +102,28 @@ def worker_env(
         elif name in environ:
             env[name] = environ[name]
     return env
+
+
+_STATIC_TLS_RESERVE = 65536
+
+
+def child_env(
+    runtime: str | os.PathLike[str] | None,
+    env: dict[str, str] | None,
+    scratch: str | None = None,
+    passthrough: Iterable[str] = (),
+) -> dict[str, str]:
+    """The worker's whole environment: the allow-list, `env`, the runtime to
+    load, and a larger static TLS reserve."""
+    e = worker_env(os.environ, scratch, passthrough)
+    if env:
+        e.update(env)
+    if runtime is not None:
+        e["TVMFFI_RUNTIME"] = str(Path(runtime).resolve())
+    # Libraries (and runtimes) built with initial-exec TLS need static TLS
+    # space when dlopen'ed after start-up; glibc reserves little by default and
+    # fails with "cannot allocate memory in static TLS block". Reserve more.
+    if "glibc.rtld.optional_static_tls" not in e.get("GLIBC_TUNABLES", ""):
+        tun = f"glibc.rtld.optional_static_tls={_STATIC_TLS_RESERVE}"
+        e["GLIBC_TUNABLES"] = f"{e['GLIBC_TUNABLES']}:{tun}" if e.get("GLIBC_TUNABLES") else tun
+    return e

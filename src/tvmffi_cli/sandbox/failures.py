@@ -5,10 +5,14 @@ SandboxUnavailable (--require-sandbox on an incomplete sandbox, exit 2)."""
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..errors import TvmffiError
 from .policy import format_size
+
+if TYPE_CHECKING:
+    from .kernel import Applied
 
 
 class ChildCrashed(errors.CheckFailed):
@@ -44,10 +48,15 @@ class MemoryLimitExceeded(ChildCrashed):
         signal_name: str | None = None,
         returncode: int | None = None,
         stderr: str = "",
+        tree: bool = False,
     ) -> None:
         self.limit = limit
         self.peak_kb = peak_kb
-        peak = f", peak RSS {peak_kb // 1024} MiB" if peak_kb else ""
+        #: The worker's whole tree went over (the supervisor's watch or the
+        #: cgroup killed it), not one process's peak RSS.
+        self.tree = tree
+        what = "the worker's processes held" if tree else "peak RSS"
+        peak = f", {what} {peak_kb // 1024} MiB" if peak_kb else ""
         super().__init__(
             signal_name,
             returncode,
@@ -129,14 +138,31 @@ def grandchild(pid: int) -> int | None:
     return pid
 
 
-def vm_peak(pid: int) -> int | None:
-    """Peak address space (VmPeak, bytes) of process `pid`: what RLIMIT_AS
-    bounds. None when it is gone or unreadable."""
+def data_peak(pid: int) -> int | None:
+    """Peak private data (bytes) of process `pid`, what RLIMIT_DATA bounds:
+    the kernel keeps no peak of it, so VmPeak less what is not data now
+    (VmSize - VmData: code, libraries, stacks, shared and reserved
+    mappings). None when it is gone or unreadable."""
+    vm: dict[bytes, int] = {}
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
             for line in f.read(1 << 16).splitlines():
-                if line.startswith(b"VmPeak:"):
-                    return int(line.split()[1]) * 1024
+                key, _, rest = line.partition(b":")
+                if key in (b"VmPeak", b"VmSize", b"VmData"):
+                    vm[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
+    if len(vm) != 3:
+        return None
+    return max(vm[b"VmData"], vm[b"VmPeak"] - (vm[b"VmSize"] - vm[b"VmData"]))
+
+
+def require_message(info: Applied) -> str:
+    """What --require-sandbox reports when the sandbox is not complete."""
+    if not info.enabled:
+        return "--require-sandbox: the sandbox is off (--no-sandbox)"
+    why = f" ({'; '.join(info.notes)})" if info.notes else ""
+    return (
+        f"--require-sandbox: this system does not give the worker {', '.join(info.missing)}{why}; "
+        "no library code was run (docs/security.md says what a container needs)"
+    )

@@ -211,43 +211,68 @@ def remove_tree(path: str | None) -> None:
         pass
 
 
-def _usage_in(fd: int, depth: int, budget: list[int]) -> int:
-    total = 0
-    try:
-        names = os.listdir(fd)
-    except OSError:
-        return 0
-    for name in names:
-        if budget[0] <= 0:
-            break
-        budget[0] -= 1
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            continue
-        total += max(st.st_blocks * 512, _ENTRY_COST)
-        if stat.S_ISDIR(st.st_mode) and depth < _MAX_DEPTH:
-            try:
-                sub = _dir_fd(name, fd)
-            except OSError:
-                continue
-            try:
-                total += _usage_in(sub, depth + 1, budget)
-            finally:
-                os.close(sub)
-    return total
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
 
 
 def tree_usage(path: str, cap: int = USAGE_WALK_CAP) -> int:
     """Bytes a tree takes on disk (allocated blocks, at least one page per
     entry), links not followed, directories the library made unreadable
-    included; counts at most `cap` entries (already a lot) and descends at
-    most _MAX_DEPTH levels (descriptors stay bounded)."""
+    included, at any depth; counts at most `cap` entries (already a lot).
+    Two descriptors at a time: the walk climbs back by "..", checked to be
+    the directory it came from (a tree renamed under it ends the walk)."""
     try:
         root = _dir_fd(path, None)
     except OSError:
         return 0
+    total, budget, cur = 0, cap, root
     try:
-        return _usage_in(root, 0, [cap])
+        stack = [(os.listdir(root), _identity(os.fstat(root)))]
+        while stack:
+            names, _ = stack[-1]
+            if not names:
+                stack.pop()
+                if not stack:
+                    break
+                up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=cur)
+                if _identity(os.fstat(up)) != stack[-1][1]:
+                    os.close(up)
+                    break
+                if cur != root:
+                    os.close(cur)
+                cur = up
+                continue
+            if budget <= 0:
+                break
+            budget -= 1
+            name = names.pop()
+            try:
+                st = os.stat(name, dir_fd=cur, follow_symlinks=False)
+            except OSError:
+                continue
+            total += max(st.st_blocks * 512, _ENTRY_COST)
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            try:
+                sub = _dir_fd(name, cur)
+            except OSError:
+                continue
+            try:
+                same = _identity(os.fstat(sub)) == _identity(st)
+                sub_names = os.listdir(sub) if same else None
+            except OSError:
+                sub_names = None
+            if sub_names is None:
+                os.close(sub)
+                continue
+            if cur != root:
+                os.close(cur)
+            cur = sub
+            stack.append((sub_names, _identity(st)))
+    except OSError:
+        pass
     finally:
+        if cur != root:
+            os.close(cur)
         os.close(root)
+    return total

@@ -1,4 +1,4 @@
-"""The ctypes face of libtvmffi_sandbox.so (runtime/sandbox/tvmffi_sandbox.c).
+"""The ctypes face of libtvmffi_sandbox.so (runtime/sandbox/*.c).
 
 The C helper does the system calls (namespaces, Landlock, seccomp, prctl);
 this module names its feature bits, finds the library, and turns the bitmasks
@@ -37,20 +37,54 @@ FEATURES: dict[str, int] = {
     # RLIMIT_NPROC: applied for users other than root (the kernel exempts
     # root), so it is reported when applied and never counted as missing.
     "process-limit": 1 << 11,
+    # A mount namespace of the worker's own; with a PID namespace, a fresh
+    # /proc (CUDA's cuInit fails under the host's).
+    "mount-namespace": 1 << 12,
+    # Every mount read-only but the write paths: metadata (modes, owners,
+    # times, xattrs) outside them cannot change (EROFS).
+    "read-only-fs": 1 << 13,
+    # The scratch directory is a tmpfs of the scratch bound: the kernel
+    # counts every byte, at any depth, unlinked files included.
+    "scratch-tmpfs": 1 << 14,
 }
+#: How the memory limit applied (bits beside FEATURES; see memory_mechanism).
+CGROUP_BIT, MEMWATCH_BIT = 1 << 15, 1 << 16
 
 #: Process-lifetime features: applied with and without --no-sandbox.
-LIFETIME = ("die-with-parent", "pid-namespace", "subreaper")
+LIFETIME = ("die-with-parent", "pid-namespace", "subreaper", "mount-namespace", "scratch-tmpfs")
 #: Confinement features: turned off by --no-sandbox.
 CONFINEMENT = (
     "net-namespace",
     "no-new-privs",
+    "read-only-fs",
     "capabilities-dropped",
     "landlock-fs",
     "landlock-net",
     "landlock-scope",
     "seccomp",
 )
+
+#: The memory mechanisms (the `memory_mechanism` of the sandbox field):
+#: a cgroup v2 tvmffi made (memory.max, memory.swap.max 0, pids.max) holds
+#: the worker's whole tree; else RLIMIT_DATA on each process and the
+#: supervisor's watch of the tree's resident memory; RLIMIT_DATA alone
+#: without the helper library.
+MEMORY_MECHANISMS = ("cgroup-v2", "rlimit-data+watch", "rlimit-data")
+
+
+def memory_mechanism(mask: int, limit: int | None) -> str | None:
+    """What bounds the worker's memory, from launch()'s bits (None: no limit)."""
+    if not limit:
+        return None
+    if mask & CGROUP_BIT:
+        return "cgroup-v2"
+    return "rlimit-data+watch" if mask & MEMWATCH_BIT else "rlimit-data"
+
+
+def scratch_tmpfs_size(limit: int) -> int:
+    """The size of the scratch tmpfs: the bound plus room to see it passed
+    (tvmffi fails the step past the bound; the kernel stops writes here)."""
+    return limit + max(limit // 8, 4 << 20)
 
 
 @dataclass(frozen=True)
@@ -64,6 +98,8 @@ class Applied:
     notes: tuple[str, ...]
     memory_limit: int | None = None
     cpu_limit: int | None = None
+    #: One of MEMORY_MECHANISMS (None: no memory limit).
+    memory_mechanism: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -72,6 +108,7 @@ class Applied:
             "missing": list(self.missing),
             "notes": list(self.notes),
             "memory_limit": self.memory_limit,
+            "memory_mechanism": self.memory_mechanism,
             "cpu_limit": self.cpu_limit,
         }
 
@@ -84,7 +121,7 @@ class Applied:
             v = d.get(key)
             return tuple(str(x) for x in v) if isinstance(v, list) else ()
 
-        ml, cl = d.get("memory_limit"), d.get("cpu_limit")
+        ml, cl, mm = d.get("memory_limit"), d.get("cpu_limit"), d.get("memory_mechanism")
         return cls(
             bool(d.get("enabled")),
             names("applied"),
@@ -92,6 +129,7 @@ class Applied:
             names("notes"),
             ml if isinstance(ml, int) else None,
             cl if isinstance(cl, int) else None,
+            mm if mm in MEMORY_MECHANISMS else None,
         )
 
 
@@ -141,6 +179,10 @@ def _lib() -> Any:
         ctypes.c_uint,
         ctypes.c_int,
         ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_ulonglong,
+        ctypes.c_char_p,
+        ctypes.c_ulonglong,
         ctypes.POINTER(ctypes.c_uint),
         ctypes.c_char_p,
         ctypes.c_size_t,
@@ -170,10 +212,22 @@ def _notes(buf: ctypes.Array[ctypes.c_char]) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(";") if s.strip())
 
 
-def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int, tuple[str, ...]]:
+def launch(
+    want: tuple[str, ...],
+    lifeline_fd: int,
+    status_fd: int,
+    cgroup_fd: int = -1,
+    memory_limit: int | None = None,
+    scratch: str = "",
+    scratch_size: int = 0,
+) -> tuple[int, tuple[str, ...]]:
     """Become the worker under a supervisor and a namespace init (see the C
     file). Returns (applied mask, notes) in the worker; the supervisor and the
-    init never return. Without the helper: (0, (reason,))."""
+    init never return. cgroup_fd: cgroup.procs of the cgroup the tree joins
+    (closed by the helper, in every process); memory_limit: for the
+    supervisor's watch when the tree is in no cgroup; scratch: the directory
+    a tmpfs of scratch_size bytes covers (with "scratch-tmpfs" wanted).
+    Without the helper: (0, (reason,))."""
     import ctypes
 
     lib = _lib()
@@ -182,7 +236,16 @@ def launch(want: tuple[str, ...], lifeline_fd: int, status_fd: int) -> tuple[int
     applied = ctypes.c_uint(0)
     note = ctypes.create_string_buffer(1024)
     rc = lib.tvmffi_sandbox_launch(
-        mask_of(want), lifeline_fd, status_fd, ctypes.byref(applied), note, len(note)
+        mask_of(want),
+        lifeline_fd,
+        status_fd,
+        cgroup_fd,
+        memory_limit or 0,
+        os.fsencode(scratch),
+        scratch_size,
+        ctypes.byref(applied),
+        note,
+        len(note),
     )
     if rc != 0:
         return 0, (f"fork: {os.strerror(ctypes.get_errno() or 11)}",)
@@ -200,11 +263,16 @@ def _paths(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
 
 
 def confine(
-    want: tuple[str, ...], read_paths: list[str], write_paths: list[str], in_pidns: bool = False
+    want: tuple[str, ...],
+    read_paths: list[str],
+    write_paths: list[str],
+    in_pidns: bool = False,
+    in_mountns: bool = False,
 ) -> tuple[int, tuple[str, ...]]:
     """Confine this process (irreversibly). Returns (applied mask, notes).
     in_pidns: the worker is in its own PID namespace, where every pid it can
-    name is its own, so scheduling calls on its threads stay allowed."""
+    name is its own, so scheduling calls on its threads stay allowed;
+    in_mountns: in its own mount namespace, which may be made read-only."""
     import ctypes
 
     lib = _lib()
@@ -213,7 +281,9 @@ def confine(
     applied = ctypes.c_uint(0)
     note = ctypes.create_string_buffer(4096)
     lib.tvmffi_sandbox_confine(
-        mask_of(want) | (FEATURES["pid-namespace"] if in_pidns else 0),
+        mask_of(want)
+        | (FEATURES["pid-namespace"] if in_pidns else 0)
+        | (FEATURES["mount-namespace"] if in_mountns else 0),
         _paths(read_paths),
         _paths(write_paths),
         ctypes.byref(applied),

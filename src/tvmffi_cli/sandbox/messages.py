@@ -44,6 +44,8 @@ class Config:
     ncpu: int
     #: The read end of the zygote's order pipe (-1: none; sandbox/zygote.py).
     order_fd: int = -1
+    #: cgroup.procs of the cgroup v2 the worker's tree joins (-1: none; cgroup.py).
+    cgroup_fd: int = -1
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ def _config(obj: JsonObject, what: str) -> Config:
         write=_strings(obj, "write", what),
         ncpu=_get(obj, "ncpu", _INT, what),
         order_fd=_get(obj, "order_fd", _INT, what),
+        cgroup_fd=_get(obj, "cgroup_fd", _INT, what),
     )
 
 

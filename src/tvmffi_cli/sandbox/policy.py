@@ -1,10 +1,11 @@
 """How sandboxed workers are started: the process-wide policy (sandbox on or
-off, the address-space limit, where library output goes) and sizes as the
+off, the memory limit, where library output goes) and sizes as the
 command line spells them."""
 
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -45,7 +46,7 @@ def format_size(n: int) -> str:
 
 @dataclass(frozen=True)
 class Policy:
-    """How workers are started: sandbox on/off, address-space limit (bytes),
+    """How workers are started: sandbox on/off, memory limit (bytes, the tree's),
     and where library output goes ("relay": our stderr, marked).
     env: names passed to the worker besides the allow-list (--env);
     scratch_limit: bytes on disk in its scratch (--scratch-limit);
@@ -86,6 +87,7 @@ def no_worker_field() -> dict[str, Any]:
         "missing": [],
         "notes": ["no library code ran"],
         "memory_limit": _policy.memory_limit,
+        "memory_mechanism": None,
         "cpu_limit": None,
     }
 
@@ -97,3 +99,11 @@ def device_nodes() -> list[str]:
     for pat in pats:
         out += [p for p in sorted(glob.glob(pat)) if p not in out]
     return out
+
+
+def cpu_seconds(timeout: float | None) -> int | None:
+    """The CPU-time limit backing a wall-clock timeout: every core busy for the
+    whole timeout, plus start-up."""
+    if timeout is None:
+        return None
+    return math.ceil(timeout * (os.cpu_count() or 1)) + 5

@@ -19,7 +19,6 @@ sandbox=False; what was applied is `Worker.sandbox` (and `last_sandbox()`).
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import subprocess
@@ -32,12 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors, text
 from ..errors import TvmffiError
-from . import environ, failures, files, kernel, messages, protocol, spawn, zygote
+from . import cgroup, failures, files, kernel, messages, protocol, spawn, zygote
+from .environ import child_env as _child_env
+from .failures import require_message as require_message
 from .files import remove_tree as remove_tree
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
 from .policy import REQUIRE_ENV as REQUIRE_ENV
 from .policy import Policy as Policy
+from .policy import cpu_seconds as cpu_seconds
 from .policy import device_nodes, no_worker_field
 from .policy import format_size as format_size
 from .policy import parse_size as parse_size
@@ -45,6 +47,7 @@ from .policy import policy as policy
 from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
+from .scratch import Meter
 from .worker import BOOT, SYSTEM_READ, python_paths
 
 if TYPE_CHECKING:
@@ -61,36 +64,17 @@ WorkerError = failures.WorkerError
 signal_name = failures.signal_name
 
 _STDERR_TAIL = 4096
-_STATIC_TLS_RESERVE = 65536
 _START_TIMEOUT = 60.0
 #: How long the supervisor may take to empty the worker's process tree.
 _KILL_GRACE = 5.0
+#: Tasks a worker's cgroup may hold (pids.max; root included), and 2 per CPU.
+_TASKS = 1024
 _last_sandbox: kernel.Applied | None = None
 
 
 def last_sandbox() -> kernel.Applied | None:
     """What the most recently started worker reported it applied."""
     return _last_sandbox
-
-
-def _child_env(
-    runtime: str | os.PathLike[str] | None,
-    env: dict[str, str] | None,
-    scratch: str | None = None,
-    passthrough: Iterable[str] = (),
-) -> dict[str, str]:
-    e = environ.worker_env(os.environ, scratch, passthrough)
-    if env:
-        e.update(env)
-    if runtime is not None:
-        e["TVMFFI_RUNTIME"] = str(Path(runtime).resolve())
-    # Libraries (and runtimes) built with initial-exec TLS need static TLS
-    # space when dlopen'ed after start-up; glibc reserves little by default and
-    # fails with "cannot allocate memory in static TLS block". Reserve more.
-    if "glibc.rtld.optional_static_tls" not in e.get("GLIBC_TUNABLES", ""):
-        tun = f"glibc.rtld.optional_static_tls={_STATIC_TLS_RESERVE}"
-        e["GLIBC_TUNABLES"] = f"{e['GLIBC_TUNABLES']}:{tun}" if e.get("GLIBC_TUNABLES") else tun
-    return e
 
 
 class Worker:
@@ -153,6 +137,11 @@ class Worker:
         self.status: zygote.StatusStream | None = None
         self._scratch: str | None = None
         self.fault_fd: int | None = None
+        #: The cgroup v2 of the worker's tree (cgroup.py), where one could be made.
+        self.cgroup: cgroup.Cgroup | None = None
+        self.meter: Meter | None = None
+        #: The tree's memory (KiB) when the supervisor's watch killed it.
+        self.memory_killed_kb: int | None = None
         self._watch: threading.Thread | None = None
         self._stop_watch = threading.Event()
         self.scratch_exceeded = False
@@ -175,12 +164,17 @@ class Worker:
         self._scratch = files.private_dir("tvmffi-scratch-")
         self.fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
+        self.memory_killed_kb = None
+        ncpu = os.cpu_count() or 1
+        if self.memory_limit:
+            self.cgroup = cgroup.make(self.memory_limit, _TASKS + 2 * ncpu)
+        cg_fd = self.cgroup.procs_fd if self.cgroup is not None else -1
         src = str(Path(__file__).resolve().parents[2])
         argv = [src, self.serve or "", str(req_r), str(rep_w), str(life_r), str(stat_w)]
         env = _child_env(self.runtime, self.env, self._scratch, self.env_pass)
         libs = [*self.read_paths, env.get("TVMFFI_RUNTIME") or spawn.own_runtime()]
         self.exec_reason = spawn.fork_refusal(env, self.python, libs)
-        keep = (req_r, rep_w, life_r, stat_w, fault_fd, *([ord_r] if ord_r >= 0 else []))
+        keep = (req_r, rep_w, life_r, stat_w, fault_fd, *[fd for fd in (ord_r, cg_fd) if fd >= 0])
         try:
             if self.exec_reason is None:
                 self.proc = spawn.fork_worker(argv, out_w, keep, self._scratch, env)
@@ -198,12 +192,13 @@ class Worker:
         finally:
             for fd in (req_r, rep_w, life_r, stat_w, out_w, *([ord_r] if ord_r >= 0 else [])):
                 os.close(fd)
+            if self.cgroup is not None:
+                self.cgroup.close_fd()
         self._lifeline_w, self.status = life_w, zygote.StatusStream(stat_r)
         self.relay = Relay(out_r, self.stderr_mode)
         self.relay.start()
         self.chan = protocol.Endpoint(key, rep_r, req_w, parent=True)
         self.starts += 1
-        ncpu = os.cpu_count() or 1
         try:
             protocol.write_all(req_w, key)
             config = messages.Config(
@@ -217,6 +212,7 @@ class Worker:
                 write=tuple(self.write_paths),
                 ncpu=ncpu,
                 order_fd=ord_r,
+                cgroup_fd=cg_fd,
             )
             self.chan.send(messages.encode(config))
         except BrokenPipeError:
@@ -229,6 +225,12 @@ class Worker:
         self.sandbox = hello.sandbox
         self.worker_pid = hello.pid
         _last_sandbox = self.sandbox
+        if self.cgroup is not None and self.sandbox.memory_mechanism != "cgroup-v2":
+            self.cgroup.remove()  # the worker could not join it: the watch applies
+            self.cgroup = None
+        self.meter = Meter(self._scratch)
+        if "scratch-tmpfs" in self.sandbox.applied:
+            self.meter.attach(self.worker_host_pid())
         if self.require and (self.sandbox.missing or not self.sandbox.enabled):
             self._kill()
             self._cleanup()
@@ -242,18 +244,25 @@ class Worker:
     def _watch_scratch(self) -> None:
         """Kill the worker when its scratch directory grows past the bound
         (RLIMIT_FSIZE bounds each file; this bounds them all)."""
-        scratch, p = self._scratch, self.proc
-        while scratch and p is not None and not self._stop_watch.wait(0.1):
-            if p.poll() is not None:
+        p = self.proc
+        while p is not None and not self._stop_watch.wait(0.1):
+            if p.poll() is not None or self._scratch_over():
                 return
-            if files.tree_usage(scratch) > self.scratch_limit:
-                self.scratch_exceeded = True
-                if not self._signal_supervisor():
-                    try:
-                        os.killpg(p.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                return
+
+    def _scratch_over(self) -> bool:
+        """Past the scratch bound: the worker is killed (True)."""
+        meter, p = self.meter, self.proc
+        if meter is None or p is None or self.scratch_exceeded:
+            return self.scratch_exceeded
+        if meter.usage(p.pid) <= self.scratch_limit:
+            return False
+        self.scratch_exceeded = True
+        if not self._signal_supervisor():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return True
 
     def _signal_supervisor(self) -> bool:
         """A byte on the lifeline: the supervisor kills every descendant of
@@ -362,6 +371,12 @@ class Worker:
         if self._watch is not None and self._watch is not threading.current_thread():
             self._watch.join(timeout=1.0)
             self._watch = None
+        if self.meter is not None:
+            self.meter.close()
+            self.meter = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self._scratch is not None:
             files.remove_tree(self._scratch)
             self._scratch = None
@@ -408,19 +423,25 @@ class Worker:
             return None
         return failures.grandchild(p.pid)
 
-    def peak_address_space(self) -> int | None:
-        """The worker's peak address space (VmPeak, bytes) as the kernel
-        counts it; what RLIMIT_AS (--memory-limit) bounds. None if gone."""
+    def peak_memory(self) -> int | None:
+        """The worker's peak memory (bytes) as its limit counts it: the
+        cgroup's memory.peak, else the peak private data of the worker
+        proper (what RLIMIT_DATA bounds, from /proc). None if gone."""
+        if self.cgroup is not None:
+            return self.cgroup.peak()
         pid = self.worker_host_pid()
-        return None if pid is None else failures.vm_peak(pid)
+        return None if pid is None else failures.data_peak(pid)
 
     def memory_limit_reached(self) -> dict[str, int] | None:
-        """{"limit", "peak"} (bytes) when the worker's address space came
-        within a quarter of --memory-limit: its allocations may have failed
-        for that reason, whatever the library then said."""
+        """{"limit", "peak"} (bytes) when the worker's memory came within a
+        quarter of --memory-limit (or the cgroup hit it): its allocations
+        may have failed for that reason, whatever the library then said."""
         limit = self.memory_limit
-        peak = self.peak_address_space() if limit else None
-        if not limit or peak is None or peak * 4 < limit * 3:
+        peak = self.peak_memory() if limit else None
+        if not limit or peak is None:
+            return None
+        hit = self.cgroup is not None and self.cgroup.limit_hits() > 0
+        if peak * 4 < limit * 3 and not hit:
             return None
         return {"limit": limit, "peak": peak}
 
@@ -486,11 +507,21 @@ class Worker:
             self._kill()
             rc = p.returncode
         _, peak_kb = self._status()
+        self._memory_death()
         if self.relay is not None:
             self.relay.join(timeout=1.0)
         tail = self.stderr_text() + self._fault_log()
         self._cleanup()
         return self.verdict(rc, peak_kb, tail)
+
+    def _memory_death(self) -> None:
+        """Whether the memory limit ended the tree, before its records go:
+        the supervisor's watch said so ("m" line), or the cgroup's kernel
+        killed for it. Sets memory_killed_kb."""
+        if self.status is not None and self.status.memory_kb is not None:
+            self.memory_killed_kb = self.status.memory_kb
+        elif self.cgroup is not None and self.cgroup.oom_kills() > 0:
+            self.memory_killed_kb = (self.cgroup.peak() or 0) >> 10
 
     def verdict(self, rc: int | None, peak_kb: int | None, tail: str) -> ChildCrashed:
         """How a process of this worker ended (rc: negative for a signal)."""
@@ -498,6 +529,8 @@ class Worker:
         if self.scratch_exceeded:
             return ScratchLimitExceeded(self.scratch_limit, tail)
         limit = self.memory_limit
+        if limit and self.memory_killed_kb is not None:
+            return MemoryLimitExceeded(limit, self.memory_killed_kb, sig, rc, tail, tree=True)
         if limit and sig is not None and peak_kb is not None and peak_kb * 1024 >= limit // 2:
             return MemoryLimitExceeded(limit, peak_kb, sig, rc, tail)
         return ChildCrashed(sig, rc, tail)
@@ -508,6 +541,10 @@ class Worker:
         with self._lock:
             self.send(messages.encode(messages.Request(task, request)))
             raw = self.read_line(timeout)
+            if self.meter is not None and self.meter.tmpfs_fd is not None and self._scratch_over():
+                # Checked at once where it is cheap (the tmpfs's own count):
+                # the library may have answered between two watches.
+                raise self._death()
         try:
             reply = messages.decode(messages.Reply, raw)
         except messages.MessageError as bad:
@@ -531,25 +568,6 @@ class Worker:
         raise WorkerError(
             f"task {task} failed in the worker: {err.type}: {err.message}", err.traceback
         )
-
-
-def require_message(info: kernel.Applied) -> str:
-    """What --require-sandbox reports when the sandbox is not complete."""
-    if not info.enabled:
-        return "--require-sandbox: the sandbox is off (--no-sandbox)"
-    why = f" ({'; '.join(info.notes)})" if info.notes else ""
-    return (
-        f"--require-sandbox: this system does not give the worker {', '.join(info.missing)}{why}; "
-        "no library code was run (docs/security.md says what a container needs)"
-    )
-
-
-def cpu_seconds(timeout: float | None) -> int | None:
-    """The CPU-time limit backing a wall-clock timeout: every core busy for the
-    whole timeout, plus start-up."""
-    if timeout is None:
-        return None
-    return math.ceil(timeout * (os.cpu_count() or 1)) + 5
 
 
 def run_task(

@@ -32,6 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from . import kernel, messages, protocol, zygote
+from .policy import device_nodes
 
 # A task is a module named by its dotted path under tvmffi_cli ("call.task",
 # "inspect.task", "conform.probe_task", "sandbox.selftest") that defines
@@ -60,6 +61,30 @@ SYSTEM_READ = (
     "/dev/random",
     "/dev/zero",
     "/dev/null",
+)
+
+#: What GPU drivers read while they start (CUDA's cuInit, ROCm's runtime),
+#: readable where a GPU device node is (policy.device_nodes): their /proc
+#: and /sys files, profiles under /etc. Their libraries and
+#: tools (/usr/lib/x86_64-linux-gnu/libcuda*, /usr/local/cuda,
+#: /usr/local/nvidia) are beneath /usr; their device nodes are write paths
+#: (policy.DEVICE_NODES). Missing paths are skipped.
+GPU_READ = (
+    "/proc/driver/nvidia",
+    "/proc/devices",
+    "/proc/modules",
+    "/proc/sys/vm/mmap_min_addr",
+    "/proc/sys/vm/max_map_count",
+    "/proc/sys/kernel/numa_balancing",
+    "/sys/bus/pci",
+    "/sys/devices",
+    "/sys/module/nvidia",
+    "/sys/module/nvidia_uvm",
+    "/sys/module/amdgpu",
+    "/sys/class/kfd",
+    "/etc/nvidia",
+    "/etc/OpenCL",
+    "/opt/rocm",
 )
 
 
@@ -155,22 +180,29 @@ def _set_limits(memory: int | None, cpu: int | None, fsize: int | None = None) -
         # No one file over the scratch bound (the parent bounds the total).
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     if memory:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        # Private writable memory of each process (heap, anonymous and
+        # copied-on-write mappings), not address space: CUDA reserves far
+        # more address space than it uses, and cuInit fails under
+        # RLIMIT_AS. The supervisor (or a cgroup) bounds the tree's sum.
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     if cpu:
         # SIGXCPU at the soft limit, SIGKILL at the hard one.
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
 def python_paths() -> list[str]:
-    """The interpreter's and tvmffi's own directories (readable in the sandbox)."""
-    out = {
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        sys.base_exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-    }
-    out.update(p for p in sys.path if p and os.path.isabs(p))
+    """The interpreter's and tvmffi's own directories (readable in the
+    sandbox): the prefixes, what of sys.path lies beneath them, and the
+    tvmffi_cli package. Not every sys.path entry: a .pth file may put a
+    project's root there (an editable install: its .env, its .git), which a
+    forked worker never had either."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    out = set(roots)
+    out.add(os.path.dirname(os.path.realpath(sys.executable)))
+    for p in sys.path:
+        if p and os.path.isabs(p):
+            if any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots):
+                out.add(p)
     out.update(kernel.package_dirs())
     return sorted(out)
 
@@ -188,33 +220,49 @@ def _start(
     except messages.MessageError:
         raise SystemExit(2) from None
     enabled, memory, cpu = config.sandbox, config.memory_limit, config.cpu_limit
-    _set_limits(memory, cpu, config.scratch_limit)
+    _set_limits(None, cpu, config.scratch_limit)
 
     want_launch = kernel.LIFETIME + (("net-namespace",) if enabled else ())
-    got, notes = kernel.launch(want_launch, lifeline_fd, status_fd)
-    # Only the worker proper gets here (the supervisor and the init never return).
+    scratch = config.scratch
+    tmpfs = kernel.scratch_tmpfs_size(config.scratch_limit) if config.scratch_limit else 0
+    got, notes = kernel.launch(
+        want_launch, lifeline_fd, status_fd, config.cgroup_fd, memory, scratch, tmpfs
+    )
+    # Only the worker proper gets here (the supervisor and the init never
+    # return); the helper closed the cgroup's descriptor in every process.
     for fd in (lifeline_fd, status_fd):
         try:
             os.close(fd)
         except OSError:
             pass
-    scratch = config.scratch
+    mechanism = kernel.memory_mechanism(got, memory)
+    if memory and mechanism != "cgroup-v2":
+        _set_limits(memory, None)
     if scratch:
         os.environ["TMPDIR"] = scratch
-        os.chdir(scratch)
+        os.chdir(scratch)  # onto the tmpfs, when one was mounted there
     want = want_launch
+    in_pidns = bool(got & kernel.FEATURES["pid-namespace"])
+    in_mountns = bool(got & kernel.FEATURES["mount-namespace"])
     if enabled:
         confine_want = tuple(n for n in kernel.CONFINEMENT if n != "net-namespace")
         reads = list(config.read)
         reads += list(SYSTEM_READ) + python_paths()
+        if device_nodes():  # a GPU here: what its driver reads at start
+            reads += GPU_READ
+        if in_pidns and in_mountns:
+            # A procfs of the worker's own namespace: its processes only
+            # (probe children read their own /proc/self too).
+            reads.append("/proc")
         writes = [scratch] if scratch else []
         writes += list(config.write)
         writes.append("/dev/null")
-        in_pidns = bool(got & kernel.FEATURES["pid-namespace"])
-        got2, notes2 = kernel.confine(confine_want, reads, writes, in_pidns)
+        got2, notes2 = kernel.confine(confine_want, reads, writes, in_pidns, in_mountns)
         got |= got2
         notes += notes2
         want += confine_want
+        if scratch:
+            os.chdir(scratch)  # onto the writable copy read-only-fs put there
     applied = kernel.names_of(got)
     info = kernel.Applied(
         enabled=enabled,
@@ -223,6 +271,7 @@ def _start(
         notes=notes,
         memory_limit=memory,
         cpu_limit=cpu,
+        memory_mechanism=mechanism,
     )
     zygote.order_fd, zygote.applied = config.order_fd, applied
     chan.send(messages.encode(messages.Hello(pid=os.getpid(), sandbox=info)))

@@ -18,7 +18,9 @@ real end at most (a crash stays a crash: the events stop before "done").
 
 Fallback (today's worker, replaced after each crash) when the zygote may not
 fork: the library started threads at load (a fork copies their locks
-mid-use), there is no supervisor to reap the children, or seccomp without a
+mid-use), it opened a GPU device node at load (CUDA was initialized in the
+zygote: it does not survive fork; a GPU library must initialize in each
+probe child), there is no supervisor to reap the children, or seccomp without a
 PID namespace or Landlock's signal scope would keep a probe child from
 signalling itself (abort() would not end it by SIGABRT).
 
@@ -74,14 +76,16 @@ class ZygoteLost(Exception):
 
 class StatusStream:
     """The supervisor's lines on status_fd: "c <pid> <status> <maxrss_kb>" as
-    probe children (and orphans) end, then "<status> <maxrss_kb>" of the
-    worker itself when it exits."""
+    probe children (and orphans) end, "m <kb>" when its memory watch killed
+    the tree, then "<status> <maxrss_kb>" of the worker itself when it exits."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buf = b""
         self._children: dict[int, tuple[int, int]] = {}
         self._final: tuple[int, int] | None = None
+        #: What the tree held (KiB) when the supervisor killed it for memory.
+        self.memory_kb: int | None = None
         self.eof = False
 
     def pump(self, wait: float = 0.0) -> None:
@@ -111,6 +115,8 @@ class StatusStream:
         try:
             if len(parts) == 4 and parts[0] == b"c":
                 self._children[int(parts[1])] = (int(parts[2]), int(parts[3]))
+            elif len(parts) == 2 and parts[0] == b"m":
+                self.memory_kb = int(parts[1])
             elif len(parts) == 2:
                 self._final = (int(parts[0]), int(parts[1]))
         except ValueError:
@@ -340,6 +346,32 @@ def refusal() -> str | None:
         n = _threads()
     if n != 1:
         return f"{n - 1} other thread(s) after load: a fork would copy their locks mid-use"
+    node = _open_device()
+    if node is not None:
+        return f"the library opened {node} while loading: a GPU context does not survive fork"
+    return None
+
+
+def _open_device() -> str | None:
+    """A GPU device node (policy.device_nodes) this process holds open: the
+    library initialized CUDA (or ROCm) at load, which a forked copy cannot
+    use; each probe child must initialize its own."""
+    from .policy import device_nodes
+
+    nodes = {os.path.realpath(p) for p in device_nodes()}
+    if not nodes:
+        return None
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target in nodes:
+            return target
     return None
 
 
