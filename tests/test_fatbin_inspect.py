@@ -116,7 +116,10 @@ def test_device_line_in_the_tree():
     cuda_support(rep, (9, 0))
     console = Console(width=200, no_color=True, record=True, file=StringIO())
     console.print(build(rep))
-    assert cuda_branch(console.export_text())[-1] == "    └── this GPU (9.0): nothing it can run"
+    assert cuda_branch(console.export_text())[-1] == (
+        "    └── this GPU (compute capability 9.0): nothing it can run (nothing runs on "
+        "sm_90: the library has compute_120f, sm_100a, sm_100f)"
+    )
 
 
 def embedded_library():
@@ -156,6 +159,61 @@ def test_loaded_mode_lists_the_same_cuda_code():
     r = tvmffi("inspect", lib, env=ENV)
     assert r.returncode == 0 and "(loaded)" in r.stdout.splitlines()[0]
     assert cuda_branch(r.stdout)[1] == "    ├── SASS: sm_80, sm_90a"
+
+
+@pytest.fixture(scope="module")
+def standin_driver():
+    return fixturebuild.build(
+        "cuda/standin_cuda.c",
+        headers="none",
+        link_runtime=False,
+        flags=("-pthread", "-Wl,-soname,libcuda.so.1"),
+    )
+
+
+@pytest.mark.parametrize(
+    "cc,verdict,arch",
+    [
+        ("8.6", "sass", "sm_80"),
+        ("9.0", "sass", "sm_90a"),
+        ("10.0", "ptx", "compute_90"),
+        ("7.5", "none", None),
+    ],
+)
+def test_loaded_mode_judges_each_gpu_of_the_machine(standin_driver, cc, verdict, arch):
+    """The worker asks the driver (here the stand-in, which reports the
+    compute capability it is given) before the library loads; each device
+    gets the verdict of its compute capability."""
+    env = {
+        "TVMFFI_CUDA_DRIVER": str(standin_driver),
+        "TVMFFI_STANDIN_CUDA_CC": cc,
+        "TVMFFI_STANDIN_CUDA_DEVICES": "2",
+    }
+    cuda = inspect_json(embedded_library(), env=env)["cuda"]
+    assert [
+        (d["device"], d["compute_capability"], d["verdict"], d["arch"]) for d in cuda["devices"]
+    ] == [(f"cuda:{i}", cc, verdict, arch) for i in (0, 1)]
+    assert cuda["device"] == cuda["devices"][0] and cuda["devices_note"] is None
+    assert cuda["device"]["name"] == "tvmffi stand-in CUDA driver (no GPU)"
+    r = tvmffi("inspect", embedded_library(), env={**ENV, **env})
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in cuda_branch(r.stdout) if "compute capability" in ln]
+    assert len(lines) == 2 and lines[0].endswith(
+        {
+            "sass": f"SASS {arch}",
+            "ptx": f"PTX JIT of {arch} (the first load compiles it)",
+            "none": "nothing it can run (nothing runs on sm_75: the library has compute_90, sm_80, "
+            "sm_90a)",
+        }[verdict]
+    ), lines
+
+
+def test_loaded_mode_without_a_driver_says_why_no_gpu_was_judged():
+    cuda = inspect_json(
+        embedded_library(), env={"TVMFFI_CUDA_DRIVER": "/nonexistent/libcuda.so.1"}
+    )["cuda"]
+    assert cuda["devices"] == [] and cuda["device"] is None
+    assert cuda["devices_note"].startswith("no CUDA driver: TVMFFI_CUDA_DRIVER=/nonexistent")
 
 
 @needs("lz4", "zstandard")

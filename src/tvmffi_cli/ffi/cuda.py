@@ -24,6 +24,7 @@ import ctypes
 import os
 import threading
 from ctypes import byref, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..abi import cuda as K
@@ -34,10 +35,12 @@ __all__ = [
     "CudaError",
     "CudaUnavailable",
     "DeviceBuffer",
+    "DeviceInfo",
     "Driver",
     "Event",
     "Stream",
     "context",
+    "devices",
     "driver",
     "driver_path",
     "driver_read_paths",
@@ -208,30 +211,76 @@ def initialized_here() -> bool:
     return d.call("cuCtxGetCurrent", byref(ctx)) != K.CUDA_ERROR_NOT_INITIALIZED
 
 
+def _init_locked() -> Driver:
+    """The driver, with cuInit done in this process (called under _lock)."""
+    global _init_pid
+    d = driver()
+    if _init_pid is not None and _init_pid != os.getpid():
+        raise CudaUnavailable(
+            "CUDA was initialized before this process was forked; it cannot be used here"
+        )
+    if _init_pid is None:
+        rc = d.call("cuInit", 0)
+        if rc in K.NO_DEVICE_ERRORS:
+            raise CudaUnavailable(
+                f"no CUDA device: cuInit returned {d.error_name(rc)} ({d.error_string(rc)})"
+            )
+        if rc != K.CUDA_SUCCESS:
+            raise CudaUnavailable(
+                f"CUDA cannot start here: cuInit returned {d.error_name(rc)} "
+                f"({d.error_string(rc)}){_limit_hint(rc)}"
+            )
+        _init_pid = os.getpid()
+    return d
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One CUDA device as the driver describes it (no context is created)."""
+
+    ordinal: int
+    name: str
+    compute_capability: tuple[int, int]
+
+
+def devices() -> list[DeviceInfo]:
+    """Every CUDA device: cuInit, then names and compute capabilities read
+    without a context (a context costs far more than the query).
+    CudaUnavailable without driver or device."""
+    with _lock:
+        d = _init_locked()
+        n = c_int()
+        d.check("cuDeviceGetCount", byref(n))
+        out = []
+        for i in range(max(0, min(n.value, 64))):  # the driver's count, bounded
+            dev, v_major, v_minor = c_int(), c_int(), c_int()
+            d.check("cuDeviceGet", byref(dev), i)
+            buf = ctypes.create_string_buffer(256)
+            d.check("cuDeviceGetName", buf, 256, dev.value)
+            d.check(
+                "cuDeviceGetAttribute",
+                byref(v_major),
+                K.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                dev.value,
+            )
+            d.check(
+                "cuDeviceGetAttribute",
+                byref(v_minor),
+                K.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                dev.value,
+            )
+            name = buf.value.decode("utf-8", "replace")
+            out.append(DeviceInfo(i, name, (v_major.value, v_minor.value)))
+        return out
+
+
 def context(device: int = 0) -> Context:
     """The primary context of CUDA device `device`, current in this thread.
     Initializes CUDA on first use; CudaUnavailable without driver or device."""
-    global _init_pid
     with _lock:
-        d = driver()
-        if _init_pid is not None and _init_pid != os.getpid():
-            raise CudaUnavailable(
-                "CUDA was initialized before this process was forked; it cannot be used here"
-            )
+        d = _init_locked()
         ctx = _contexts.get(device)
         if ctx is None:
-            if _init_pid is None:
-                rc = d.call("cuInit", 0)
-                if rc in K.NO_DEVICE_ERRORS:
-                    raise CudaUnavailable(
-                        f"no CUDA device: cuInit returned {d.error_name(rc)} ({d.error_string(rc)})"
-                    )
-                if rc != K.CUDA_SUCCESS:
-                    raise CudaUnavailable(
-                        f"CUDA cannot start here: cuInit returned {d.error_name(rc)} "
-                        f"({d.error_string(rc)}){_limit_hint(rc)}"
-                    )
-                _init_pid = os.getpid()
             n = c_int()
             d.check("cuDeviceGetCount", byref(n))
             if not 0 <= device < n.value:

@@ -302,6 +302,28 @@ def cuda_support(rep: Report, cc: tuple[int, int]) -> dict[str, Any] | None:
     return device
 
 
+def _merge_cuda_devices(rep: Report, found: Any) -> None:
+    """The worker's answer to "cuda_devices": {"devices": [{ordinal, name,
+    compute_capability: [major, minor]}]} or {"unavailable": reason}. Each
+    device gets the verdict of cuda_support; "device" is cuda:0's."""
+    cuda = rep.get("cuda")
+    if cuda is None or not isinstance(found, dict):
+        return
+    verdicts: list[dict[str, Any]] = []
+    for d in found.get("devices") or []:
+        try:
+            cc = (int(d["compute_capability"][0]), int(d["compute_capability"][1]))
+            ordinal, name = int(d["ordinal"]), str(d["name"])[:256]
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        v = cuda_support(rep, cc) or {}
+        verdicts.append({**v, "device": f"cuda:{ordinal}", "name": name})
+    cuda["devices"] = verdicts
+    cuda["device"] = verdicts[0] if verdicts else None
+    note = found.get("unavailable")
+    cuda["devices_note"] = None if verdicts else str(note or "no CUDA device")[:512]
+
+
 def _host_loadable(binary: Binary) -> bool:
     import platform
 
@@ -350,6 +372,7 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
             _metadata_object(rep, info, f"global {name}")
     if result.get("module") is not None:
         rep["loaded_module"] = result["module"]
+    _merge_cuda_devices(rep, result.get("cuda_devices"))
     for problem in result.get("errors") or []:
         _err(
             rep,
@@ -411,18 +434,26 @@ def dynamic_part(
         )
         return
     rep["mode"] = "loaded"
+    from ..binary.deps import load_read_paths
+
     try:
-        req = {"path": str(path)}
+        req: dict[str, Any] = {"path": str(path)}
+        reads = load_read_paths(path)
+        if rep.get("cuda") is not None:
+            from ..ffi.cuda import driver_read_paths
+
+            # Which GPUs can run the library's CUDA code: asked in the
+            # worker (CUDA never starts in tvmffi's own process).
+            req["cuda_devices"] = True
+            reads += driver_read_paths()
         if runtime is not None:
             req["runtime"] = str(runtime)
         else:
             from ..ffi import paths
 
             paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
-        from ..binary.deps import load_read_paths
-
         result = cast(Any, sandbox).run_task(
-            "inspect.task", req, timeout=timeout, runtime=runtime, read_paths=load_read_paths(path)
+            "inspect.task", req, timeout=timeout, runtime=runtime, read_paths=reads
         )
     except InputError:
         # The child could not load the file or the runtime it was given (not a

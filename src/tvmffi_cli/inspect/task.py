@@ -45,6 +45,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     member_attrs = cast(Any, typeinfo).member_attrs
     from ..abi.symbols import MEMBER_ATTRS
 
+    # Asked before the library loads, so its code cannot change the answer.
+    cuda_devices = _cuda_devices() if request.get("cuda_devices") else None
     lib = cast(Any, library).load(request["path"], runtime=request.get("runtime"))
     rt = lib.runtime
     errors: list[str] = []
@@ -104,6 +106,25 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "module": module,
         "errors": errors,
         "warnings": warnings,
+        "cuda_devices": cuda_devices,
+    }
+
+
+def _cuda_devices() -> dict[str, Any]:
+    """The GPUs here and their compute capabilities, or why there are none."""
+    from ..ffi import cuda
+
+    try:
+        found = cuda.devices()
+    except cuda.CudaUnavailable as e:
+        return {"unavailable": str(e)}
+    except cuda.CudaError as e:
+        return {"unavailable": f"the CUDA driver failed: {e}"}
+    return {
+        "devices": [
+            {"ordinal": d.ordinal, "name": d.name, "compute_capability": list(d.compute_capability)}
+            for d in found
+        ]
     }
 
 

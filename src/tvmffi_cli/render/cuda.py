@@ -120,10 +120,14 @@ def add_cuda(tree: Tree, cuda: dict[str, Any], escape: Callable[[str], str]) -> 
             f"relocatable device code (input of the device link, not loaded): {n} entries: "
             + "; ".join(p for p in parts if p)
         )
-    device = cuda.get("device")
-    if device:
+    devices = cuda.get("devices") or ([cuda["device"]] if cuda.get("device") else [])
+    for device in devices:
         verdict = {
             "sass": f"[green]SASS {device['arch']}[/]",
-            "ptx": f"[yellow]PTX JIT of {device['arch']}[/]",
-        }.get(device["verdict"], "[red]nothing it can run[/]")
-        node.add(f"this GPU ({device['compute_capability']}): {verdict}")
+            "ptx": f"[yellow]PTX JIT of {device['arch']}[/] (the first load compiles it)",
+        }.get(device["verdict"], f"[red]nothing it can run[/] ({escape(device['reason'])})")
+        who = device.get("device", "this GPU")
+        name = f" {escape(device['name'])}" if device.get("name") else ""
+        node.add(f"{who}{name} (compute capability {device['compute_capability']}): {verdict}")
+    if not devices and cuda.get("devices_note"):
+        node.add(f"[dim]GPUs here: none judged ({escape(cuda['devices_note'])})[/]")
