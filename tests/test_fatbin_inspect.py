@@ -143,7 +143,7 @@ def test_loaded_mode_lists_the_same_cuda_code():
     loaded = inspect_json(lib)
     static = inspect_json(FIX / "kernels.elf", "--static")
     assert loaded["mode"] == "loaded" and loaded["errors"] == []
-    assert [f["name"] for f in loaded["functions"]] == ["kernel_count"]
+    assert [f["name"] for f in loaded["functions"]] == ["kernel_count", "tensor_ndim"]
 
     def facts(cuda):
         return [(e["arch"], e["kind"], e["size"], e["kernels"]) for e in cuda["entries"]]
@@ -206,6 +206,23 @@ def test_loaded_mode_judges_each_gpu_of_the_machine(standin_driver, cc, verdict,
             "sm_90a)",
         }[verdict]
     ), lines
+
+
+@pytest.mark.parametrize("cc", ["9.0", "7.5"])
+def test_call_refuses_a_gpu_the_library_has_no_code_for(standin_driver, cc):
+    """CUDA tensors on a GPU the fat binary has nothing for: one line, exit 2,
+    before the call (not CUDA_ERROR_NO_BINARY_FOR_GPU at the first launch)."""
+    env = {**ENV, "TVMFFI_CUDA_DRIVER": str(standin_driver), "TVMFFI_STANDIN_CUDA_CC": cc}
+    lib = embedded_library()
+    r = tvmffi("call", lib, "tensor_ndim", "float32[2,3]:ones@cuda", env=env)
+    if cc == "9.0":
+        assert (r.returncode, r.stdout.splitlines()[0]) == (0, "2"), r.stderr
+    else:
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert r.stderr.strip() == (
+            f"tvmffi: error: {Path(lib).name} has no CUDA code for cuda:0 (tvmffi stand-in CUDA "
+            "driver (no GPU)): nothing runs on sm_75: the library has compute_90, sm_80, sm_90a"
+        )
 
 
 def test_loaded_mode_without_a_driver_says_why_no_gpu_was_judged():

@@ -40,6 +40,7 @@ class Devices:
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.stream_mode: Optional[str] = request.get("stream")
+        self.path: Optional[str] = request.get("path")
         self.guard = int(request.get("device_guard") or 0)
         self.ctx: Optional[Context] = None
         self.stream: Optional[Stream] = None
@@ -55,7 +56,13 @@ class Devices:
         from ..ffi import cuda
 
         if self.ctx is None:
-            self.ctx = cuda.context(device)
+            ctx = cuda.context(device)
+            # A library without code for this GPU fails every launch with
+            # CUDA_ERROR_NO_BINARY_FOR_GPU: say so before the call (exit 2).
+            why = cuda.missing_code(self.path, ctx) if self.path else None
+            if why:
+                raise cuda.CudaUnavailable(why)
+            self.ctx = ctx
             if self.stream_mode == "default":
                 self.stream = self.ctx.legacy_stream()
             else:

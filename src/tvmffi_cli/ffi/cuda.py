@@ -292,6 +292,25 @@ def context(device: int = 0) -> Context:
         return ctx
 
 
+def missing_code(path: str, ctx: Context) -> Optional[str]:
+    """Why the CUDA code linked into the library at `path` has nothing the
+    device of `ctx` can run (no SASS for it, no PTX to JIT), or None: it has
+    some, or it carries no fat binary (its kernels may come from elsewhere)."""
+    from ..binary import fatbin
+
+    try:
+        code = fatbin.read_path(path, names=False)
+    except Exception:  # an unreadable file: the load already judged it
+        return None
+    if code is None:
+        return None
+    s = code.support(ctx.compute_capability())
+    if s.verdict != "none":
+        return None
+    name = os.path.basename(path)
+    return f"{name} has no CUDA code for cuda:{ctx.device} ({ctx.name()}): {s.reason}"
+
+
 def _limit_hint(rc: int) -> str:
     """Why cuInit may have run out of memory: an address-space limit (the
     driver reserves far more address space than it uses)."""
