@@ -721,6 +721,9 @@ class Target:
     def run(self, data):
         raise NotImplementedError
 
+    def close(self):
+        """Remove what the runs made (a target may be run again after it)."""
+
 
 class LibBinTarget(Target):
     name = "libbin"
@@ -1174,6 +1177,11 @@ class LiteralsTarget(Target):
             # An empty directory: relative paths in literals name no file.
             self._cwd = tempfile.mkdtemp(prefix="tvmffi-fuzz-")
         return self._cwd
+
+    def close(self):
+        if self._cwd is not None:
+            shutil.rmtree(self._cwd, ignore_errors=True)
+            self._cwd = None
 
     def run(self, data):
         from tvmffi_cli.call import argv as A
