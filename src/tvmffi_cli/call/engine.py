@@ -185,6 +185,8 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             msg = f"{lib_name} crashed the worker process ({how}) while loading" + (
                 f": {said}" if said else ""
             )
+        elif phase == "call":
+            msg += _read_past_arguments(getattr(e, "stderr", "") or "", request)
         if getattr(e, "after_reply", False):
             msg = f"{func} returned, then crashed the worker process ({how})"
         if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
@@ -212,6 +214,23 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
         err.exit_code = reply.get("exit_code", err.exit_code)
         raise err
     return reply
+
+
+def _read_past_arguments(tail: str, request: dict[str, Any]) -> str:
+    """What a crash was, when the worker's fault report (call/guard.py) puts
+    it in the guard page right after the argument array: the function read
+    arguments it was not given (conform's arg-bounds finding)."""
+    from ..ffi.guardpages import fault_of
+
+    if fault_of(tail) != "args-guard":
+        return ""
+    n = len(request.get("args") or [])
+    if n == 0:
+        return ": out-of-bounds argument read: called with 0 arguments, it read args[0] from the guard page"
+    return (
+        f": out-of-bounds argument read: called with {n} argument(s), it read past "
+        f"args[{n - 1}] into the guard page"
+    )
 
 
 # ---------------------------------------------------------------------------

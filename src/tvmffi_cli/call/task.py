@@ -100,9 +100,12 @@ def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Messag
     notes: list[str] = []
     values, tensors = build_args(lib, request, resolved, notes)
     mode = request.get("tensor_mode") or "dltensor"
+    from .guard import arguments_at_guard_page
+
+    argv_at = arguments_at_guard_page(bool(request.get("verbose")))
     t0 = time.perf_counter_ns()
     try:
-        result = fn.call(values, tensor_mode=mode)
+        result = fn.call(values, tensor_mode=mode, argv_at=argv_at)
     except ffi_errors.FFIErrorBase as e:
         return {"status": "raised", "error": error_dict(e)}
     except (TypeError, ValueError, OverflowError) as e:
