@@ -540,7 +540,7 @@ def require_message(info: kernel.Applied) -> str:
     why = f" ({'; '.join(info.notes)})" if info.notes else ""
     return (
         f"--require-sandbox: this system does not give the worker {', '.join(info.missing)}{why}; "
-        "no library code was run (docs/security.md says what a container needs)"
+        "no library code was run (security.md, in tvmffi_cli/docs/, says what a container needs)"
     )
 
 
