@@ -318,7 +318,10 @@ def repro(args):
     _limit_memory(args.memory_mb)
     target = fuzz_targets.TARGETS[args.target[0]]
     data = Path(args.repro).read_bytes()
-    out = fuzz_targets.check(target, data, args.timeout)
+    try:
+        out = fuzz_targets.check(target, data, args.timeout)
+    finally:
+        target.close()
     if out.kind in ("ok", "error"):
         print(f"{target.name}: {len(data)} bytes -> {out.kind} (contract holds)")
         return 0
