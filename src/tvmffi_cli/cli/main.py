@@ -64,15 +64,16 @@ def main(argv: list[str] | None = None) -> Any:
     if "--debug" in flags:
         os.environ["TVMFFI_DEBUG"] = "1"
     cmd = argv[len(flags) :]
-    if not cmd:
+    if not cmd and not os.environ.get("_TVMFFI_COMPLETE"):
         # `tvmffi` alone asks what there is, as `pip` alone does: a short
         # usage on stdout, exit 0 (`tvmffi --help` has the whole help).
+        # (Shell completion also runs it alone, asking click for a script.)
         from .app import short_usage
 
         sys.stdout.write(short_usage())
         sys.stdout.flush()
         sys.exit(0)
-    if cmd[0] in _FAST:
+    if cmd[:1] and cmd[0] in _FAST:
         import gc
         import importlib
 
