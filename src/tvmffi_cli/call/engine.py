@@ -186,7 +186,9 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
                 f": {said}" if said else ""
             )
         elif phase == "call":
-            msg += _read_past_arguments(getattr(e, "stderr", "") or "", request)
+            msg += _read_past_arguments(
+                getattr(e, "stderr", "") or "", len(request.get("args") or [])
+            )
         if getattr(e, "after_reply", False):
             msg = f"{func} returned, then crashed the worker process ({how})"
         if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
@@ -216,7 +218,7 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
     return reply
 
 
-def _read_past_arguments(tail: str, request: dict[str, Any]) -> str:
+def _read_past_arguments(tail: str, n: int) -> str:
     """What a crash was, when the worker's fault report (call/guard.py) puts
     it in the guard page right after the argument array: the function read
     arguments it was not given (conform's arg-bounds finding)."""
@@ -224,7 +226,6 @@ def _read_past_arguments(tail: str, request: dict[str, Any]) -> str:
 
     if fault_of(tail) != "args-guard":
         return ""
-    n = len(request.get("args") or [])
     if n == 0:
         return ": out-of-bounds argument read: called with 0 arguments, it read args[0] from the guard page"
     return (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import text
@@ -188,7 +189,7 @@ def build(rep: dict[str, Any], width: int | None = None) -> Tree:
     return tree
 
 
-def _function_row(f: dict[str, Any], escape: Any) -> tuple[str, str, str]:
+def _function_row(f: Mapping[str, Any], escape: Any) -> tuple[str, str, str]:
     """(name, signature, doc) of one function, as rich markup."""
     sig = f.get("signature") or ""
     if not sig:
