@@ -58,6 +58,10 @@ def pytest_configure(config):
     os.environ[_RUN_TMP] = run_tmp
     os.environ["TMPDIR"] = run_tmp
     tempfile.tempdir = run_tmp
+    # People's output in a pipe follows the terminal the command runs in
+    # (render/common.py); the expected outputs are those of a pipe without
+    # one (160 wide) unless a test says otherwise, whatever terminal runs pytest.
+    os.environ.setdefault("COLUMNS", "160")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -91,3 +95,58 @@ def _remove_shared_tempdirs():
     import unprivileged
 
     unprivileged.remove_shared_tempdirs()
+
+
+# ---------------------------------------------------------------------------
+# `python -m pytest -m "not slow"`: the quick subset (README). A whole module
+# is slow when what it does is costly by nature; single tests carry the
+# marker themselves.
+
+SLOW_MODULES = {
+    # official releases and public wheels: downloaded into the cache, each
+    # release's runtime and test library exercised
+    "test_releases_meta.py",
+    "test_release_runtimes.py",
+    "test_runtime_ranges.py",
+    "test_ecosystem_wheels.py",
+    "test_runtime_cxx.py",
+    "test_runtime_stdlib_compat.py",
+    "test_stubs_clashes.py",
+    "test_wheels_input.py",
+    # fuzzing, mutants, sanitizers, memcheck, stress
+    "test_fuzz.py",
+    "test_mutation_kills.py",
+    "test_runtime_mutations.py",
+    "test_hardening_corpus.py",
+    "test_hardening_stress.py",
+    "test_hardening_valgrind.py",
+    "test_hardening_sanitize.py",
+    "test_hardening_resources.py",
+    # the wheel and sdist built, pip's resolution for every Python
+    "test_packaging.py",
+    # tvmffi as another user, in emulated containers
+    "test_sandbox_contain.py",
+    "test_conform_zygote.py",
+}
+
+
+SLOW_TESTS = {
+    # the runtime and its C tests built under ASan + UBSan, and warning-free
+    "test_runtime_core.py::test_sanitizer_build_runs_clean",
+    "test_runtime_core.py::test_runtime_sources_compile_warning_free",
+    # a call graph of every runtime source (compiled for it)
+    "test_runtime_layout.py::test_no_call_circle_between_files",
+    # CMake projects configured and built against `tvmffi config`
+    "test_config_cxx.py::test_cmake_find_package_builds_the_cxx_library",
+    "test_config_cxx.py::test_cmake_without_cxx_headers_names_the_package",
+    "test_config_cxx.py::test_build_with_official_macros_from_config_flags_alone",
+    # mypy --strict over the API modules (.ci/run runs mypy over all of src)
+    "test_api.py::test_api_modules_are_mypy_strict_clean",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = f"{item.path.name}::{item.originalname}"
+        if item.path.name in SLOW_MODULES or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
