@@ -210,8 +210,9 @@ def _cache_dir():
     return d
 
 
-def _run_quiet(cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True).returncode == 0
+def _run_quiet(cmd, env=None):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    return r.returncode == 0
 
 
 def elf_seed_files():
@@ -248,7 +249,9 @@ def pe_seed_files():
                     tmp / "tvm_ffi.def",
                     "-l",
                     tmp / "libtvm_ffi.dll.a",
-                ]
+                ],
+                # dlltool (binutils 2.4x) leaves two temporary files behind: keep them in tmp.
+                env=dict(os.environ, TMPDIR=str(tmp)),
             ) and _run_quiet(
                 [
                     "x86_64-w64-mingw32-gcc",
