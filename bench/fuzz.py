@@ -118,6 +118,13 @@ def _limit_memory(mb):
 
 def run_hypothesis(target, execs, seconds=None, seed=0, artifacts=None, timeout=5.0, chunk=2000):
     """Property-based run: `execs` inputs drawn from the target's strategy."""
+    try:
+        return _run_hypothesis(target, execs, seconds, seed, artifacts, timeout, chunk)
+    finally:
+        target.close()  # its scratch directory, if it made one
+
+
+def _run_hypothesis(target, execs, seconds, seed, artifacts, timeout, chunk):
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -252,7 +259,9 @@ def run(
             cmd += ["--seconds", str(seconds)]
         if artifacts:
             cmd += ["--artifacts", str(artifacts)]
-        env = dict(os.environ, TVMFFI_FUZZ_OUT=str(out))
+        # The child's temporary files (its corpus, ...) go with `tmp`: libFuzzer
+        # owns its loop and the child ends by os._exit, never cleaning up.
+        env = dict(os.environ, TVMFFI_FUZZ_OUT=str(out), TMPDIR=tmp)
         t0 = time.monotonic()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         wall = time.monotonic() - t0
@@ -309,7 +318,10 @@ def repro(args):
     _limit_memory(args.memory_mb)
     target = fuzz_targets.TARGETS[args.target[0]]
     data = Path(args.repro).read_bytes()
-    out = fuzz_targets.check(target, data, args.timeout)
+    try:
+        out = fuzz_targets.check(target, data, args.timeout)
+    finally:
+        target.close()
     if out.kind in ("ok", "error"):
         print(f"{target.name}: {len(data)} bytes -> {out.kind} (contract holds)")
         return 0

@@ -210,8 +210,9 @@ def _cache_dir():
     return d
 
 
-def _run_quiet(cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True).returncode == 0
+def _run_quiet(cmd, env=None):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    return r.returncode == 0
 
 
 def elf_seed_files():
@@ -248,7 +249,9 @@ def pe_seed_files():
                     tmp / "tvm_ffi.def",
                     "-l",
                     tmp / "libtvm_ffi.dll.a",
-                ]
+                ],
+                # dlltool (binutils 2.4x) leaves two temporary files behind: keep them in tmp.
+                env=dict(os.environ, TMPDIR=str(tmp)),
             ) and _run_quiet(
                 [
                     "x86_64-w64-mingw32-gcc",
@@ -720,6 +723,9 @@ class Target:
 
     def run(self, data):
         raise NotImplementedError
+
+    def close(self):
+        """Remove what the runs made (a target may be run again after it)."""
 
 
 class LibBinTarget(Target):
@@ -1214,6 +1220,11 @@ class LiteralsTarget(Target):
             # An empty directory: relative paths in literals name no file.
             self._cwd = tempfile.mkdtemp(prefix="tvmffi-fuzz-")
         return self._cwd
+
+    def close(self):
+        if self._cwd is not None:
+            shutil.rmtree(self._cwd, ignore_errors=True)
+            self._cwd = None
 
     def run(self, data):
         from tvmffi_cli.call import argv as A

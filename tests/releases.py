@@ -15,14 +15,17 @@ built for this interpreter's tag)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from tvmffi_cli.abi.versions import KNOWN_RELEASES
+from tvmffi_cli.ffi.fetch import cache_lock, download_wheel
 
 CACHE_ENV = "TVMFFI_WHEEL_CACHE"
 
@@ -37,63 +40,79 @@ def cache_dir() -> Path:
     return d
 
 
-def fetch_wheel(dist: str, version: str) -> Path:
-    """Path of the cached wheel, downloading it when absent; skip when that fails."""
+def fetch_wheel(dist: str, version: str, *, binary_only: bool = True) -> Path:
+    """Path of the cached wheel, downloading it when absent; skip when that fails.
+
+    Safe across xdist workers and concurrent runs sharing the cache: a wheel
+    appears whole or not at all (ffi/fetch.py: download_wheel)."""
     d = cache_dir()
-    stem = dist.replace("-", "_")
-    found = sorted(d.glob(f"{stem}-{version}-*.whl"))
-    if found:
-        return found[0]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--disable-pip-version-check",
-            "-q",
-            f"{dist}=={version}",
-            "-d",
-            str(d),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    found = sorted(d.glob(f"{stem}-{version}-*.whl"))
-    if r.returncode != 0 or not found:
-        last = (r.stderr.strip().splitlines() or ["no wheel"])[-1]
+    found, why = download_wheel(dist, version, d, timeout=900, binary_only=binary_only)
+    if found is None:
         pytest.skip(
             f"{dist}=={version} is not cached in {d} and could not be downloaded "
-            f"(registry unreachable?): {last[:200]}"
+            f"(registry unreachable?): {why[:200]}"
         )
-    return found[0]
+    return found
+
+
+def _extract_once(out: Path, done: Path, unpack) -> None:
+    """Run unpack(tmp) into a private folder beside `out` and move it into
+    place, unless `done` exists; one process at a time (the others wait and
+    find it done). A folder is renamed whole, so `done` never shows early."""
+    if done.exists():
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with cache_lock(out.with_name(f".{out.name}.lock")):
+        if done.exists():
+            return
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        try:
+            unpack(tmp)
+            if out.exists():  # an older, partial layout: replaced whole
+                shutil.rmtree(out)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def extract(wheel: Path, member: str) -> Path:
     """The library `member` of `wheel` and its sibling .so files, extracted once."""
-    out = cache_dir() / "extracted" / wheel.stem
-    lib = out / member
-    if lib.is_file():
-        return lib
     folder = member.rsplit("/", 1)[0] + "/"
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    with zipfile.ZipFile(wheel) as z:
-        names = [
-            n
-            for n in z.namelist()
-            if n.startswith(folder) and n.endswith(".so") and "/" not in n[len(folder) :]
-        ]
-        if member not in names:
-            pytest.fail(f"{wheel.name} has no {member}")
-        for n in names:
-            z.extract(n, tmp)
-    if not out.exists():
-        tmp.rename(out)
+    # One folder per member directory: two directories of one wheel never
+    # share (or race on) a destination.
+    out = cache_dir() / "extracted" / wheel.stem / folder.strip("/").replace("/", "__")
+    lib = out / member
+
+    def unpack(tmp: Path) -> None:
+        with zipfile.ZipFile(wheel) as z:
+            names = [
+                n
+                for n in z.namelist()
+                if n.startswith(folder) and n.endswith(".so") and "/" not in n[len(folder) :]
+            ]
+            if member not in names:
+                pytest.fail(f"{wheel.name} has no {member}")
+            for n in names:
+                z.extract(n, tmp)
+
+    _extract_once(out, lib, unpack)
     return lib
+
+
+def extract_members(name: str, parts: list[tuple[Path, list[str]]]) -> Path:
+    """A folder holding `members` of each (wheel, members) in `parts` at their
+    paths inside the wheels, extracted once (keyed by `name` and the wheels)."""
+    key = "+".join([name, *(w.stem for w, _ in parts)])
+    out = cache_dir() / "members" / key
+
+    def unpack(tmp: Path) -> None:
+        for wheel, members in parts:
+            with zipfile.ZipFile(wheel) as z:
+                for m in members:
+                    z.extract(m, tmp)
+
+    _extract_once(out, out, unpack)
+    return out
 
 
 def release_root(version: str) -> Path:
@@ -101,13 +120,12 @@ def release_root(version: str) -> Path:
     that holds its `tvm_ffi/` package."""
     wheel = fetch_wheel("apache-tvm-ffi", version)
     out = cache_dir() / "full" / wheel.stem
-    if (out / "tvm_ffi" / "lib" / "libtvm_ffi.so").is_file():
-        return out
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    with zipfile.ZipFile(wheel) as z:
-        z.extractall(tmp)
-    if not out.exists():
-        tmp.rename(out)
+
+    def unpack(tmp: Path) -> None:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(tmp)
+
+    _extract_once(out, out / "tvm_ffi" / "lib" / "libtvm_ffi.so", unpack)
     return out
 
 

@@ -4,6 +4,7 @@ Without those tools these tests skip, saying which tool is missing."""
 
 import hashlib
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -61,6 +62,8 @@ def pe_dll(cross_dir):
                 cross_dir / "libtvm_ffi.dll.a",
             ],
             check=True,
+            # dlltool (binutils 2.4x) leaves two temporary files behind: keep them here.
+            env=dict(os.environ, TMPDIR=str(cross_dir)),
         )
         subprocess.run(
             [

@@ -56,7 +56,9 @@ def any_rt():
 @pytest.fixture(scope="module")
 def workers():
     made = {}
-    yield lambda runtime: made.setdefault(runtime, InProcessCall(runtime))
+    # One worker per runtime for the module (setdefault(k, InProcessCall(k))
+    # would start, and leak, a new one on every call).
+    yield lambda runtime: made.get(runtime) or made.setdefault(runtime, InProcessCall(runtime))
     for c in made.values():
         c.close()
 

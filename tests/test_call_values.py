@@ -18,7 +18,9 @@ from test_call_helpers import InProcessCall, basic, kernels, kitchen, tvmffi, ty
 @pytest.fixture(scope="module")
 def calls():
     made = {}
-    yield lambda runtime: made.setdefault(runtime, InProcessCall(runtime))
+    # One worker per runtime for the module (setdefault(k, InProcessCall(k))
+    # would start, and leak, a new one on every call).
+    yield lambda runtime: made.get(runtime) or made.setdefault(runtime, InProcessCall(runtime))
     for c in made.values():
         c.close()
 

@@ -402,6 +402,12 @@ def test_help_points_to_the_installed_checks_reference():
 
     r = conform("--help", env={"COLUMNS": "400"})
     assert r.returncode == 0
-    m = re.search(r"(/\S+/tvmffi_cli/docs/checks\.md)", r.stdout)
+    m = re.search(r"^ *(/\S+/tvmffi_cli/docs/)$", r.stdout, re.M)
     assert m, r.stdout
-    assert Path(m.group(1)).is_file()
+    assert "checks.md" in r.stdout and "security.md" in r.stdout
+    assert (Path(m.group(1)) / "checks.md").is_file()
+    assert (Path(m.group(1)) / "security.md").is_file()
+    # At 80 columns no line is wider, unless the folder's path alone is.
+    r = conform("--help", env={"COLUMNS": "80"})
+    wide = [ln for ln in r.stdout.splitlines() if len(ln) > 80]
+    assert wide == [] or wide == [f"  {m.group(1)}"], wide

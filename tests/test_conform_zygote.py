@@ -45,7 +45,7 @@ def conform(tmp_path, lib, *extra, zygote=True, user="root", wrap=False):
         if why:
             pytest.skip(why)
     # a directory every user may write: the library logs its loads there
-    shared = tempfile.mkdtemp(prefix="zygote-", dir="/tmp")
+    shared = tempfile.mkdtemp(prefix="zygote-")
     os.chmod(shared, 0o777)
     try:
         log = os.path.join(shared, "loads")

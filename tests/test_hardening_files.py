@@ -182,6 +182,8 @@ def test_cli_killed_during_out_leaves_whole_files_or_none(tmp_path, ours):
     out = tmp_path / "out"
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
+    # A SIGKILLed tvmffi cannot remove its private directories: they go here.
+    env["TMPDIR"] = str(tmp_path)
     p = subprocess.Popen(
         [
             sys.executable,

@@ -189,6 +189,7 @@ def test_wheel_contents_and_license_metadata(wheel: Path) -> None:
         "tvmffi_cli/abi/release_exports.py",  # the release export table
         "tvmffi_cli/schemas/config.schema.json",
         "tvmffi_cli/docs/checks.md",  # `tvmffi conform --help` points to it
+        "tvmffi_cli/docs/security.md",  # and to this (--no-sandbox's help too)
     ):
         assert need in names, need
     assert "License-Expression: Apache-2.0" in meta.splitlines()

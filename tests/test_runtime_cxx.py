@@ -16,13 +16,13 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import fixturebuild
+import releases
 from tvmffi_cli.errors import InputError
 from tvmffi_cli.ffi import runtime
 from tvmffi_cli.sandbox import process as sandbox
@@ -262,7 +262,6 @@ def test_library_importing_undefined_symbols_loads(side: str, official_runtime: 
 
 # ---- real libraries from public wheels ----------------------------------------
 
-WHEEL_CACHE = Path(os.environ.get("TVMFFI_WHEEL_CACHE", Path.home() / ".cache" / "tvmffi-wheels"))
 
 # (requirement, members to extract, libraries to dlopen). Versions pinned:
 # these are the releases whose imports the runtime was checked against.
@@ -295,31 +294,11 @@ WHEELS = [
 
 def _wheel(req: str) -> Path:
     name, version = req.split("==")
-    stem = name.replace("-", "_")
-    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
-    found = sorted(WHEEL_CACHE.glob(f"{stem}-{version}-*.whl"))
-    if found:
-        return found[0]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(WHEEL_CACHE), req],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    found = sorted(WHEEL_CACHE.glob(f"{stem}-{version}-*.whl"))
-    if proc.returncode != 0 or not found:
-        pytest.skip(f"cannot download {req} (registry unreachable?): {proc.stderr.strip()[-300:]}")
-    return found[0]
+    return releases.fetch_wheel(name, version, binary_only=False)
 
 
 def _extract(whl: Path, members: list[str]) -> Path:
-    out = WHEEL_CACHE / "x" / whl.stem
-    with zipfile.ZipFile(whl) as z:
-        for m in members:
-            if not (out / m).is_file():
-                z.extract(m, out)
-    return out
+    return releases.extract_members("cxx", [(whl, members)])
 
 
 DLOPEN_DRIVER = r"""
@@ -350,22 +329,19 @@ def test_tilelang_compiler_and_library_dlopen_on_our_runtime() -> None:
     json::Stringify; they also need libz3.so.4.15 from z3-solver at
     $ORIGIN/../../z3/lib."""
     ours = _ours()
-    root = _extract(
-        _wheel("tilelang==0.1.15"),
-        [
-            "tilelang/lib/libtvm_runtime.so",
-            "tilelang/lib/libtvm_compiler.so",
-            "tilelang/lib/libtilelang.so",
-            "tilelang/lib/libstub_cudart.so",
-            "tilelang/lib/libstub_cuda.so",
-            "tilelang/lib/libstub_hip.so",
-            "tilelang/lib/libstub_ascendcl.so",
-        ],
+    tilelang = [
+        "tilelang/lib/libtvm_runtime.so",
+        "tilelang/lib/libtvm_compiler.so",
+        "tilelang/lib/libtilelang.so",
+        "tilelang/lib/libstub_cudart.so",
+        "tilelang/lib/libstub_cuda.so",
+        "tilelang/lib/libstub_hip.so",
+        "tilelang/lib/libstub_ascendcl.so",
+    ]
+    z3 = ["z3/lib/libz3.so.4.15"]
+    root = releases.extract_members(
+        "cxx", [(_wheel("tilelang==0.1.15"), tilelang), (_wheel("z3-solver==4.15.4.0"), z3)]
     )
-    z3 = _wheel("z3-solver==4.15.4.0")
-    with zipfile.ZipFile(z3) as z:
-        if not (root / "z3/lib/libz3.so.4.15").is_file():
-            z.extract("z3/lib/libz3.so.4.15", root)
     libs = [root / "tilelang/lib/libtvm_compiler.so", root / "tilelang/lib/libtilelang.so"]
     proc = _child(["-c", DLOPEN_DRIVER, str(ours), *map(str, libs)], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

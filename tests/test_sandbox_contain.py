@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 
 import pytest
@@ -38,8 +37,7 @@ def contain():
 @functools.cache
 def _home(user):
     """HOME and TMPDIR for tvmffi run as `user` (the scratch goes there)."""
-    d = tempfile.mkdtemp(prefix=f"tvmffi-contain-{user}-")
-    os.chmod(d, 0o755)
+    d = unprivileged.shared_tempdir(f"tvmffi-contain-{user}-")
     if user == "nobody":
         os.chown(d, unprivileged.NOBODY, unprivileged.NOBODY)
     return d

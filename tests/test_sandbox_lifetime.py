@@ -41,10 +41,12 @@ def test_grandchild_dies_on_timeout():
         _kill_all(name)
 
 
-def test_everything_dies_when_tvmffi_is_sigkilled():
+def test_everything_dies_when_tvmffi_is_sigkilled(tmp_path):
     name = token()
     env = dict(os.environ)
     env.pop("TVMFFI_RUNTIME", None)
+    # A SIGKILLed tvmffi cannot remove its private directories: they go here.
+    env["TMPDIR"] = str(tmp_path)
     p = subprocess.Popen(
         [
             sys.executable,

@@ -72,12 +72,17 @@ def test_out_rewritten_after_tvmffi_wrote_it_is_refused(tmp_path):
     np.save(x, np.arange(4, dtype=np.float32))
     before = hashlib.sha256(x.read_bytes()).hexdigest()
     out = tmp_path / "out"
-    # Unconfined, the library's destructor finds the staged file and rewrites it:
-    r = tvmffi("call", "--no-sandbox", spoil(), "touch", "--tensor", x, "--out", out)
+    # Unconfined, the library's destructor finds the staged file (in tvmffi's
+    # temp directory, which it is told) and rewrites it:
+    told = ("--env", "SPOIL_DIR")
+    env = {"SPOIL_DIR": __import__("tempfile").gettempdir()}
+    r = tvmffi(
+        "call", "--no-sandbox", *told, spoil(), "touch", "--tensor", x, "--out", out, env=env
+    )
     assert r.returncode == 1 and "changed after tvmffi wrote it" in r.stderr, r.stderr
     assert not (out / "arg0.npy").exists()
     # Confined, it cannot reach the staging directory: the file is exactly what was reported.
-    r = tvmffi("call", spoil(), "touch", "--tensor", x, "--out", out)
+    r = tvmffi("call", *told, spoil(), "touch", "--tensor", x, "--out", out, env=env)
     assert r.returncode == 0, r.stderr
     # (the human text folds long paths to the terminal width)
     assert f"wrote {out / 'arg0.npy'}" in " ".join(r.stdout.split())

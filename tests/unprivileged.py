@@ -25,6 +25,23 @@ import fixturebuild
 
 NOBODY = 65534
 
+_SHARED = []
+
+
+def shared_tempdir(prefix):
+    """A new directory (mode 0755) in the temp directory, for files another
+    user must reach: pytest's tmp_path is root's alone. Removed by
+    remove_shared_tempdirs() (tests/conftest.py, at the end of the session)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(d, 0o755)
+    _SHARED.append(d)
+    return d
+
+
+def remove_shared_tempdirs():
+    while _SHARED:
+        shutil.rmtree(_SHARED.pop(), ignore_errors=True)
+
 
 @functools.cache
 def no_namespaces():
@@ -65,7 +82,7 @@ def _nobody_python():
     site = next((p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)), None)
     if site is None or not _readable_by_all(site):
         return None, "our site-packages is not readable by nobody"
-    d = tempfile.mkdtemp(prefix="tvmffi-nobody-venv-")
+    d = shared_tempdir("tvmffi-nobody-venv-")
     subprocess.run([system, "-m", "venv", "--without-pip", d], check=True, capture_output=True)
     venv_site = Path(d) / "lib" / f"python{version}" / "site-packages"
     # addsitedir, not a plain path line: our site's own .pth files (the

@@ -59,6 +59,10 @@ _STR_TYPES = {"ffi.String", "str", "String", "std::string", "const char*", "ffi.
 _INT_TYPES = {"int", "int64_t", "int32_t"}
 _FLOAT_TYPES = {"float", "double"}
 _TENSOR_TYPES = {"ffi.Tensor", "Tensor", "DLTensor*"}
+# Any object: what the command line can build as one is an Array or a Map
+# (JSON), a Shape, or an owned Tensor (a DLTensor* view is not an object).
+_OBJECT_TYPES = {"Object", "ffi.Object", "ObjectRef"}
+_OBJECT_FORMS = "a JSON list or object (Array, Map) or a tensor (x.npy, float32[2]:ones)"
 
 
 def spec_for_type(
@@ -96,6 +100,8 @@ def spec_for_type(
         if name != "DLTensor*":
             s["owned"] = True
         return s
+    if name in _OBJECT_TYPES:
+        return _object_spec(text, cwd, label, where)
     if name in ("Optional", "ffi.Optional", "std::optional"):
         if text.strip().lower() in _WORDS_NONE:
             return {"kind": "none"}
@@ -120,6 +126,18 @@ def spec_for_type(
     raise InputError(
         f"{label}: cannot pass a value of type {type_label(typ)} from the command line"
     )
+
+
+def _object_spec(text: str, cwd: Optional[str], label: str, where: str) -> Spec:
+    """A positional for an Object parameter, built as the schema allows."""
+    if text.strip()[:1] in ("[", "{"):
+        return json_to_spec(parse_json(text, where), where)
+    try:
+        s = parse_tensor(text, cwd)
+    except InputError:
+        raise InputError(f"{label}: expected an Object: {_OBJECT_FORMS}") from None
+    s["owned"] = True  # an ffi.Tensor object, not a DLTensor* view
+    return s
 
 
 def _wrap(fn: Callable[[str], _T], text: str, label: str, what: str) -> _T:
@@ -175,6 +193,8 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
         if v is not None:
             raise InputError(f"{label} is not null")
         return {"kind": "none"}
+    if name in _OBJECT_TYPES and isinstance(v, (list, dict)):
+        return json_to_spec(v, where)
     if isinstance(v, str) and name not in (
         "ffi.Array",
         "ffi.Map",
@@ -222,6 +242,26 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
 
 # ---------------------------------------------------------------------------
 # the argument tail of `tvmffi call` / `tvmffi bench`
+
+
+class UnknownOption(InputError):
+    """An option the command does not have. The CLI prints it in one form
+    for every command (cli/fastpath.unknown_option_line); `closest` is the
+    nearest known option, if any."""
+
+    def __init__(self, option: str, known: Sequence[str], hint: str = "") -> None:
+        import difflib
+
+        close = difflib.get_close_matches(option, list(known), n=1)
+        self.option, self.closest, self.hint = option, close[0] if close else None, hint
+        super().__init__(
+            f"unknown option {option}"
+            + (f" (did you mean {self.closest}?)" if self.closest else f" ({hint})" if hint else "")
+        )
+
+
+#: Said when an unknown option has no close match: the user may have meant a value.
+TEXT_HINT = "a text starting with '-' goes after --str or after --"
 
 # Flags that take one value and add an argument, in command-line order.
 VALUE_FLAGS = {
@@ -350,13 +390,7 @@ def parse_argv(
         if re.fullmatch(r"-v+", tok) and "-v" in options:
             out.options["-v"] = out.options.get("-v", 0) + len(tok) - 1
             continue
-        import difflib
-
-        close = difflib.get_close_matches(name, list(options) + list(ARG_FLAGS), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError(
-            f"unknown option {name}{hint}; pass a text starting with '-' with --str or after --"
-        )
+        raise UnknownOption(name, [*options, *ARG_FLAGS, "--help"], TEXT_HINT)
     if out.help:
         return out
     if len(words) < 2:

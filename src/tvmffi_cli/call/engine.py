@@ -199,6 +199,10 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
                 f": {said}" if said else ""
             )
             msg += _runtime_hint(request)
+        elif phase == "call":
+            msg += _read_past_arguments(
+                getattr(e, "stderr", "") or "", len(request.get("args") or [])
+            )
         if getattr(e, "after_reply", False):
             msg = f"{func} returned, then crashed the worker process ({how})"
         if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
@@ -236,6 +240,22 @@ def _runtime_hint(request: dict[str, Any]) -> str:
         return hint_for_runtime(request["path"], request.get("runtime"))
     except (TvmffiError, OSError):
         return ""
+
+
+def _read_past_arguments(tail: str, n: int) -> str:
+    """What a crash was, when the worker's fault report (call/guard.py) puts
+    it in the guard page right after the argument array: the function read
+    arguments it was not given (conform's arg-bounds finding)."""
+    from ..ffi.guardpages import fault_of
+
+    if fault_of(tail) != "args-guard":
+        return ""
+    if n == 0:
+        return ": out-of-bounds argument read: called with 0 arguments, it read args[0] from the guard page"
+    return (
+        f": out-of-bounds argument read: called with {n} argument(s), it read past "
+        f"args[{n - 1}] into the guard page"
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -40,3 +40,26 @@ def guarded_copy(arr: Any) -> Any:
     out = out.view(src.dtype).reshape(src.shape)
     out[...] = src
     return out
+
+
+#: The argument arena of this worker and whether its fault report chains to
+#: the handler before it: set up once, at the first call.
+_ARGS: list[Any] = []
+
+
+def arguments_at_guard_page(chain: bool) -> Any:
+    """argv_at for values.call_function: the call's arguments end at a
+    PROT_NONE page and a SIGSEGV/SIGBUS writes where it hit to the worker's
+    fault log, so the parent can tell a function that reads past its
+    arguments (as conform's arg-bounds does) from any other crash. chain
+    (-v): the runtime's own crash handler (the official one prints a
+    backtrace) runs after ours; else the worker dies at once."""
+    if not _ARGS:
+        from ..ffi.guardpages import GuardArena, report_faults
+        from ..sandbox import worker
+
+        arena = GuardArena()
+        if worker.FAULT_FD >= 0:
+            report_faults(arena.guard, arena.page, worker.FAULT_FD, chain)
+        _ARGS.append(arena.array)
+    return _ARGS[0]

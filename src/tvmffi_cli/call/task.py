@@ -114,9 +114,12 @@ def _call_on(
     values, tensors = build_args(lib, request, resolved, notes, devices)
     mode = request.get("tensor_mode") or "dltensor"
     devices.start(lib.runtime)
+    from .guard import arguments_at_guard_page
+
+    argv_at = arguments_at_guard_page(bool(request.get("verbose")))
     t0 = time.perf_counter_ns()
     try:
-        result = fn.call(values, tensor_mode=mode)
+        result = fn.call(values, tensor_mode=mode, argv_at=argv_at)
     except ffi_errors.FFIErrorBase as e:
         devices.settle(request["func"])  # its own error first; pending work still ends
         return {"status": "raised", "error": error_dict(e)}

@@ -64,3 +64,14 @@ def cli(ctx: Any, debug: bool, quiet: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["quiet"] = quiet  # applied by main (stdout is already /dev/null)
+
+
+def short_usage() -> str:
+    """What `tvmffi` with no arguments prints: the commands, one line each."""
+    width = max(len(n) for n in COMMANDS)
+    rows = "".join(f"  {n:<{width}}  {h}\n" for n, (_, h) in COMMANDS.items())
+    return (
+        "usage: tvmffi [-V] [-q] [--debug] COMMAND [ARGS]...\n\n"
+        f"commands:\n{rows}\n"
+        "`tvmffi COMMAND --help` shows a command's options; `tvmffi --help` the rest.\n"
+    )

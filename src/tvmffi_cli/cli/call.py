@@ -95,6 +95,8 @@ def run(tokens: list[str]) -> int | None:
     request = base_request(parsed, opts)
     if opts.get("--guard"):
         request["guard"] = True
+    if verbose:
+        request["verbose"] = True  # a crash keeps the runtime's own report (backtrace)
     out_dir = opts.get("--out")
     if out_dir:
         out_dir = os.path.abspath(out_dir)

@@ -132,10 +132,11 @@ def command(
     **confine: Any,
 ) -> int:
     """Check LIBRARY against the TVM-FFI ABI rules. Every check, why it
-    matters and how to fix a finding (installed with tvmffi):
+    matters and how to fix a finding: checks.md; what the sandbox confines:
+    security.md. Both are installed with tvmffi, in:
 
     \b
-    CHECKS_MD
+    DOCS_DIR
 
     LIBRARY may be a wheel (.whl) or a directory: every TVM-FFI library in it
     is checked, and a wheel's Requires-Dist on apache-tvm-ffi against the
@@ -249,14 +250,15 @@ def command(
     return report.exit_code()
 
 
-def _docs_path() -> str:
+def _docs_dir() -> str:
     from pathlib import Path
 
-    # conform/registry.py's DOCS, without importing the checks for --help.
-    return str(Path(__file__).resolve().parents[1] / "docs" / "checks.md")
+    # The folder of conform/registry.py's DOCS, without importing the checks
+    # for --help; the folder, not the file: a path cannot be broken to fit.
+    return str(Path(__file__).resolve().parents[1] / "docs") + "/"
 
 
-command.help = (command.help or "").replace("CHECKS_MD", _docs_path())
+command.help = (command.help or "").replace("DOCS_DIR", _docs_dir())
 
 
 def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:

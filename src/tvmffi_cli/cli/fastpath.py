@@ -29,10 +29,27 @@ def debugging() -> bool:
     return os.environ.get("TVMFFI_DEBUG") == "1"
 
 
-def error_line(e: BaseException) -> tuple[str, int]:
+def unknown_option_line(command: str, option: str, closest: str | None, hint: str = "") -> str:
+    """The one line of an unknown option, the same on every command and on
+    both paths (click's parser and the hand-written ones of the fast path)."""
+    from ..text import one_line
+
+    where = f"tvmffi {command}".rstrip()
+    if closest:
+        said = f"did you mean {closest}?"
+    else:
+        said = f"see {where} --help" + (f"; {hint}" if hint else "")
+    return f"{where}: error: unknown option {one_line(option)} ({said})"
+
+
+def error_line(e: BaseException, command: str = "") -> tuple[str, int]:
     """(the one stderr line, the exit code) for an error that ended a command."""
     from ..text import one_line
 
+    if isinstance(e, TvmffiError) and hasattr(e, "closest") and hasattr(e, "option"):
+        # call.argv.UnknownOption (duck-typed: no import of call/ here)
+        line = unknown_option_line(command, e.option, e.closest, getattr(e, "hint", ""))
+        return line, e.exit_code
     if isinstance(e, TvmffiError):
         # Messages may quote library text (loader errors, names): one line, inert.
         return f"tvmffi: error: {one_line(str(e))}", e.exit_code
@@ -40,9 +57,10 @@ def error_line(e: BaseException) -> tuple[str, int]:
     return f"tvmffi: internal error: {msg} (rerun with --debug)", EXIT_INTERNAL
 
 
-def run(command: Callable[[list[str]], int | None], argv: list[str]) -> int | None:
+def run(command: Callable[[list[str]], int | None], argv: list[str], name: str = "") -> int | None:
     """command(argv) with the CLI's error handling: its exit code, or None when
-    it leaves the arguments to the click command (--help, unusual forms)."""
+    it leaves the arguments to the click command (--help, unusual forms).
+    `name`: the command's name, for the lines that say it."""
     try:
         return command(argv)
     except KeyboardInterrupt:
@@ -55,7 +73,7 @@ def run(command: Callable[[list[str]], int | None], argv: list[str]) -> int | No
             import traceback
 
             traceback.print_exc()
-        line, code = error_line(e)
+        line, code = error_line(e, name)
         echo(line, err=True)
         return code
 

@@ -64,6 +64,15 @@ def main(argv: list[str] | None = None) -> Any:
     if "--debug" in flags:
         os.environ["TVMFFI_DEBUG"] = "1"
     cmd = argv[len(flags) :]
+    if not cmd and not os.environ.get("_TVMFFI_COMPLETE"):
+        # `tvmffi` alone asks what there is, as `pip` alone does: a short
+        # usage on stdout, exit 0 (`tvmffi --help` has the whole help).
+        # (Shell completion also runs it alone, asking click for a script.)
+        from .app import short_usage
+
+        sys.stdout.write(short_usage())
+        sys.stdout.flush()
+        sys.exit(0)
     if cmd[:1] and cmd[0] in _FAST:
         import gc
         import importlib
@@ -77,7 +86,7 @@ def main(argv: list[str] | None = None) -> Any:
         from . import fastpath
 
         mod = importlib.import_module(f"tvmffi_cli.cli.{cmd[0]}")
-        rc = fastpath.run(mod.run, cmd[1:])
+        rc = fastpath.run(mod.run, cmd[1:], cmd[0])
         if rc is not None:
             if whole_process:
                 fastpath.exit_now(rc)
@@ -91,12 +100,28 @@ def _run_click(argv: list[str]) -> Any:
     from .app import cli
 
     debug = _debug_requested(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
     try:
         rv = cli.main(args=argv, prog_name="tvmffi", standalone_mode=False)
     except click.exceptions.Abort:
         from .fastpath import ABORTED
 
         click.echo(ABORTED, err=True)
+        sys.exit(EXIT_USAGE)
+    except click.NoSuchOption as e:
+        # The line of every unknown option, whichever parser met it.
+        from .fastpath import unknown_option_line
+
+        known: list[str] = []
+        if e.ctx is not None:
+            for p in e.ctx.command.get_params(e.ctx):
+                known += [*p.opts, *p.secondary_opts]
+        import difflib
+
+        close = difflib.get_close_matches(e.option_name, known, n=1)
+        where = e.ctx.command_path[len("tvmffi") :].strip() if e.ctx is not None else ""
+        line = unknown_option_line(where, e.option_name, close[0] if close else None)
+        click.echo(line, err=True)
         sys.exit(EXIT_USAGE)
     except click.UsageError as e:
         # One line, as for every other input error (click's own form adds the
@@ -120,7 +145,7 @@ def _run_click(argv: list[str]) -> Any:
             traceback.print_exc()
         from .fastpath import error_line
 
-        line, code = error_line(e)
+        line, code = error_line(e, command)
         click.echo(line, err=True)
         sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else 0)

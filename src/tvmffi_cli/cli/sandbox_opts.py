@@ -11,7 +11,8 @@ from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported o
 
 NO_SANDBOX_HELP = (
     "Run the library without kernel confinement (Landlock, seccomp, network "
-    "namespace); process lifetime and limits still apply. See docs/security.md."
+    "namespace); process lifetime and limits still apply. See security.md in "
+    "the package's docs folder (`tvmffi conform --help` names it)."
 )
 MEMORY_HELP = (
     "Memory the library's processes may hold together, e.g. 512M, 2G (default "

@@ -172,14 +172,9 @@ def check_no_hang(f: FunctionFacts) -> Result:
 def fault_of(tail: str) -> str | None:
     """Where the worker's last fault was ("args-guard", "device-memory" or "elsewhere"), from
     the line probe_memory.report_faults wrote, if any."""
-    from .probe_memory import FAULT_MARK
+    from ..ffi.guardpages import fault_of as read
 
-    at = tail.rfind(FAULT_MARK)
-    if at < 0:
-        return None
-    words = tail[at + len(FAULT_MARK) :].split()
-    known = ("args-guard", "elsewhere", "device-memory")
-    return words[1] if len(words) > 1 and words[1] in known else None
+    return read(tail)
 
 
 def library_output(tail: str, lines: int = 12, limit: int = 1500) -> str:

@@ -354,10 +354,14 @@ def run(
         known = set(inv.functions) | set(inv.getters) | set(globals_)
         unknown = sorted(o.only - known)
         if unknown and (loaded or not dynamic):
+            import difflib
+
             from ..errors import InputError
 
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=3, cutoff=0.5)
             raise InputError(
                 f"--function {unknown[0]}: the library has no such exported or registered function"
+                + (f"; closest: {', '.join(close)}" if close else "")
             )
         results = [r for r in results if r.function is None or r.function in o.only]
     if globals_:

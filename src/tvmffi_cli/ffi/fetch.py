@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..abi.runtime_files import PLATFORM, RELEASE_OF_SHA256, RUNTIME_FILES
@@ -149,7 +151,7 @@ def cached_runtime(release: str) -> Path | None:
     except OSError:
         return None
     for d in wheel_dirs():
-        wheel = _cached_wheel(d, release)
+        wheel = cached_wheel(d, DIST, release)
         if wheel is None:
             continue
         try:
@@ -178,40 +180,103 @@ def _install(release: str, wheel: Path) -> Path:
     return target
 
 
-def _cached_wheel(wheels: Path, version: str) -> Path | None:
-    stem = DIST.replace("-", "_")
-    found = sorted(wheels.glob(f"{stem}-{version}-*.whl")) if wheels.is_dir() else []
-    return found[0] if found else None
-
-
 def _wheel(version: str) -> Path:
-    import subprocess  # here and below: only a fetch pays for these imports
-
     wheels = cache_dir() / "wheels"
-    found = _cached_wheel(wheels, version)
-    if found is not None:
-        return found
-    wheels.mkdir(parents=True, exist_ok=True)
-    cmd = pip_command(version, wheels)
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", *cmd, "--disable-pip-version-check", "--retries", "1", "-q"],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=_PIP_TIMEOUT,
-        )
-        why = (r.stderr.strip().splitlines() or [f"pip exited {r.returncode}"])[-1]
-    except (OSError, subprocess.TimeoutExpired) as e:
-        why = str(e)
-    found = _cached_wheel(wheels, version)
+    found, why = download_wheel(DIST, version, wheels, timeout=_PIP_TIMEOUT)
     if found is None:
+        cmd = pip_command(version, wheels)
         raise InputError(
             f"--runtime {version}: cannot download {DIST}=={version} ({why[:160]}); "
             f"where the registry is reachable run `{' '.join(cmd)}`, "
             "or pass --runtime PATH of a libtvm_ffi.so"
         )
     return found
+
+
+# ---------------------------------------------------------------------------
+# A wheel cache shared by concurrent processes (runs of tvmffi, test workers):
+# a wheel appears in it whole or not at all.
+
+
+@contextmanager
+def cache_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created when absent): one process at
+    a time fetches or extracts into the cache entry it guards."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock, also when the holder dies
+
+
+def readable_zip(path: Path, *, full: bool = False) -> bool:
+    """Does `path` open as a zip archive (its central directory, at the end, is
+    what a cut-off download lacks)? With `full`, also every member's CRC."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return not full or z.testzip() is None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return False
+
+
+def cached_wheel(wheels: Path, dist: str, version: str) -> Path | None:
+    """The wheel of `dist`==`version` in `wheels`, when one is there whole."""
+    stem = dist.replace("-", "_")
+    found = sorted(wheels.glob(f"{stem}-{version}-*.whl")) if wheels.is_dir() else []
+    return next((p for p in found if readable_zip(p)), None)
+
+
+def download_wheel(
+    dist: str, version: str, wheels: Path, *, timeout: float, binary_only: bool = True
+) -> tuple[Path | None, str]:
+    """(the wheel of `dist`==`version` in `wheels`, "") from the cache or
+    fetched with pip, else (None, why). pip writes into a private directory
+    beside the cache; the wheel is checked whole (every CRC; pip has checked
+    the index's sha256 where the index gives one) and renamed into place,
+    under a lock, so no process ever sees a partial file and one downloads
+    while the others wait for it."""
+    found = cached_wheel(wheels, dist, version)
+    if found is not None:
+        return found, ""
+    import shutil  # here and below: only a fetch pays for these imports
+    import subprocess
+    import tempfile
+
+    stem = dist.replace("-", "_")
+    with cache_lock(wheels / f".{stem}-{version}.lock"):
+        found = cached_wheel(wheels, dist, version)  # fetched while this one waited
+        if found is not None:
+            return found, ""
+        for stale in wheels.glob(f"{stem}-{version}-*.whl"):
+            stale.unlink()  # cut off by an older writer: never whole, fetch again
+        private = Path(tempfile.mkdtemp(prefix=f".{stem}-{version}-", dir=wheels))
+        try:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps"]
+            cmd += ["--only-binary=:all:"] if binary_only else []
+            cmd += [f"{dist}=={version}", "-d", str(private)]
+            cmd += ["--disable-pip-version-check", "--retries", "1", "-q"]
+            try:
+                r = subprocess.run(
+                    cmd, check=False, capture_output=True, text=True, timeout=timeout
+                )
+                why = (r.stderr.strip().splitlines() or [f"pip exited {r.returncode}"])[-1]
+            except (OSError, subprocess.TimeoutExpired) as e:
+                why = str(e)
+            got = sorted(private.glob(f"{stem}-{version}-*.whl"))
+            if not got:
+                return None, why
+            if not readable_zip(got[0], full=True):
+                return None, f"{got[0].name}: the download is not an intact zip archive"
+            os.replace(got[0], wheels / got[0].name)
+            return wheels / got[0].name, ""
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _verified_member(wheel: Path, version: str, want: str) -> bytes:

@@ -4,7 +4,7 @@
     lib.add_one(x, y)            # calls __tvm_ffi_add_one; NumPy arrays zero-copy
     lib["add_one"], lib.function_names(), lib.metadata("add_one"), lib.doc("add_one")
     lib.globals_registered       # global functions the library registered at load
-    lib.get_global("kitchen.add")
+    lib.kitchen.add, lib["kitchen.add"], lib.get_global("kitchen.add")   # a global
 
 The runtime is loaded RTLD_GLOBAL first (ours by default), then the library:
 through tvmffi_rt_library_load on our runtime, through the runtime's own
@@ -82,7 +82,8 @@ class LibraryLoadError(CheckFailed):
 
 
 class Library:
-    """A loaded library. Attribute access and [] return callable Functions."""
+    """A loaded library. Attribute access and [] return callable Functions:
+    exports first, then globals (`lib.testing.add_one`, `lib["testing.add_one"]`)."""
 
     def __init__(
         self,
@@ -143,22 +144,52 @@ class Library:
         rt.check(rt.TVMFFIFunctionCreate(None, addr, None, byref(out)))
         return values.Function(out.value, rt) if out.value else None
 
-    def __getattr__(self, name: str) -> values.Function:
+    def __getattr__(self, name: str) -> Any:
+        """An export, else a global of that name, else the namespace of the
+        globals under it: `lib.add_one`, `lib.testing.add_one`."""
         if name.startswith("_"):
             raise AttributeError(name)
-        f = self.get_function(name)
-        if f is None:
-            raise AttributeError(f"{self.path} has no function {name!r}")
-        return f
+        found = self.get_function(name) or self._global_or_namespace(name)
+        if found is None:
+            raise AttributeError(self._missing(name))
+        return found
 
     def __getitem__(self, name: str) -> values.Function:
-        f = self.get_function(name)
+        """An export, else a global: `lib["add_one"]`, `lib["testing.add_one"]`."""
+        f = self._export_or_global(name)
         if f is None:
-            raise KeyError(name)
+            raise KeyError(self._missing(name))
         return f
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.get_function(name) is not None
+        return isinstance(name, str) and self._export_or_global(name) is not None
+
+    def __dir__(self) -> list[str]:
+        tops = {g.split(".", 1)[0] for g in self.globals_registered}
+        return sorted(set(super().__dir__()) | set(self.function_names()) | tops)
+
+    def _export_or_global(self, name: str) -> Optional[values.Function]:
+        f = self.get_function(name) if "." not in name else None  # dotted: globals only
+        return f if f is not None else self.get_global(name)
+
+    def _global_or_namespace(self, name: str) -> Any:
+        g = self.get_global(name)
+        if g is not None:
+            return g
+        if any(n.startswith(name + ".") for n in registry.list_globals(self.runtime)):
+            return GlobalNamespace(self, name)
+        return None
+
+    def _missing(self, name: str) -> str:
+        import difflib
+
+        try:
+            known = self.function_names() + list(self.globals_registered)
+        except Exception:  # a file our readers refuse: say what is missing anyway
+            known = list(self.globals_registered)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        said = f"{self.path.name} has no function {name!r} (no export, no global)"
+        return said + (f"; closest: {', '.join(close)}" if close else "")
 
     def function_names(self) -> list[str]:
         """Names of the library's `__tvm_ffi_<name>` exports, sorted."""
@@ -220,6 +251,32 @@ class Library:
 
     def __repr__(self) -> str:
         return f"<Library {self.path}>"
+
+
+class GlobalNamespace:
+    """`lib.testing`: the global functions named `testing.*`, as attributes
+    (`lib.testing.add_one` is `lib.get_global("testing.add_one")`)."""
+
+    def __init__(self, lib: Library, prefix: str) -> None:
+        self._lib = lib
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        full = f"{self._prefix}.{name}"
+        found = self._lib._global_or_namespace(full)
+        if found is None:
+            raise AttributeError(self._lib._missing(full))
+        return found
+
+    def __dir__(self) -> list[str]:
+        head = self._prefix + "."
+        names = registry.list_globals(self._lib.runtime)
+        return sorted({n[len(head) :].split(".", 1)[0] for n in names if n.startswith(head)})
+
+    def __repr__(self) -> str:
+        return f"<globals {self._prefix}.* of {self._lib.path.name}>"
 
 
 # Library modules stay referenced for the life of the process: values a

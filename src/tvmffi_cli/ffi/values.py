@@ -62,8 +62,12 @@ class Function(_ObjectRef):
     def __call__(self, *args: Any) -> Any:
         return call_function(self._rt, self.handle, args, self.tensor_mode)
 
-    def call(self, args: Any, tensor_mode: Optional[str] = None) -> Any:
-        return call_function(self._rt, self.handle, args, tensor_mode or self.tensor_mode)
+    def call(
+        self, args: Any, tensor_mode: Optional[str] = None, argv_at: Optional[Any] = None
+    ) -> Any:
+        """Call with Python values; argv_at(n): where the n arguments go (call_function)."""
+        mode = tensor_mode or self.tensor_mode
+        return call_function(self._rt, self.handle, args, mode, argv_at)
 
     def __repr__(self) -> str:
         return f"<Function {self.name or hex(self.handle or 0)}>"
@@ -388,11 +392,20 @@ def py_to_owned_any(rt: Runtime, value: Any, out: TVMFFIAny) -> None:
 
 # --- calling ------------------------------------------------------------------
 def call_function(
-    rt: Runtime, handle: Optional[int], args: Any, tensor_mode: Optional[str] = None
+    rt: Runtime,
+    handle: Optional[int],
+    args: Any,
+    tensor_mode: Optional[str] = None,
+    argv_at: Optional[Any] = None,
 ) -> Any:
-    """Call the ffi.Function `handle` with Python values; return the decoded result."""
+    """Call the ffi.Function `handle` with Python values; return the decoded
+    result. argv_at(n), when given, provides the zeroed array of n TVMFFIAny
+    the arguments are written to (`tvmffi call`: ending at a guard page)."""
     n = len(args)
-    argv = (TVMFFIAny * n)() if n else None
+    if argv_at is not None:
+        argv = argv_at(n)
+    else:
+        argv = (TVMFFIAny * n)() if n else None
     keep: list[Any] = []
     owned: list[int] = []
     try:

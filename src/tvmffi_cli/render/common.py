@@ -2,8 +2,9 @@
 
 Colour follows the usual conventions: none when NO_COLOR is set (any value),
 none when the stream is not a terminal (pipes, files, CI logs), forced with
-FORCE_COLOR or TVMFFI_COLOR=1. Output to a non-terminal is not wrapped to 80
-columns (COLUMNS or 160 wide) so piped tables stay readable.
+FORCE_COLOR or TVMFFI_COLOR=1. Output to a non-terminal is as wide as
+COLUMNS, else as the terminal the command runs in (`tvmffi inspect lib |
+head`: stderr's, stdin's or /dev/tty's width), else 160 (CI logs, files).
 """
 
 from __future__ import annotations
@@ -87,10 +88,7 @@ def make_console(
     if width is None and not color:
         isatty = getattr(stream, "isatty", None)
         if not (isatty and isatty()):
-            try:
-                width = int(os.environ.get("COLUMNS", "0")) or 160
-            except ValueError:
-                width = 160
+            width = piped_width()
     if not stderr and file is None:
         # Lines of people's output end with their last character; stderr keeps
         # the raw stream for live displays (progress bars rewrite their line).
@@ -108,17 +106,47 @@ def make_console(
 
 def text_width(stream: IO[str] | None = None) -> int:
     """Columns people's output may use on `stream`: the terminal's, else
-    COLUMNS, else 160 (the rule make_console follows)."""
+    piped_width() (the rule make_console follows)."""
     stream = stream or sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty and isatty():
         import shutil  # here: it imports the compressors too
 
         return shutil.get_terminal_size().columns
+    return piped_width()
+
+
+def piped_width() -> int:
+    """The width of output that does not go to a terminal: COLUMNS when set
+    (shells do not export it), else the width of the terminal the command
+    runs in (`tvmffi inspect lib | head` is read there), else 160 (CI logs,
+    files: nothing to fit)."""
     try:
-        return int(os.environ.get("COLUMNS", "0")) or 160
+        columns = int(os.environ.get("COLUMNS", "0"))
     except ValueError:
-        return 160
+        columns = 0
+    return columns if columns > 0 else terminal_columns() or 160
+
+
+def terminal_columns() -> int | None:
+    """Columns of the terminal this process runs in, asked of stderr, stdin,
+    then the controlling terminal (/dev/tty); None without one."""
+    for fd in (2, 0):
+        try:
+            if os.isatty(fd):
+                return os.get_terminal_size(fd).columns or None
+        except OSError:
+            pass
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None  # no controlling terminal (CI, a daemon, a new session)
+    try:
+        return os.get_terminal_size(fd).columns or None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def fit_lines(text: str, width: int | None = None) -> str:

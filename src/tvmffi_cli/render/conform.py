@@ -15,6 +15,7 @@ from ..conform.results import ERROR, FAIL, PASS, SKIP
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from ..conform.results import Report, Result
 
@@ -28,12 +29,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     groups: dict[str | None, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.function, []).append(r)
-    table = Table(
-        title=f"tvmffi conform {text.one_line(report.path)}",
-        title_justify="left",
-        expand=False,
-        show_lines=False,
-    )
+    table = Table(expand=False, show_lines=False)
+    rows: list[tuple[str, Text, str, Text]] = []
     table.add_column("function", overflow="fold")
     table.add_column("status")
     table.add_column("checks", justify="right")
@@ -86,24 +83,35 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         counts = f"{n_pass}/{len(rs)}"
         if skips and not verbose:
             counts += f" ({len(skips)} skip)"
-        table.add_row("(library)" if fn is None else text.one_line(fn), status, counts, lines)
+        rows.append(("(library)" if fn is None else text.one_line(fn), status, counts, lines))
     if folded[0]:
         n_fn, n_pass, n_all, n_skip = folded
         counts = f"{n_pass}/{n_all}" + (f" ({n_skip} skip)" if n_skip else "")
         plural = "s" if n_fn != 1 else ""
         label = f"{n_fn} other function{plural}" if listed else f"all {n_fn} function{plural}"
-        table.add_row(
-            label,
-            Text("not loaded", style="yellow") if not_loaded else Text("ok", style="green"),
-            counts,
-            Text(
-                "not probed: the library did not load"
-                if not_loaded
-                else "no findings (-v lists them)",
-                style="dim",
-            ),
+        rows.append(
+            (
+                label,
+                Text("not loaded", style="yellow") if not_loaded else Text("ok", style="green"),
+                counts,
+                Text(
+                    "not probed: the library did not load"
+                    if not_loaded
+                    else "no findings (-v lists them)",
+                    style="dim",
+                ),
+            )
         )
-    console.print(table)
+    # The title on a line of its own: a path is never broken to a table's width.
+    console.print(
+        Text(f"tvmffi conform {text.one_line(report.path)}"), crop=False, overflow="ignore"
+    )
+    if _table_fits(rows, console.width):
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    else:
+        _print_list(console, rows)
     shown = [r for r in report.results if r.bad and r.reproduce and r.suppressed is None]
     if shown:
         console.print(Text("Reproduce:", style="bold"))
@@ -133,6 +141,37 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         text.one_line(report.summary_line()), style="bold green" if report.passed else "bold red"
     )
     console.print(verdict, soft_wrap=True)
+
+
+#: The narrowest findings column the table is drawn with; narrower, each
+#: function is a line (name, status, checks) with its findings under it.
+FINDINGS_MIN = 40
+_BORDERS = 13  # a 4-column table's rules and cell padding
+
+
+def _table_fits(rows: list[tuple[str, Text, str, Text]], width: int) -> bool:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(3)]
+    return (
+        _BORDERS + max(widths[0], 8) + max(widths[1], 6) + max(widths[2], 6) + FINDINGS_MIN <= width
+    )
+
+
+def _print_list(console: Console, rows: list[tuple[str, Text, str, Text]]) -> None:
+    """The narrow layout: names and findings are never broken to fit a column."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    name_w = max(len("function"), *(len(r[0]) for r in rows))
+    status_w = max(len("status"), *(len(str(r[1])) for r in rows))
+    head = f"{'function':<{name_w}}  {'status':<{status_w}}  checks"
+    console.print(Text(head, style="bold"), crop=False, overflow="ignore")
+    for name, status, counts, lines in rows:
+        line = Text(f"{name:<{name_w}}  ")
+        line.append_text(status)
+        line.append(" " * (status_w - len(str(status))) + f"  {counts}")
+        console.print(line, crop=False, overflow="ignore")
+        if lines:
+            console.print(Padding(lines, (0, 0, 0, 4)))
 
 
 def _cause_and_fix(console: Console, r: Result) -> None:

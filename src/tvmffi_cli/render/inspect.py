@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import text
@@ -20,7 +21,14 @@ def _short_doc(doc: str | None, n: int = 70) -> str:
     return line if len(line) <= n else line[: n - 1] + "…"
 
 
-def build(rep: dict[str, Any]) -> Tree:
+#: The narrowest doc column the functions table is drawn with; narrower, each
+#: function is a line of its own (signature, wrapped at its commas) with its
+#: doc under it, so neither is cut.
+DOC_MIN = 24
+_TABLE_INDENT = 4  # the tree's guide in front of the table
+
+
+def build(rep: dict[str, Any], width: int | None = None) -> Tree:
     from rich.markup import escape as markup_escape
 
     def escape(s: str) -> str:
@@ -84,28 +92,23 @@ def build(rep: dict[str, Any]) -> Tree:
 
     funcs = rep["functions"]
     fnode = tree.add(f"[bold]Functions[/] ({len(funcs)})")
-    if funcs:
+    rows = [_function_row(f, escape) for f in funcs]
+    if rows and _table_fits(rows, width):
         t = Table(show_edge=False, pad_edge=False, box=None)
         t.add_column("name", style="cyan", no_wrap=True)
         t.add_column("signature", no_wrap=True)  # a signature reads only on one line
         t.add_column("doc")
-        for f in funcs:
-            sig = f.get("signature") or ""
-            if not sig:
-                bits: list[str] = []
-                if f.get("has_metadata"):
-                    bits.append("metadata")
-                if f.get("has_doc"):
-                    bits.append("doc")
-                sig = "[dim](" + ", ".join(bits) + " getter" if bits else ""
-                sig = sig + (")[/]" if bits else "")
-            else:
-                sig = escape(sig)
-            name = escape(f["name"])
-            if f.get("aliases") is not None:
-                name += " → " + escape(", ".join(f["aliases"])) if f["aliases"] else ""
-            t.add_row(name, sig, escape(_short_doc(f.get("doc"))))
+        for row in rows:
+            t.add_row(*row)
         fnode.add(t)
+    else:
+        # Narrow: each function on a line of its own (the signature starts
+        # with the name; the tree wraps it at its blanks), its doc under it.
+        for f, (fname, fsig, fdoc) in zip(funcs, rows):
+            named = (f.get("signature") or "").startswith(f["name"] + "(") and " → " not in fname
+            node = fnode.add(fsig if named else f"[cyan]{fname}[/]" + (f"  {fsig}" if fsig else ""))
+            if fdoc:
+                node.add(f"[dim]{fdoc}[/]")
 
     if rep["modules"] or rep["library_bin"]:
         lb = rep["library_bin"] or {}
@@ -193,6 +196,39 @@ def build(rep: dict[str, Any]) -> Tree:
     return tree
 
 
+def _function_row(f: Mapping[str, Any], escape: Any) -> tuple[str, str, str]:
+    """(name, signature, doc) of one function, as rich markup."""
+    sig = f.get("signature") or ""
+    if not sig:
+        bits: list[str] = []
+        if f.get("has_metadata"):
+            bits.append("metadata")
+        if f.get("has_doc"):
+            bits.append("doc")
+        sig = "[dim](" + ", ".join(bits) + " getter" if bits else ""
+        sig = sig + (")[/]" if bits else "")
+    else:
+        sig = escape(sig)
+    name = escape(f["name"])
+    if f.get("aliases") is not None:
+        name += " → " + escape(", ".join(f["aliases"])) if f["aliases"] else ""
+    return name, sig, escape(_short_doc(f.get("doc")))
+
+
+def _table_fits(rows: list[tuple[str, str, str]], width: int | None) -> bool:
+    """Do name and signature fit on one line each with a doc column of at
+    least DOC_MIN beside them (or with no doc at all)? Columns are two apart."""
+    if width is None:
+        return True
+    from rich.text import Text
+
+    name_w = max(Text.from_markup(n).cell_len for n, _, _ in rows)
+    sig_w = max(Text.from_markup(s).cell_len for _, s, _ in rows)
+    any_doc = any(d for _, _, d in rows)
+    need = _TABLE_INDENT + name_w + 2 + sig_w + (2 + DOC_MIN if any_doc else 0)
+    return need <= width
+
+
 def _global_signature(name: str, info: Any) -> str | None:
     """A typed global's signature from its metadata (GlobalDef().def(...)
     records the type schema), as exports show theirs; None when untyped."""
@@ -210,7 +246,8 @@ def _global_signature(name: str, info: Any) -> str | None:
 
 
 def render(rep: dict[str, Any], console: Console | None = None) -> None:
-    (console or make_console()).print(build(rep))
+    console = console or make_console()
+    console.print(build(rep, console.width))
 
 
 def _range_check(node: Any, check: dict[str, Any]) -> None:

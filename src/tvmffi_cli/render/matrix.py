@@ -38,7 +38,10 @@ def render(
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(_clean(title)), title_justify="left", expand=False)
+    # The title on a line of its own, wrapped at its blanks only: a path in it
+    # is never broken to the table's width.
+    console.print(Text(_clean(title)), crop=False, overflow="ignore")
+    table = Table(expand=False)
     table.add_column("")
     for c in columns:
         table.add_column(Text(_clean(c)), overflow="fold")

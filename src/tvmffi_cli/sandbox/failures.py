@@ -164,5 +164,5 @@ def require_message(info: Applied) -> str:
     why = f" ({'; '.join(info.notes)})" if info.notes else ""
     return (
         f"--require-sandbox: this system does not give the worker {', '.join(info.missing)}{why}; "
-        "no library code was run (docs/security.md says what a container needs)"
+        "no library code was run (security.md, in tvmffi_cli/docs/, says what a container needs)"
     )

@@ -278,10 +278,17 @@ def _start(
     return chan, config.fault_fd
 
 
+#: The parent's fault log (-1: none): a task's own crash report goes there,
+#: not into the library's output (call/guard.py: where a crash read).
+FAULT_FD = -1
+
+
 def main(argv: list[str] | None = None) -> int:
+    global FAULT_FD
     argv = sys.argv[1:] if argv is None else argv
     serve, req_fd, rep_fd, lifeline_fd, status_fd = argv[0], *map(int, argv[1:5])
     chan, fault_fd = _start(req_fd, rep_fd, lifeline_fd, status_fd)
+    FAULT_FD = fault_fd
     try:
         import faulthandler
 
