@@ -182,7 +182,7 @@ def run_all(
             what = launch(job)
             if what is None:  # nothing runs here while it waits: a bug
                 raise RuntimeError(f"job {job!r} waits on nothing")
-            x = what if isinstance(what, ReleaseLoad) else what[0](*what[1])
+            x = what if isinstance(what, ReleaseLoad) else _run(*what)
             todo.extend(done(job, x))
         return
     running: dict[int, _Helper[J]] = {}
@@ -272,11 +272,19 @@ class _Helper(Generic[J]):
             pass
 
 
+def _run(fn: Callable[..., ReleaseLoad], args: tuple[Any, ...]) -> ReleaseLoad:
+    """One job; a bug in it is a release not checked, said, not a lost run."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        return ReleaseLoad("", NOT_CHECKED, f"the load failed in tvmffi ({type(e).__name__}: {e})")
+
+
 def _answer(fd: int, fn: Callable[..., ReleaseLoad], args: tuple[Any, ...]) -> None:
     try:
-        x = fn(*args)
-    except BaseException as e:
-        x = ReleaseLoad("", NOT_CHECKED, f"the load failed in tvmffi ({type(e).__name__}: {e})")
+        x = _run(fn, args)
+    except BaseException:  # ^C: the parent has it too and ends the helpers
+        x = ReleaseLoad("", NOT_CHECKED, "interrupted")
     view = memoryview(json.dumps(x.to_json()).encode())
     while view:
         view = view[os.write(fd, view) :]
