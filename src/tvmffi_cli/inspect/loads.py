@@ -1,9 +1,12 @@
 """Loading a library on official releases' runtimes, side by side.
 
 `load_release(path, release, fetch, timeout)` is one load in a fresh
-sandboxed worker (a worker that tried one library is spent: the library
-registered things in it, or killed it) on that release's runtime, fetched
-when asked (ffi/fetch.py): a ReleaseLoad. `run_all` runs many, as many at a
+sandboxed worker on that release's runtime, fetched when asked
+(ffi/fetch.py): a ReleaseLoad. A worker that tried one library is spent (the
+library registered things in it, or killed it), so diff's OLD is not loaded
+in the worker NEW failed in; a zygote per release (sandbox/zygote.py) would
+save only the worker's start, ~0.06 s of a load that takes 0.1 s (a small
+library) to 1.2 s (one that aborts), so each load has its own worker. `run_all` runs many, as many at a
 time as there are CPUs, for ranges.py (verify, cover).
 
 A sandboxed worker is a fork of tvmffi's process when that process runs no
