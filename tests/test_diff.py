@@ -118,12 +118,11 @@ def test_identical_builds_exit_0():
     assert r.returncode == 0, r.stdout
     assert doc["changes"] == [] and doc["compatible"] is True
     assert doc["promise"] == diff.kinds.SYMBOLS_PROMISE and doc["range_check"] is None
-    r = tvmffi("diff", a, a)
-    assert r.returncode == 0 and "No changes" in r.stdout
     # one file against itself runs where it runs: nothing to load
     # (--verify-range is the default's old name, accepted)
     r, doc = _diff_json(a, a, "--verify-range")
-    assert r.returncode == 0 and doc["promise"] is None and doc["not_compared"] == []
+    assert r.returncode == 0 and doc["changes"] == [] and doc["verdict"] == "compatible"
+    assert doc["promise"] is None and doc["not_compared"] == []
     assert doc["range_check"] == {"loads": 0, "same_file": True, "releases": []}
     r = tvmffi("diff", a, b, "--verify-range", "--symbols-range")
     assert r.returncode == 2 and "give one of them" in r.stderr
@@ -510,7 +509,8 @@ def test_the_range_by_loading(capsys, monkeypatch):
 def test_a_release_that_cannot_be_fetched_is_not_judged(tmp_path):
     """Runtimes of 0.1.0 and 0.1.15.post2 at hand, the others not, and pip
     pointed at no index (PIP_NO_INDEX=1: the fetch fails as offline): NEW is
-    loaded on the two, the others are named, exit 2."""
+    loaded on the two, the others are named, exit 2 (--symbols-range would
+    pass: test_identical_builds_exit_0). ~3 s, most of it one pip run."""
     from tvmffi_cli.abi.versions import KNOWN_RELEASES
     from tvmffi_cli.ffi import fetch
 
@@ -547,6 +547,3 @@ def test_a_release_that_cannot_be_fetched_is_not_judged(tmp_path):
         for v in missing[1:]
     )
     assert doc["range_check"]["loads"] == 2
-    # --symbols-range promises less and passes
-    r = tvmffi("diff", a, b, "--symbols-range", env=env)
-    assert r.returncode == 0
