@@ -230,7 +230,8 @@ def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view(
     assert dropped == releases.RELEASES[:10]  # 0.1.0 .. 0.1.12
     official.add(("runtime.releases_dropped", f"NEW does not run on {releases_text(dropped)},"))
 
-    r, doc = _diff_json(old, new, "--verify-range", env=env)
+    # the default: NEW loaded on each release of OLD's range, OLD where NEW fails
+    r, doc = _diff_json(old, new, env=env)
     assert r.returncode == 1 and doc["verdict"] == "incompatible" and doc["complete"]
     assert diff_oracle.tvmffi_breaks(doc) == official
     notes = {(c["kind"], c["subject"]) for c in doc["changes"] if c["kind"] in diff.NOTES}
@@ -249,9 +250,16 @@ def test_official_test_libraries_0_1_6_to_0_1_15_breaks_equal_the_official_view(
         "releases": releases.RELEASES[10:],
         "basis": "loading",
     }
-    # by symbols alone both run everywhere: no break, and the basis says so
-    r, doc = _diff_json(old, new, env=env)
+    rows = doc["range_check"]["releases"]
+    assert [(x["release"], x["verdict"], x["new"], x["old"]) for x in rows] == [
+        (v, "dropped", "fails", "loads") for v in releases.RELEASES[:10]
+    ] + [(v, "kept", "loads", "not-needed") for v in releases.RELEASES[10:]]
+    assert all("Cannot find type attribute __ffi_enum__" in x["new_message"] for x in rows[:10])
+    assert doc["range_check"]["loads"] == 13 + 10
+    # --symbols-range: by symbols both run everywhere; no break, and the promise says so
+    r, doc = _diff_json(old, new, "--symbols-range", env=env)
     assert r.returncode == 0 and diff_oracle.tvmffi_breaks(doc) == set()
+    assert doc["promise"] == diff.kinds.SYMBOLS_PROMISE and doc["range_check"] is None
     assert doc["runtime_ranges"]["new"]["basis"] == "symbols"
 
 

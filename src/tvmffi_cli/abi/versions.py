@@ -84,6 +84,21 @@ def release_named(text: str) -> str | None:
     return same[-1] if same else None
 
 
+#: How an official release is named for people and in `tried` lists
+#: ("apache-tvm-ffi 0.1.12"): ffi/hosts.py writes it, auto and diff read the
+#: release back (release_of_label).
+RELEASE_LABEL = "apache-tvm-ffi "
+
+
+def release_label(release: str) -> str:
+    return RELEASE_LABEL + release
+
+
+def release_of_label(label: str) -> str | None:
+    """The release a runtime label names, None for "builtin" or a path."""
+    return label[len(RELEASE_LABEL) :] if label.startswith(RELEASE_LABEL) else None
+
+
 def span(releases: Iterable[str]) -> str:
     """ "0.1.10..0.1.12", one release alone, or "none" (consecutive known releases)."""
     rs = list(releases)

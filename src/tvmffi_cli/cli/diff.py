@@ -14,9 +14,19 @@ from . import sandbox_opts
 @click.option(
     "--static", is_flag=True, help="Compare the files only (exports, modules, kernels, imports)."
 )
+@click.option(
+    "--symbols-range",
+    is_flag=True,
+    help="Compare the runtime ranges by symbols only: do not load NEW (and OLD) on "
+    "each release of OLD's range (the default, which fetches runtimes not at hand).",
+)
+@click.option(
+    "--verify-range",
+    is_flag=True,
+    help="The default (the runtime range checked by loading); kept for scripts.",
+)
 @sandbox_opts.load_timeout("timeout_text", "each library")
 @sandbox_opts.runtime("the libraries")
-@sandbox_opts.verify_range()
 @sandbox_opts.confinement()
 @click.option(
     "--suppress",
@@ -31,9 +41,10 @@ def command(
     new: str,
     as_json: bool,
     static: bool,
+    symbols_range: bool,
+    verify_range: bool,
     timeout_text: str,
     runtime: str | None,
-    verify_range: bool,
     no_sandbox: bool,
     memory_limit: str | None,
     suppress_file: str | None,
@@ -44,19 +55,23 @@ def command(
     something a caller of OLD uses was removed or changed, or NEW does not run
     on an official release OLD runs on; 2 on bad input, or when tvmffi cannot
     judge: a library could not be loaded, so its globals, object types and
-    type schemas were not compared (the output says which). --static compares
-    the files only and says so.
+    type schemas were not compared, or NEW could not be loaded on a release
+    of OLD's range (the output says which). NEW is loaded on each release of
+    OLD's range, OLD where NEW fails (a worker each, side by side). --static
+    compares the files only, --symbols-range the runtime ranges by symbols
+    only, and each says so.
     """
     from ..diff import Suppression, parse_suppressions, run, suppress
     from .numbers import seconds
 
     timeout = seconds(timeout_text, "--timeout")
-    if static and verify_range:
+    if verify_range and (static or symbols_range):
         from ..errors import InputError
 
+        given = "--static" if static else "--symbols-range"
         raise InputError(
-            "--static never loads the libraries and --verify-range loads them on every "
-            "release of their range: give one of them"
+            f"{given} compares the runtime ranges by symbols and --verify-range by "
+            "loading: give one of them"
         )
     sandbox_opts.apply(no_sandbox, memory_limit)
 
@@ -71,7 +86,7 @@ def command(
             raise InputError(f"{suppress_file}: cannot read ({e})") from None
         rules = parse_suppressions(text, suppress_file)
     r = suppress(
-        run(old, new, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range),
+        run(old, new, static, timeout, runtime, symbols_range),
         rules,
     )
     if as_json:

@@ -10,7 +10,8 @@ from ..abi.capi import C_API_NAMES
 from ..abi.symbols import GENERATED_METHODS
 from ..abi.versions import KNOWN_RELEASES, releases_text
 from ..inspect.api import Api, EmbeddedModule, Func, Members, ObjectType, TypeRef, members
-from .kinds import KINDS, Change
+from ..inspect.ranges import FAILS, LOADS, Coverage
+from .kinds import KINDS, Change, SideRange
 
 
 class Acc:
@@ -259,29 +260,56 @@ def runtime(
         acc.add("runtime.cxx_imports_added", f"runtime import {n}", None, n)
 
 
-def _by(api: Api) -> str:
-    return "by loading" if api.range_basis == "loading" else f"by {api.range_basis}"
+def _by(basis: str) -> str:
+    return f"by {basis}"
 
 
-def releases(acc: Acc, old: Api, new: Api) -> None:
-    """NEW must run wherever OLD runs: every official release OLD's range holds
-    (by symbols, or by loading after --verify-range) must be in NEW's."""
+def _basis(runs: Iterable[str], loaded: set[str]) -> str:
+    """ "loading" when every release was loaded, "symbols" when none was."""
+    runs = set(runs)
+    if not runs & loaded:
+        return "symbols"
+    return "loading" if runs <= loaded else "loading and symbols"
+
+
+def releases(
+    acc: Acc, old: Api, new: Api, cov: Coverage | None = None
+) -> tuple[SideRange, SideRange]:
+    """NEW must run wherever OLD runs. Without `cov`, by symbols: every
+    release of OLD's range (its exports, less the releases auto saw fail) must
+    be in NEW's. With it (inspect/ranges.py cover: NEW loaded on each release
+    of OLD's range, OLD where NEW failed), by loading: a release where OLD
+    loads and NEW does not is dropped. Returns both sides' ranges."""
     order = {r: i for i, r in enumerate(KNOWN_RELEASES)}
-    ra, rb = set(old.runtime_releases), set(new.runtime_releases)
-    dropped = sorted(ra - rb, key=lambda r: order.get(r, -1))
-    gained = sorted(rb - ra, key=lambda r: order.get(r, -1))
-    old_text = f"{releases_text(ra)} ({_by(old)})"
-    new_text = f"{releases_text(rb)} ({_by(new)})"
+    why = dict(new.range_failures)
+    if cov is None or cov.same_file:
+        ra, rb = list(old.runtime_releases), list(new.runtime_releases)
+        sides = (SideRange(tuple(ra), old.range_basis), SideRange(tuple(rb), new.range_basis))
+        dropped = [r for r in ra if r not in set(rb)]
+    else:
+        mine = {c.release for c in cov.rows}
+        ra = [c.release for c in cov.rows if c.old != FAILS]
+        rb = [c.release for c in cov.rows if c.new == LOADS]
+        rb += [r for r in new.runtime_releases if r not in mine]
+        rb.sort(key=lambda r: order.get(r, -1))
+        sides = (
+            SideRange(tuple(ra), _basis(ra, {c.release for c in cov.rows if c.old == LOADS})),
+            SideRange(tuple(rb), _basis(rb, {c.release for c in cov.rows if c.new == LOADS})),
+        )
+        dropped = list(cov.releases("dropped"))
+        why = {c.release: c.new_message for c in cov.rows if c.new == FAILS}
+    gained = [r for r in rb if r not in set(ra)]
+    old_text = f"{releases_text(ra)} ({_by(sides[0].basis)})"
+    new_text = f"{releases_text(rb)} ({_by(sides[1].basis)})"
     if dropped:
-        why = dict(new.range_failures)
-        first = next((why[r] for r in dropped if r in why), None)
+        first = next((r for r in dropped if why.get(r)), None)
         acc.add(
             "runtime.releases_dropped",
             "runtime range",
             old_text,
             new_text,
             f"NEW does not run on {releases_text(dropped)}, where OLD runs"
-            + (f" (on {next(r for r in dropped if r in why)}: {first})" if first else ""),
+            + (f" (on {first}: {why[first]})" if first else ""),
         )
     if gained:
         acc.add(
@@ -291,3 +319,4 @@ def releases(acc: Acc, old: Api, new: Api) -> None:
             new_text,
             f"NEW also runs on {releases_text(gained)}",
         )
+    return sides

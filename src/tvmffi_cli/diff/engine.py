@@ -6,11 +6,15 @@ turned into the API model (inspect.api.Api). Every difference is a `Change`
 with a stable `kind` id (kinds.KINDS) and a verdict: compatible (a caller of
 OLD keeps working with NEW) or not. Removing or retyping anything a caller
 can use is incompatible; additions are compatible; NEW must run on every
-official release OLD runs on.
+official release OLD runs on: NEW is loaded on each release of OLD's range by
+symbols, and OLD where NEW fails (inspect/ranges.py cover), runtimes not at
+hand fetched.
 
 The result fails closed: when a side could not be loaded, what only loading
-shows was not compared, and with no break seen the verdict is "cannot judge"
-(exit 2), never "compatible".
+shows was not compared; when a release of OLD's range could not be loaded on
+(its runtime could not be fetched), the range was not either; with no break
+seen the verdict is then "cannot judge" (exit 2), never "compatible".
+--static and --symbols-range state what they leave out instead (`promise`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..abi.versions import releases_text
 from ..inspect.api import Api, Func
+from ..inspect.ranges import Coverage
 from . import compare as cmp
-from .kinds import KINDS, LOADED_ONLY, NOTES, STATIC_PROMISE, Change, DiffResult, SideRange
+from .kinds import (
+    KINDS,
+    LOADED_ONLY,
+    NOTES,
+    RANGE_GAP,
+    STATIC_PROMISE,
+    SYMBOLS_PROMISE,
+    Change,
+    DiffResult,
+)
 
 __all__ = [
     "KINDS",
@@ -48,19 +63,33 @@ def _why_static(side: str, api: Api) -> str:
     return f"{side} ({api.path}) was not loaded (it cannot be on this host)"
 
 
-def compare(old: Api, new: Api, static_requested: bool = False) -> DiffResult:
+def compare(
+    old: Api,
+    new: Api,
+    static_requested: bool = False,
+    symbols_range: bool = False,
+    coverage: Coverage | None = None,
+    range_gap: str = "not checked by loading",
+) -> DiffResult:
     """All changes from OLD to NEW (pure: no files, no processes).
     `static_requested`: the user asked for a static comparison (--static), so
-    a static side is the promise, not a gap."""
+    a static side is the promise, not a gap. `symbols_range`: the runtime
+    ranges by symbols by request (--symbols-range). Else the runtime range is
+    judged on `coverage` (inspect/ranges.py cover); without it, by symbols,
+    and `range_gap` says why in not_compared."""
     warnings: list[str] = []
     not_compared: list[str] = []
-    promise = STATIC_PROMISE if static_requested else None
+    promise = STATIC_PROMISE if static_requested else SYMBOLS_PROMISE if symbols_range else None
     if not static_requested:
         for side, api in (("OLD", old), ("NEW", new)):
             if api.mode != "loaded":
                 not_compared.append(
                     f"{_why_static(side, api)}; its {LOADED_ONLY} were not compared"
                 )
+    if promise is None:
+        not_compared += _range_gaps(coverage, range_gap)
+    else:
+        coverage = None
     if old.mode != new.mode:
         # One side could not be loaded: compare what both have, the static facts.
         old, new = _static_view(old), _static_view(new)
@@ -72,7 +101,7 @@ def compare(old: Api, new: Api, static_requested: bool = False) -> DiffResult:
     cmp.modules(acc, old.modules, new.modules)
     cmp.cubins(acc, old, new)
     cmp.runtime(acc, old, new)
-    cmp.releases(acc, old, new)
+    ranges = cmp.releases(acc, old, new, coverage)
     mode = "loaded" if old.mode == new.mode == "loaded" else "static"
     for side, api in (("OLD", old), ("NEW", new)):
         warnings += [f"{side}: {p}" for p in api.problems]
@@ -84,12 +113,24 @@ def compare(old: Api, new: Api, static_requested: bool = False) -> DiffResult:
         tuple(warnings),
         tuple(not_compared),
         promise,
-        (
-            SideRange(old.runtime_releases, old.range_basis),
-            SideRange(new.runtime_releases, new.range_basis),
-        ),
+        ranges,
         (old.runtime, new.runtime),
+        coverage,
     )
+
+
+def _range_gaps(coverage: Coverage | None, range_gap: str) -> list[str]:
+    """not_compared lines for a runtime range not (wholly) checked by loading."""
+    if coverage is None:
+        return [f"{RANGE_GAP}compared by symbols only ({range_gap})"]
+    unchecked = [c for c in coverage.rows if c.verdict == "unchecked"]
+    if not unchecked:
+        return []
+    first = unchecked[0]
+    return [
+        f"{RANGE_GAP}NEW was not judged on {releases_text(c.release for c in unchecked)} "
+        f"of OLD's range ({first.release}: {first.why}); it may not run there"
+    ]
 
 
 @dataclass(frozen=True)
@@ -141,23 +182,21 @@ def run(
     static: bool = False,
     timeout: float = 30.0,
     runtime: str | None = None,
-    verify_range: bool = False,
+    symbols_range: bool = False,
 ) -> DiffResult:
-    """Describe both libraries (the inspect engine) and compare them. Problems
-    reading either file raise InputError/FormatError (exit 2); a library that
-    fails to load leaves its side static, and the result says what was not
-    compared (exit 2 unless a break was seen). verify_range: load each
-    library on every release of its symbol range, so the ranges compared are
-    the ones loading shows."""
+    """Describe both libraries (the inspect engine), check NEW's runtime range
+    by loading (check_range) unless static or symbols_range, and compare.
+    Problems reading either file raise InputError/FormatError (exit 2); a
+    library that fails to load leaves its side static, and the result says
+    what was not compared (exit 2 unless a break was seen)."""
     from ..inspect.api import load_api
 
-    old, rep_old = load_api(
-        old_path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range
-    )
-    new, rep_new = load_api(
-        new_path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range
-    )
-    result = compare(old, new, static_requested=static)
+    old, rep_old = load_api(old_path, static=static, timeout=timeout, runtime=runtime)
+    new, rep_new = load_api(new_path, static=static, timeout=timeout, runtime=runtime)
+    coverage, gap = None, ""
+    if not (static or symbols_range):
+        coverage, gap = check_range(old_path, new_path, (old, rep_old), (new, rep_new), timeout)
+    result = compare(old, new, static, symbols_range, coverage, gap)
     extra = []
     for side, api, rep in (("OLD", old, rep_old), ("NEW", new, rep_new)):
         # the load failure itself is in not_compared
@@ -166,6 +205,49 @@ def run(
     if extra:
         result = replace(result, warnings=result.warnings + tuple(extra))
     return result
+
+
+Side = tuple[Api, Mapping[str, Any]]
+
+
+def check_range(
+    old_path: str, new_path: str, old: Side, new: Side, timeout: float
+) -> tuple[Coverage | None, str]:
+    """NEW loaded on each release of OLD's symbol range, OLD where NEW fails
+    (inspect/ranges.py cover), reusing what auto's loads showed; (None, why)
+    when nothing can be loaded here."""
+    from ..inspect import ranges
+
+    for side, (api, _rep) in (("OLD", old), ("NEW", new)):
+        if api.mode != "loaded" and api.load_error is None:
+            return None, f"{side} cannot be loaded on this host"
+    old_range = tuple(str(r) for r in old[1].get("runtime_releases") or ())
+    new_range = tuple(str(r) for r in new[1].get("runtime_releases") or ())
+    if _same_file(old_path, new_path):
+        return ranges.Coverage((), 0, same_file=True), ""
+    known = {**_known(ranges.OLD, old[0]), **_known(ranges.NEW, new[0])}
+    return ranges.cover(old_path, new_path, old_range, new_range, known, timeout), ""
+
+
+def _known(side: str, api: Api) -> dict[tuple[str, str], Any]:
+    """What auto's loads showed: the releases it failed on, the one that hosted it."""
+    from ..inspect.ranges import FAILS, LOADS, ReleaseLoad
+
+    out = {(side, r): ReleaseLoad(r, FAILS, why) for r, why in api.range_failures}
+    release = (api.runtime or {}).get("release")
+    if api.mode == "loaded" and release:
+        out[(side, str(release))] = ReleaseLoad(str(release), LOADS)
+    return out
+
+
+def _same_file(a: str, b: str) -> bool:
+    """The same bytes (a library diffed against itself, or a copy of it)."""
+    import filecmp
+
+    try:
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
 
 
 def _errors(rep: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -8,15 +8,20 @@ attribute): listed as notes, never breaks.
 
 A result is complete when everything was compared; when a side could not be
 loaded (or cannot be on this host) the loaded API was not compared, and the
-result says what was not (`not_compared`) and exits 2: cannot judge. A
-comparison the user asked to be static (--static) states that reduced
-promise instead (`promise`) and is judged on what a static read sees.
+result says what was not (`not_compared`) and exits 2: cannot judge. So
+does a release of OLD's runtime range on which NEW could not be loaded (its
+runtime could not be fetched). A comparison the user asked to be reduced
+(--static: the files; --symbols-range: the runtime ranges by symbols) states
+that promise instead (`promise`) and is judged on what it covers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..inspect.ranges import Coverage
 
 # kind id -> (compatible, what it means). The ids are part of the JSON output.
 KINDS: dict[str, tuple[bool, str]] = {
@@ -96,6 +101,14 @@ STATIC_PROMISE = (
     f"kernels, GPU binaries, runtime imports and the runtime range by symbols; {LOADED_ONLY} "
     "need the loaded view and were not compared"
 )
+#: How a not_compared line about the runtime range begins.
+RANGE_GAP = "runtime range: "
+#: The reduced promise of --symbols-range.
+SYMBOLS_PROMISE = (
+    "runtime ranges compared by symbols only (--symbols-range): NEW was not loaded on the "
+    "releases of OLD's range, so one where it aborts while loading, though it has every "
+    "symbol NEW imports, is not seen"
+)
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,9 @@ class DiffResult:
     ranges: tuple[SideRange, SideRange] | None = None
     #: The runtimes that hosted OLD and NEW (RuntimeChoice JSON), None when not loaded.
     runtimes: tuple[Any, Any] = field(default=(None, None))
+    #: NEW (and where it failed, OLD) loaded on each release of OLD's range;
+    #: None when the ranges were compared by symbols only.
+    range_check: Coverage | None = None
 
     @property
     def compatible(self) -> bool:
@@ -195,5 +211,12 @@ class DiffResult:
             if self.ranges is None
             else {"old": self.ranges[0].to_json(), "new": self.ranges[1].to_json()},
             "runtimes": {"old": self.runtimes[0], "new": self.runtimes[1]},
+            "range_check": None
+            if self.range_check is None
+            else {
+                "loads": self.range_check.loads,
+                "same_file": self.range_check.same_file,
+                "releases": [c.to_json() for c in self.range_check.rows],
+            },
         }
         return out

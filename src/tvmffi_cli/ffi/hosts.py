@@ -43,7 +43,15 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from ..abi.capi import C_API_NAMES
-from ..abi.versions import SINCE, builtin_missing, is_release_symbol, runtime_range, span
+from ..abi.versions import (
+    SINCE,
+    builtin_missing,
+    is_release_symbol,
+    release_label,
+    release_of_label,
+    runtime_range,
+    span,
+)
 from ..errors import InputError, TvmffiError
 from . import fetch
 
@@ -117,7 +125,7 @@ def label_of(choice: dict[str, object]) -> str:
     """The human name of a runtime, from RuntimeChoice.to_json()."""
     if choice.get("kind") in ("release", "path"):  # named by its release when it is one
         rel = choice.get("release")
-        return f"apache-tvm-ffi {rel}" if rel else str(choice["path"])
+        return release_label(str(rel)) if rel else str(choice["path"])
     return str(choice.get("kind"))
 
 
@@ -316,7 +324,7 @@ def _choose(requested: str | None, library: PathLike | None) -> RuntimeChoice:
                 str(found),
                 req,
                 False,
-                f"auto: {lacks}; using apache-tvm-ffi {release}, the newest release of "
+                f"auto: {lacks}; using {release_label(release)}, the newest release of "
                 f"the library's range ({_range_text(library)}) at hand",
                 tuple(missing),
             )
@@ -364,7 +372,7 @@ def fallback(library: PathLike, failed: RuntimeChoice, why: str) -> RuntimeChoic
     if not is_auto(failed) or MISSING_DEPENDENCY in why:
         return None
     tried = (*failed.tried, (failed.label(), why))
-    done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}
+    done = {failed.release, *(release_of_label(t[0]) for t in failed.tried)}
     for release in candidates(library):
         if release in done:
             continue
@@ -378,7 +386,7 @@ def fallback(library: PathLike, failed: RuntimeChoice, why: str) -> RuntimeChoic
                     str(found),
                     failed.requested,
                     False,
-                    f"auto: {_tried_text(tried)}; using apache-tvm-ffi {release}, the "
+                    f"auto: {_tried_text(tried)}; using {release_label(release)}, the "
                     f"newest other release of the library's range ({_range_text(library)}) "
                     "at hand",
                     failed.missing,
@@ -404,7 +412,7 @@ def _tried_text(tried: tuple[tuple[str, str], ...]) -> str:
 def hint(library: PathLike, failed: RuntimeChoice) -> str:
     """What to pass when auto found no runtime that loads `library`: the
     newest release of its range not tried yet ("" when there is none)."""
-    done = {failed.release, *(t[0].removeprefix("apache-tvm-ffi ") for t in failed.tried)}
+    done = {failed.release, *(release_of_label(t[0]) for t in failed.tried)}
     return _hint_text(library, failed.label(), done)
 
 
@@ -420,7 +428,7 @@ def hint_for_runtime(library: PathLike, runtime: str | None) -> str:
     if builtin is not None and Path(runtime).resolve() == builtin.resolve():
         return _hint_text(library, "builtin", set())
     release = fetch.identify(Path(runtime), False)[1]
-    label = f"apache-tvm-ffi {release}" if release else str(runtime)
+    label = release_label(release) if release else str(runtime)
     return _hint_text(library, label, {release})
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..abi import typeschema as _schema
 from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
+from ..abi.versions import release_of_label
 from ..errors import FormatError
 from .hosting import LOAD_FAILED  # the inspect engine's words (engine.dynamic_part)
 
@@ -247,9 +248,6 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
     return tuple(out)
 
 
-RELEASE_LABEL = "apache-tvm-ffi "  # how ffi.hosts.label_of names an official release
-
-
 def load_failure(rep: Mapping[str, Any]) -> str | None:
     """The message when the report asked for the loaded view but loading failed."""
     for e in rep.get("errors") or ():
@@ -295,8 +293,8 @@ def from_report(rep: Mapping[str, Any]) -> Api:
     ]
     # Releases auto tried while loading it, and that failed, are known too.
     for t in (rep.get("runtime") or {}).get("tried") or ():
-        release = str(t.get("runtime", "")).removeprefix(RELEASE_LABEL)
-        if release in runs_on:
+        release = release_of_label(str(t.get("runtime", "")))
+        if release is not None and release in runs_on:
             runs_on.remove(release)
             failures.append((release, str(t.get("error", ""))))
     basis = str(rep.get("runtime_range_basis") or "symbols")

@@ -78,10 +78,22 @@ def render_diff(r: DiffResult) -> None:
     for line in r.not_compared:
         con.print(f"[yellow]not compared:[/] {_esc(line)}")
     if r.not_compared and r.compatible:
+        from ..diff.kinds import RANGE_GAP
+
+        fixes = []
+        if any(not n.startswith(RANGE_GAP) for n in r.not_compared):
+            fixes.append(
+                "make both libraries load (a missing dependency, --runtime, --timeout) or "
+                "ask for a comparison of the files with --static"
+            )
+        if any(n.startswith(RANGE_GAP) for n in r.not_compared):
+            fixes.append(
+                "make the runtimes of those releases reachable (the registry, or the "
+                "cache ~/.cache/tvmffi) or compare the ranges by symbols with --symbols-range"
+            )
         con.print(
             "[yellow]cannot judge:[/] no break among what was compared, but not everything "
-            "was (exit 2); make both libraries load (a missing dependency, --runtime, "
-            "--timeout) or ask for a comparison of the files with --static"
+            f"was (exit 2); {'; '.join(fixes)}"
         )
     if r.promise:
         con.print(f"[dim]{_esc(r.promise)}[/]")
