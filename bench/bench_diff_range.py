@@ -38,7 +38,8 @@ def testing_libs(d):
     out = []
     for v in ("0.1.6", "0.1.15.post2"):
         wheel = next(
-            (w for w in (fetch.cached_wheel(x, fetch.DIST, v) for x in fetch.wheel_dirs()) if w), None
+            (w for w in (fetch.cached_wheel(x, fetch.DIST, v) for x in fetch.wheel_dirs()) if w),
+            None,
         )
         if wheel is None:
             sys.exit(f"the apache-tvm-ffi {v} wheel is not cached; pass OLD NEW")
