@@ -32,6 +32,9 @@ class Result:
     #: the library's own output before the failure (stderr tail, bounded and
     #: sanitized): `terminate called after throwing ... what(): ...`
     output: str | None = None
+    #: how to fix this finding when the check's general fix line does not
+    #: match its cause (a CUDA tensor read as host memory, byte_offset ignored)
+    hint: str | None = None
 
     def __post_init__(self) -> None:
         assert self.check in registry.BY_ID, self.check
@@ -47,8 +50,8 @@ class Result:
 
     @property
     def fix(self) -> str:
-        """How to fix a finding of this check, in one line (docs/checks.md has more)."""
-        return registry.BY_ID[self.check].fix
+        """How to fix this finding, in one line (docs/checks.md has more)."""
+        return self.hint or registry.BY_ID[self.check].fix
 
     @property
     def bad(self) -> bool:
@@ -92,16 +95,31 @@ class Report:
     globals: list[str] = field(default_factory=list)  # globals registered while loading
     min_runtime: str | None = None  # the oldest runtime the imports need
     max_runtime: str | None = None  # the newest runtime providing them (None: newest known)
+    #: Why probed functions shared a process (None: each started in a fresh
+    #: probe child, from the state the load left).
+    shared_process: str | None = None
 
     @property
     def passed(self) -> bool:
         return not any(r.blocking for r in self.results)
 
     def counts(self) -> dict[str, int]:
+        """Results by status, and the findings by weight: `blocking` ones fail
+        the run, `warning` ones do not (suppressed ones are neither)."""
         c = {s: 0 for s in STATUSES}
         for r in self.results:
             c[r.status] += 1
+        bad = self.failures()
+        c["blocking"] = sum(r.blocking for r in bad)
+        c["warning"] = len(bad) - c["blocking"]
         return c
+
+    def checked(self) -> int:
+        """Functions the results speak of: exports, globals registered at
+        load, and any other symbol a finding names (an orphan getter's)."""
+        names = set(self.functions) | set(self.globals)
+        names.update(r.function for r in self.results if r.function is not None)
+        return len(names)
 
     def failures(self) -> list[Result]:
         """Findings that were not suppressed."""
@@ -116,7 +134,7 @@ class Report:
         warnings = len(bad) - errors
         fns = {r.function for r in bad if r.function is not None}
         sup = sum(r.suppressed is not None for r in self.results)
-        n_fn = len(self.functions) + len(self.globals)
+        n_fn = self.checked()
         verdict = "PASSED" if self.passed else "FAILED"
         line = (
             f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
@@ -141,6 +159,10 @@ class Report:
             "globals": list(self.globals),
             "results": [r.to_json() for r in self.results],
             "summary_line": self.summary_line(),
+            "isolation": {
+                "per_function": self.shared_process is None,
+                "reason": self.shared_process,
+            },
         }
         if self.min_runtime is not None:
             d["min_runtime_version"] = self.min_runtime
