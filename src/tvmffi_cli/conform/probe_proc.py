@@ -2,9 +2,10 @@
 may speak for the probe, and the threads of the thread-safety step.
 
 A library may fork (TVM's RPC pipe client does, and execs nothing when no
-command is given): the forked process then returns into our code, a second
-prober on the same channel. `ours()` ends such a process as soon as library
-code returns to us, before it calls anything again or writes a byte.
+command is given): the forked process would then return into our code, a
+second prober on the same channel. `end_forks()` ends such a process inside
+fork; `ours()` ends one that got back to us some other way, before it calls
+anything again or writes a byte.
 """
 
 from __future__ import annotations
@@ -23,6 +24,32 @@ def ours() -> None:
     before it calls anything again or speaks on the channel for us."""
     if os.getpid() != OWNER[0]:
         os._exit(127)
+
+
+def end_forks() -> None:
+    """From now on a process the library forks here dies at once by SIGABRT
+    (glibc runs fork's child handlers before fork returns in the child):
+    it never returns into the library or into our code. Without this, a
+    child forked while another of our threads held the GIL would wait for
+    it forever, and its parent (the probe) with it. Spawned programs
+    (posix_spawn, system) run no fork handlers and are not affected."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    handler = ctypes.cast(libc.abort, ctypes.c_void_p).value
+    try:
+        # glibc exports pthread_atfork's implementation under this name (the
+        # symbol itself lives in libc_nonshared.a); the last argument is the
+        # DSO the handlers belong to, for dlclose: none.
+        register = libc.__register_atfork
+        register.argtypes = [ctypes.c_void_p] * 4
+        register(None, None, handler, None)
+    except AttributeError:
+        try:
+            libc.pthread_atfork.argtypes = [ctypes.c_void_p] * 3
+            libc.pthread_atfork(None, None, handler)
+        except AttributeError:
+            pass  # another C library: ours() still ends what comes back to us
 
 
 def payload_i64(raw: bytes) -> int:

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..sandbox import zygote
-from .probe_proc import OWNER, ours
+from .probe_proc import OWNER, end_forks, ours
 from .probe_task import Msg, Prober
 
 
@@ -56,6 +56,8 @@ def serve(chan: Any) -> None:
             prober.step = None
             info["event"] = "loaded"
             if not (info.get("ok") and req.get("zygote")):
+                if info.get("ok"):
+                    end_forks()  # this worker probes: the library's forks end in fork
                 emit(info)
                 continue
             # Become a zygote (sandbox/zygote.py): fork a probe child per
@@ -76,6 +78,7 @@ def serve(chan: Any) -> None:
             emit(info)
             if why is None and not zygote.serve_orders(chan):
                 return  # the orders ended: the worker exits
+            end_forks()  # a probe child, or a worker refused to be a zygote: it probes
             if why is None:  # a probe child: SIGALRM ends it after a step's timeout
                 OWNER[0] = os.getpid()
                 signal.signal(signal.SIGALRM, signal.SIG_DFL)
