@@ -58,7 +58,10 @@ def test_borrowed_result_then_a_good_function_in_one_worker():
         library(), "-j", "1", "--function", "returns_borrowed", "--function", "zz_good"
     )
     rows = verdicts(doc)
-    assert rows[("result-invariants", "returns_borrowed")][0] == "fail"
+    status, _sev, msg = rows[("result-invariants", "returns_borrowed")]
+    # named for what it is, not for the freed object's garbage it leaves
+    assert status == "fail" and "object argument 0 itself" in msg, msg
+    assert "type index" not in msg
     assert all(v[0] != "fail" for k, v in rows.items() if k[1] == "zz_good")
 
 
