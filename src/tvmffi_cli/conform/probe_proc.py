@@ -26,13 +26,8 @@ def ours() -> None:
         os._exit(127)
 
 
-def end_forks() -> None:
-    """From now on a process the library forks here dies at once by SIGABRT
-    (glibc runs fork's child handlers before fork returns in the child):
-    it never returns into the library or into our code. Without this, a
-    child forked while another of our threads held the GIL would wait for
-    it forever, and its parent (the probe) with it. Spawned programs
-    (posix_spawn, system) run no fork handlers and are not affected."""
+def _fork_handler() -> Callable[[], object] | None:
+    """end_forks' work, looked up once (in the zygote, before it forks)."""
     import ctypes
 
     libc = ctypes.CDLL(None)
@@ -43,13 +38,28 @@ def end_forks() -> None:
         # DSO the handlers belong to, for dlclose: none.
         register = libc.__register_atfork
         register.argtypes = [ctypes.c_void_p] * 4
-        register(None, None, handler, None)
+        return lambda: register(None, None, handler, None)
     except AttributeError:
         try:
-            libc.pthread_atfork.argtypes = [ctypes.c_void_p] * 3
-            libc.pthread_atfork(None, None, handler)
+            atfork = libc.pthread_atfork
+            atfork.argtypes = [ctypes.c_void_p] * 3
+            return lambda: atfork(None, None, handler)
         except AttributeError:
-            pass  # another C library: ours() still ends what comes back to us
+            return None  # another C library: ours() still ends what comes back to us
+
+
+_REGISTER_FORK_HANDLER = _fork_handler()
+
+
+def end_forks() -> None:
+    """From now on a process the library forks here dies at once by SIGABRT
+    (glibc runs fork's child handlers before fork returns in the child):
+    it never returns into the library or into our code. Without this, a
+    child forked while another of our threads held the GIL would wait for
+    it forever, and its parent (the probe) with it. Spawned programs
+    (posix_spawn, system) run no fork handlers and are not affected."""
+    if _REGISTER_FORK_HANDLER is not None:
+        _REGISTER_FORK_HANDLER()
 
 
 def payload_i64(raw: bytes) -> int:
