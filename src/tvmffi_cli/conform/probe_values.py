@@ -374,7 +374,7 @@ class ProbeValues:
                 f"type index {hti} is not the result's {ti}"
             )
         elif self.strong(h) < 1:
-            probs.append("the result object is already freed (strong reference count 0)")
+            probs.append("the result object is dead: already freed (strong reference count 0)")
         return probs
 
     def fingerprint(self, raw: bytes, depth: int = 0) -> str:
