@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_conform  # noqa: E402
+import bench_conform
 
 HANG = r"""
 #include <unistd.h>
