@@ -157,3 +157,19 @@ def test_library_forks_does_not_leave_a_prober_behind():
         assert b.plan == a.plan  # both untyped: the same plan, each its own
     finally:
         p.close()
+
+
+def test_a_typed_global_s_signature_is_read_the_same_in_every_worker():
+    """iso.sum60's metadata (over 1 KiB) was read after its string was
+    released: in some workers its first bytes were the allocator's, the
+    metadata no JSON, and the global probed as untyped."""
+    from tvmffi_cli.conform import runner
+
+    for _ in range(4):  # each Prober starts a worker of its own
+        p = runner.Prober(str(library()), 5.0)
+        try:
+            f = p.probe("iso.sum60", (), True)
+        finally:
+            p.close()
+        assert f.params == ["int"] * 60, f.note
+        assert f.obs["valid"]["rc"] == 0 and f.obs["valid"]["int_value"] == 120

@@ -324,12 +324,15 @@ class Prober(ProbeValues):
             owned.append(arg)
             got = self.call_global("ffi.GetGlobalFuncMetadata", [arg])
             owned.append(got)
+            # Read before the release below: a freed string's first bytes are
+            # the allocator's (its layout differed from worker to worker, and
+            # so did the plan of a global: typed or not).
+            text = self.string_of(got)
         except CannotSynthesize:
             return None
         finally:
             for o in owned:
                 self.release(o)
-        text = self.string_of(got)
         return None if not text else _parse(text)
 
     def run_step(
