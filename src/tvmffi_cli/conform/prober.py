@@ -163,7 +163,7 @@ class Prober:
                 budget = self._budget(deadline)
                 if budget is not None and budget < _MIN_CALL:
                     break
-                valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
+                valid_ok = _valid_ok(f)
                 ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
                 req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
                 req["split"] = sorted(split)
@@ -201,7 +201,7 @@ class Prober:
         self, f: checks_crash.FunctionFacts, base: Event, no_meta: bool, deadline: float | None
     ) -> None:
         """Run crashed calls again to pin each crash on its cause."""
-        valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
+        valid_ok = _valid_ok(f)
         for step, c in list(f.crashes.items()):
             if c["hang"] or step in (*_GETTERS, AFTER_CALLS) or "/" in step:
                 continue
@@ -212,6 +212,8 @@ class Prober:
                 # Other calls of this function ran first in that process.
                 again = dict(base, only=[step + "/alone"], valid_ok=valid_ok, ok=[])
                 died = self._run(f, dict(again, no_metadata=no_meta), budget)
+                if died is None and "skipped" in (f.obs.get(step + "/alone") or {}):
+                    continue  # not run alone (nothing to tell)
                 c["alone"] = died is not None  # it failed alone too
                 if not c["alone"]:
                     continue  # returned alone: not a fault of this call's arguments
@@ -237,6 +239,14 @@ class Prober:
         if deadline is None:
             return None
         return min(self.timeout, deadline - time.monotonic())
+
+
+def _valid_ok(f: checks_crash.FunctionFacts) -> bool:
+    """Did the call the threads step repeats succeed: the valid call, or
+    without metadata the zero-argument one (as probe_task.py decides)?"""
+    step = "valid" if f.params is not None else "zero-args"
+    o = f.obs.get(step) or {}
+    return o.get("rc") == 0 and not o.get("result_problems")
 
 
 def _record(died: WorkerDied, ran: list[str]) -> checks_crash.Obs:
