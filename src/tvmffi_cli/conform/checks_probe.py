@@ -412,7 +412,7 @@ def check_no_leak(f: FunctionFacts) -> Result:
             + (f", {again:+d} again on a repeat" if again is not None else "")
         )
     if bad:
-        return Result("no-leak", f.name, FAIL, "; ".join(bad))
+        return Result("no-leak", f.name, FAIL, by_cause(bad))
     if not measured:
         return Result(
             "no-leak",
