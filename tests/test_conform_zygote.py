@@ -51,6 +51,7 @@ def conform(tmp_path, lib, *extra, zygote=True, user="root", wrap=False):
         log = os.path.join(shared, "loads")
         r = unprivileged.run(
             "conform",
+            # (crash_memory_hog fills what the limit leaves in its 2 s)
             *("-j", "1", "--timeout", "2", "--memory-limit", "256M"),
             *("--env", f"ZYGOTE_TEST_LOG={log}", "--allow-write", shared, "--json"),
             unprivileged.shared_copy(lib, os.path.join(shared, "lib")) if user != "root" else lib,

@@ -7,12 +7,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Collection, Dict, Iterator
 
+from . import callargs
 from .probe_tensors import describe as describe_tensor
 from .registry import WARNING
 from .results import FAIL, PASS, SKIP, Result
 
 #: One observation of the worker (a JSON object), or a crash record.
 Obs = Dict[str, Any]
+#: The pseudo step of a probe child that died after its last answer.
+AFTER_CALLS = "after-calls"
 
 
 class FunctionFacts:
@@ -47,7 +50,13 @@ class FunctionFacts:
 def _crash_text(c: Obs, timeout: float | None) -> str:
     if c.get("hang"):
         return f"no return within {timeout:g} s" if timeout else "no return within the timeout"
-    return f"killed by {c.get('signal') or 'an unknown cause'}"
+    how = f"killed by {c.get('signal') or 'an unknown cause'}"
+    if c.get("alone") is False:
+        how += (
+            " only after earlier calls of the function in the same process; called alone "
+            "it returns (state the function keeps between calls)"
+        )
+    return how
 
 
 def _explained(step: str, c: Obs) -> bool:
@@ -71,14 +80,38 @@ def _explained(step: str, c: Obs) -> bool:
     return step in ("zero-args", "too-few") and bool(c.get("oob"))
 
 
-def _step_words(step: str) -> str:
-    """A probe step in words, for findings about tensors."""
-    if step.startswith("tensor:"):
-        return f"{step} (called with {describe_tensor(step.split(':', 1)[1])})"
+def _step_words(f: FunctionFacts, step: str) -> str:
+    """A probe step and the exact arguments of its call."""
+    if step == AFTER_CALLS:
+        return "after the last probe call returned (a thread the function started)"
+    args = callargs.args_of(step, f.params)
+    if args == [] and f.crashes.get(step, {}).get("alone") is not False:
+        return step  # zero-args: the name says it all
+    if args is None:
+        if step.startswith("tensor:"):
+            return f"{step} (called with {describe_tensor(step.split(':', 1)[1])})"
+        return step
+    words = f"{step} {callargs.words(args)}"
     if step.startswith("tensors:") and step.count(":") == 2:
-        _, n, v = step.split(":")
-        return f"{step} ({n} x {describe_tensor(v)}; the same call with float32 succeeded)"
-    return step
+        words += " (the same call with float32 tensors returned)"
+    c = f.crashes.get(step) or {}
+    if c.get("alone") is False:
+        words += f" after {', '.join(c.get('after') or ())}"
+    return words
+
+
+def _calls(f: FunctionFacts, steps: list[str]) -> dict[str, Any]:
+    """details of a finding: the steps, the arguments of the first one's call
+    and the `tvmffi call` arguments that build them (when there are)."""
+    d: dict[str, Any] = {"steps": steps}
+    args = callargs.args_of(steps[0], f.params) if steps else None
+    if args is not None:
+        d["args"] = args
+        argv = callargs.call_argv(args)
+        c = f.crashes.get(steps[0]) or {}
+        if argv is not None and c.get("alone") is not False and steps[0] != AFTER_CALLS:
+            d["call"] = argv
+    return d
 
 
 def _output(f: FunctionFacts, steps: list[str]) -> str | None:
@@ -90,21 +123,65 @@ def _output(f: FunctionFacts, steps: list[str]) -> str | None:
     return None
 
 
+#: The fix of a crash on a tensor variant, by what the variant changes.
+_VARIANT_FIX = {
+    "cuda": "Check `device.device_type` before touching `data` and raise for a device the "
+    "kernel does not handle: a CUDA pointer is not CPU memory.",
+    "offset": "Add `byte_offset` to `data`: the first element is at `data + byte_offset`.",
+    "strided": "Index with `strides` (or refuse a non-contiguous tensor with a ValueError): "
+    "a transposed view is not laid out row-major.",
+    "ndim": "Check `ndim` before reading `shape[i]` and raise a ValueError for a rank the "
+    "kernel does not handle.",
+    "dtype": "Check `dtype` (code, bits, lanes) before reading `data` and raise a TypeError "
+    "for a dtype the kernel does not handle; size sub-byte elements by bits, not bytes.",
+}
+
+
+def variant_of(step: str) -> str | None:
+    """The tensor variant a step passes ("float64", "offset", ...), if any."""
+    base = step.split("/")[0]
+    if base.startswith("tensor:"):
+        return base.split(":", 1)[1]
+    if base.startswith("tensors:") and base.count(":") == 2:
+        return base.split(":")[2]
+    return None
+
+
+def variant_fix(steps: list[str]) -> str | None:
+    """A fix line when every step passes the same kind of tensor variant."""
+    kinds = set()
+    for s in steps:
+        v = variant_of(s)
+        if v is None:
+            return None
+        kinds.add("ndim" if v.startswith("ndim") else v if v in _VARIANT_FIX else "dtype")
+    return _VARIANT_FIX[kinds.pop()] if len(kinds) == 1 else None
+
+
+#: The fix of a crash that needs earlier calls of the function.
+ORDER_FIX = (
+    "The crash needs earlier calls: reset or guard the state the function keeps between "
+    "calls (static buffers, caches, counters), and check it before use."
+)
+
+
 def check_tensor_bounds(f: FunctionFacts) -> Result:
     steps = [s for s, c in f.crashes.items() if c.get("tensor_oob")]
     if steps:
+        by = _by_cause(f, steps)
         r = Result(
             "tensor-bounds",
             f.name,
             FAIL,
             "; ".join(
-                f"{_step_words(s)}: {_crash_text(f.crashes[s], f.timeout)} touching the guard "
-                "page next to a tensor's data; the same call with the data in ordinary memory "
-                "returned (a read or write past the end, or before the start)"
-                for s in steps
+                f"{_step_words(f, ss[0])}: {how} touching the guard page next to a tensor's "
+                "data, and the same call returned with the data in ordinary memory (a read or "
+                f"write past the end, or before the start){_also(ss)}"
+                for how, ss in by.items()
             ),
-            {"steps": steps},
+            _calls(f, steps),
             output=_output(f, steps),
+            hint=variant_fix(steps),
         )
         if all(s.endswith(":offset") for s in steps):
             # Only byte_offset ignored: common in kernels fed by frameworks that
@@ -130,29 +207,40 @@ def check_no_crash(f: FunctionFacts) -> Result:
         if not c.get("hang") and not _explained(s.split("/")[0], c) and "/" not in s
     ]
     if steps:
+        order = all(f.crashes[s].get("alone") is False for s in steps)
         return Result(
             "no-crash",
             f.name,
             FAIL,
             _grouped(f, steps),
-            {"steps": steps},
+            _calls(f, steps),
             output=_output(f, steps),
+            hint=ORDER_FIX if order else variant_fix(steps),
         )
     return Result("no-crash", f.name, PASS, "no probe call crashed")
 
 
-def _grouped(f: FunctionFacts, steps: list[str]) -> str:
-    """One clause per way of dying: the first step in words, then the others
-    by name ("killed by SIGABRT: tensor:complex64 (...); also tensor:handle, ...")."""
+def _by_cause(f: FunctionFacts, steps: list[str]) -> dict[str, list[str]]:
     by: dict[str, list[str]] = {}
     for s in steps:
         by.setdefault(_crash_text(f.crashes[s], f.timeout), []).append(s)
-    parts = []
-    for how, ss in by.items():
-        also = f"; the same on {', '.join(ss[1:6])}" if len(ss) > 1 else ""
-        more = f" (+{len(ss) - 6} more)" if len(ss) > 6 else ""
-        parts.append(f"{_step_words(ss[0])}: {how}{also}{more}")
-    return "; ".join(parts)
+    return by
+
+
+def _also(ss: list[str]) -> str:
+    if len(ss) < 2:
+        return ""
+    more = f" (+{len(ss) - 6} more)" if len(ss) > 6 else ""
+    return f"; the same on {', '.join(ss[1:6])}{more}"
+
+
+def _grouped(f: FunctionFacts, steps: list[str]) -> str:
+    """One clause per way of dying: the first step and its arguments, then
+    the other steps by name ("killed by SIGABRT: tensor:complex64 (...); the
+    same on tensor:handle, ...")."""
+    return "; ".join(
+        f"{_step_words(f, ss[0])}: {how}{_also(ss)}" for how, ss in _by_cause(f, steps).items()
+    )
 
 
 def check_no_hang(f: FunctionFacts) -> Result:
@@ -162,8 +250,8 @@ def check_no_hang(f: FunctionFacts) -> Result:
             "no-hang",
             f.name,
             FAIL,
-            "; ".join(f"{s}: {_crash_text(f.crashes[s], f.timeout)}" for s in steps),
-            {"steps": steps},
+            _grouped(f, steps),
+            _calls(f, steps),
             output=_output(f, steps),
         )
     return Result("no-hang", f.name, PASS, "every probe call returned in time")

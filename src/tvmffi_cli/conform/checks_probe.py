@@ -11,6 +11,7 @@ Pure functions of those facts: unit-testable without running anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Callable, Collection
 
@@ -27,6 +28,7 @@ from .checks_crash import (
 from .checks_gpu import CHECKS as GPU_CHECKS
 from .registry import WARNING
 from .results import ERROR, FAIL, PASS, SKIP, Result
+from .sigs import K_NONE
 
 CALL_BASES = ("zero-args", "too-few", "valid")
 
@@ -195,6 +197,8 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
         items.append(("threads", t))
     kept: list[str] = []
     per_thread: list[str] = []
+    # Every finding one reference kept per call by a call that returned None.
+    registry_like = True
     for step, o in items:
         again = o.get("refcounts_repeat") or ()
         ended = o.get("refcounts_thread") or ()
@@ -210,6 +214,11 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
                 continue
             if after > before and step == "threads" and per_thread:
                 continue  # the same stacks, in the pool threads that are still alive
+            # A registry keeps one reference per call and returns None.
+            calls = len(o.get("calls") or ()) if step == "threads" else 1
+            ret = (f.obs.get("valid") or {}) if step == "threads" else o
+            if not (after == before + calls and ret.get("result_type_index") == K_NONE):
+                registry_like = False
             verb = "kept" if after > before else "released"
             grow = ", one more on a repeat call" if after > before and i < len(again) else ""
             bad.append(
@@ -218,12 +227,21 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
                 f"{verb} a reference it does not own"
             )
     if bad:
-        return Result(
+        r = Result(
             "arg-refcount",
             f.name,
             FAIL,
             bad[0] + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""),
         )
+        if registry_like and _REGISTRY.search(f.name):
+            return replace(
+                r,
+                severity_override=WARNING,
+                message=f"{r.message}. {REGISTRY_PATTERN}",
+                hint="If the function is a registry, nothing to fix (--ignore arg-refcount "
+                "for it in the configuration); otherwise release what you do not store.",
+            )
+        return r
     if not seen:
         crashed = [s for s in f.crashes if s.startswith("objects:")]
         if crashed:
@@ -257,6 +275,15 @@ def check_arg_refcount(f: FunctionFacts) -> Result:
             f"not a leak): {', '.join(kept[:3])}",
         )
     return Result("arg-refcount", f.name, PASS, f"{seen} object argument(s) unchanged")
+
+
+#: Names of functions that register what they are given.
+_REGISTRY = re.compile(r"regist", re.IGNORECASE)
+REGISTRY_PATTERN = (
+    "The pattern of a registry: the function returns nothing and keeps one reference to "
+    "each object argument per call, as TVM's RegisterReducer does by design (a warning: a "
+    "leak if the function is not meant to store them)"
+)
 
 
 def check_args_unchanged(f: FunctionFacts) -> Result:
@@ -316,17 +343,43 @@ def check_result_invariants(f: FunctionFacts) -> Result:
         n += 1
         for p in o.get("result_problems") or ():
             bad.append(f"{step}: {p}")
+        i = o.get("result_borrowed")
+        if i is not None:
+            bad.append(
+                f"{step}: the result is object argument {i} itself, returned without a "
+                "reference of its own: the caller's release of the result frees an object "
+                "the caller still owns (a use after free)"
+            )
     return _verdict("result-invariants", f, bad, n, f"{n} result(s) well-formed")
 
 
 def _verdict(check: str, f: FunctionFacts, bad: list[str], n: int, passed: str) -> Result:
     """FAIL naming the first problems, SKIP when no call completed, else PASS."""
     if bad:
-        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
-        return Result(check, f.name, FAIL, "; ".join(bad[:3]) + more)
+        return Result(check, f.name, FAIL, by_cause(bad))
     if not n:
         return Result(check, f.name, SKIP, "no call completed")
     return Result(check, f.name, PASS, passed)
+
+
+def by_cause(bad: list[str], causes: int = 3) -> str:
+    """ "step: problem" findings, one clause per problem with the steps that
+    showed it ("objects:1, objects:4 (+3 more): the result is ..."), so a
+    sentence is said once however many calls showed it."""
+    groups: dict[str, list[str]] = {}
+    for b in bad:
+        step, sep, text = b.partition(": ")
+        if not sep:
+            step, text = "", b
+        groups.setdefault(text, []).append(step)
+    parts = []
+    for text, steps in list(groups.items())[:causes]:
+        named = [s for s in steps if s]
+        more = f" (+{len(named) - 3} more)" if len(named) > 3 else ""
+        parts.append(f"{', '.join(named[:3])}{more}: {text}" if named else text)
+    if len(groups) > causes:
+        parts.append(f"(+{len(groups) - causes} more kinds of problem)")
+    return "; ".join(parts)
 
 
 def check_no_leak(f: FunctionFacts) -> Result:
@@ -360,7 +413,7 @@ def check_no_leak(f: FunctionFacts) -> Result:
             + (f", {again:+d} again on a repeat" if again is not None else "")
         )
     if bad:
-        return Result("no-leak", f.name, FAIL, "; ".join(bad))
+        return Result("no-leak", f.name, FAIL, by_cause(bad))
     if not measured:
         return Result(
             "no-leak",
@@ -443,6 +496,16 @@ def check_thread_safety(f: FunctionFacts) -> Result:
         )
     # Reference counts changed by the concurrent calls are arg-refcount's finding.
     if len(set(fps)) != 1 or (ref is not None and fps[0] != ref):
+        counted = _use_count(f, o)
+        if counted is not None:
+            return Result(
+                "thread-safety",
+                f.name,
+                PASS,
+                f"{len(calls)} concurrent calls and the single call gave different results, "
+                f"each the strong reference count of argument {counted} during its call (a "
+                "use count: the concurrent calls' own references change it), not a race",
+            )
         distinct = len(set(fps + ([ref] if ref else [])))
         return Result(
             "thread-safety",
@@ -451,6 +514,25 @@ def check_thread_safety(f: FunctionFacts) -> Result:
             f"{len(calls)} concurrent calls and the single call gave {distinct} different results",
         )
     return Result("thread-safety", f.name, PASS, f"{len(calls)} concurrent calls agree")
+
+
+def _use_count(f: FunctionFacts, o: Obs) -> int | None:
+    """The object argument whose reference count the function returns, when
+    its int results are that count: the single call's result is the count
+    the call saw (the count before it, or one more for the reference a
+    typed binding holds during the call), and each concurrent result lies
+    between that and the same plus the other calls running at once."""
+    single = f.obs.get("valid") or f.obs.get("zero-args") or {}
+    value = single.get("int_value")
+    calls = o.get("calls") or []
+    vals = [c.get("int_value") for c in calls]
+    if value is None or not vals or any(v is None for v in vals):
+        return None
+    for i, ((b, _), (tb, _)) in enumerate(zip(single.get("refcounts") or (), o["refcounts"])):
+        off = value - b
+        if off in (0, 1) and all(tb + off <= v <= tb + off + len(calls) - 1 for v in vals):
+            return i
+    return None
 
 
 PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result | None]] = {

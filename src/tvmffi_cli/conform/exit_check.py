@@ -1,7 +1,8 @@
 """The `exit-clean` check (parent side): does a process that loaded the
 library exit cleanly?
 
-The probe workers, which loaded the library and called its functions, are
+The probe workers, which loaded the library (and, without a zygote, called its
+functions; a zygote's probe children end without a teardown), are
 asked to exit at the end of the run and their exit statuses are judged
 (`from_workers`); when none ended that way (every one was killed after a
 crash), a fresh worker loads the library (conform/exit_task.py) and exits
@@ -42,8 +43,7 @@ def from_workers(exits: list[int | str], timeout: float) -> Result | None:
         "exit-clean",
         None,
         PASS,
-        "the worker processes that loaded the library and called its functions "
-        "exited with status 0",
+        "the worker processes that loaded the library exited with status 0",
     )
 
 

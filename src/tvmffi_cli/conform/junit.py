@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .. import text
+from .callargs import words
 from .results import ERROR, FAIL, SKIP, Report, Result
 
 
@@ -19,6 +20,9 @@ def _case(suite: ET.Element, cls: str, r: Result) -> None:
     where = r.function if r.function is not None else "(library)"
     case = ET.SubElement(suite, "testcase", classname=f"{cls}.{where}", name=r.check)
     text = f"{r.title}\n{r.message}" + (f"\nreproduce: {r.reproduce}" if r.reproduce else "")
+    args = (r.details or {}).get("args")
+    if r.bad and args is not None:
+        text += f"\narguments of {(r.details or {}).get('steps', ['the call'])[0]}: {words(args)}"
     if r.bad:
         text += f"\nfix: {r.fix}"
     if r.output:

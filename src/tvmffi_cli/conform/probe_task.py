@@ -32,12 +32,12 @@ import time
 from ctypes import byref, c_void_p
 from typing import Any, Callable, Collection, Dict, cast
 
-from ..abi.constants import kTVMFFIStaticObjectBegin
+from ..abi.constants import kTVMFFIInt, kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
-from ..sandbox import zygote
 from . import probe_extra, probe_gpu, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
+from .probe_proc import Crew, ours, payload_i64
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
 #: One JSON message: a request from the parent, or an event / observation for it.
@@ -53,8 +53,12 @@ class Prober(ProbeValues):
         self.arena: GuardArena = None  # type: ignore[assignment]
         self.step: str | None = None
         self.step_started: float | None = None
+        #: A zygote's probe child times its steps with an interval timer
+        #: (SIGALRM's default action ends it) instead of a watchdog thread:
+        #: starting a thread in every probe child cost more than its probe.
+        self.alarm = False
         self.timeout = 10.0
-        self._crew: _Crew | None = None  # threads kept for the "threads" step
+        self._crew: Crew | None = None  # threads kept for the "threads" step
         self.split: set[str] = set()  # sweep steps to run one variant per step
         self.gpu = probe_gpu.Gpu()  # CUDA, initialized by the first GPU step only
 
@@ -128,6 +132,7 @@ class Prober(ProbeValues):
         result = (ctypes.c_char * ANY)()
         live0 = self.live()
         rc = fn(None, args, len(raws), ctypes.addressof(result))
+        ours()
         obs: Msg = {"num_args": len(raws), "rc": rc, "guarded": guarded}
         self.gpu.after_call(obs)  # an asynchronous CUDA error is this call's
         after_raw = ctypes.string_at(args, len(raw)) if raw else b""
@@ -140,11 +145,21 @@ class Prober(ProbeValues):
         obs["result_problems"] = self.result_problems(res, rc == 0)
         if rc == 0 and not obs["result_problems"]:
             obs["fingerprint"] = self.fingerprint(res)
-            if obs["result_type_index"] >= kTVMFFIStaticObjectBegin:
+            if obs["result_type_index"] == kTVMFFIInt:
+                obs["int_value"] = payload_i64(res)
+            h = payload_u64(res)
+            if obs["result_type_index"] >= kTVMFFIStaticObjectBegin and h in objs:
+                i = objs.index(h)
+                if self.strong(h) <= before[i]:
+                    # An argument handed back without a reference of its own:
+                    # releasing it would free the caller's object (ours: the
+                    # probe's shared values). Kept as the borrow it is.
+                    obs["result_borrowed"] = i
+                    res = bytes(ANY)
+            if type_index_of(res) >= kTVMFFIStaticObjectBegin:
                 # Ownership from the header (any runtime, any allocator): a
                 # returned object is owned once, by us. More references mean
                 # the library kept some: hold it to compare on a repeat call.
-                h = payload_u64(res)
                 obs["result_refs"] = refs = self.strong(h)
                 obs["result_handle"] = h
                 if refs > 1 and hold is not None:
@@ -202,18 +217,21 @@ class Prober(ProbeValues):
 
         def work(i: int) -> None:
             rc = fn(None, ctypes.addressof(bufs[i]), len(raws), ctypes.addressof(results[i]))
+            ours()
             err = self.take_error()  # the raised error is thread-local: fetch it here
             out[i] = {"rc": rc}
             if err is not None:
                 out[i]["error"] = err
 
         if self._crew is None or self._crew.size != n:
-            self._crew = _Crew(n)
+            self._crew = Crew(n)
         self._crew.run(work)
         for i in range(n):
             res = bytes(results[i])
             if out[i]["rc"] == 0 and not self.result_problems(res, True):
                 out[i]["fingerprint"] = self.fingerprint(res)
+                if type_index_of(res) == kTVMFFIInt:
+                    out[i]["int_value"] = payload_i64(res)
                 self.release(res)
         after = [self.strong(o) for o in objs]
         self._restore(objs, before, after, extra=n)
@@ -235,6 +253,7 @@ class Prober(ProbeValues):
         fn = _SAFE_CALL(addr)
         result = (ctypes.c_char * ANY)()
         rc = fn(None, None, 0, ctypes.addressof(result))
+        ours()
         res = bytes(result)
         obs: Msg = {"rc": rc, "error": self.take_error(), "result_type_index": type_index_of(res)}
         if rc == 0:
@@ -267,11 +286,11 @@ class Prober(ProbeValues):
             addr = self.symbol(METADATA_PREFIX + name)
             # The getter runs again here in every (re)started worker; it is cheap.
             # The watchdog covers it: a getter that never returns is a hang.
-            self.step, self.step_started = "metadata", time.monotonic()
+            self.watch("metadata")
             try:
                 got: Msg = self.call_getter(addr) if addr else {"rc": -1}
             finally:
-                self.step = None
+                self.watch(None)
             if got.get("rc") == 0 and got.get("value_hex") is not None:
                 sig = _parse(bytes.fromhex(got["value_hex"]))
         elif is_global and use_metadata:
@@ -307,12 +326,15 @@ class Prober(ProbeValues):
             owned.append(arg)
             got = self.call_global("ffi.GetGlobalFuncMetadata", [arg])
             owned.append(got)
+            # Read before the release below: a freed string's first bytes are
+            # the allocator's (its layout differed from worker to worker, and
+            # so did the plan of a global: typed or not).
+            text = self.string_of(got)
         except CannotSynthesize:
             return None
         finally:
             for o in owned:
                 self.release(o)
-        text = self.string_of(got)
         return None if not text else _parse(text)
 
     def run_step(
@@ -436,9 +458,9 @@ class Prober(ProbeValues):
         )
         valid_ok = bool(req.get("valid_ok", False))
         for i, step in enumerate(todo):
-            self.step, self.step_started = step, time.monotonic()
+            self.watch(step)
             obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
-            self.step = None
+            self.watch(None)
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
                 valid_ok = valid_ok and not obs.get("cuda_error")  # its kernel failed
@@ -455,6 +477,12 @@ class Prober(ProbeValues):
             self.emit(obs)
 
     # -- watchdog -------------------------------------------------------------------
+    def watch(self, step: str | None) -> None:
+        """The step that runs now (None: none), for the watchdog or the timer."""
+        self.step, self.step_started = step, time.monotonic()
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, self.timeout if step is not None else 0.0)
+
     def watchdog(self, stop: threading.Event) -> None:
         while not stop.wait(0.05):
             step, started = self.step, self.step_started
@@ -475,97 +503,3 @@ def _parse(raw: bytes) -> sigs.Sig | None:
         return sigs.parse_metadata(raw.decode("utf-8"))[1]
     except (sigs.SchemaError, UnicodeDecodeError):
         return None
-
-
-class _Crew:
-    """n threads kept for the whole worker: starting fresh threads for every
-    function cost more than the rest of its probe. A barrier releases them
-    together for each job, a second one waits for all of them to finish."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._job: Callable[[int], None] | None = None
-        self._go = threading.Barrier(size + 1)
-        self._done = threading.Barrier(size + 1)
-        for i in range(size):
-            threading.Thread(target=self._loop, args=(i,), daemon=True).start()
-
-    def _loop(self, i: int) -> None:
-        while True:
-            self._go.wait()
-            job = self._job
-            try:
-                if job is not None:
-                    job(i)
-            finally:
-                self._done.wait()
-
-    def run(self, job: Callable[[int], None]) -> None:
-        self._job = job
-        self._go.wait()
-        self._done.wait()
-        self._job = None
-
-
-def serve(chan: Any) -> None:
-    """Worker loop: one request message in, event messages out, over the
-    worker's authenticated channel (sandbox/protocol.py)."""
-    from ..sandbox.protocol import ChannelClosed
-
-    lock = threading.Lock()
-
-    def emit(obj: Msg) -> None:
-        with lock:
-            chan.send(obj)
-
-    prober = Prober(emit)
-    stop = threading.Event()
-    dog = threading.Thread(target=prober.watchdog, args=(stop,), daemon=True)
-    dog.start()
-    while True:
-        try:
-            req = chan.recv()
-        except ChannelClosed:
-            return
-        op = req.get("op")
-        if op == "load":
-            prober.timeout = float(req.get("timeout", prober.timeout))
-            prober.step, prober.step_started = "load", time.monotonic()
-            try:
-                info = prober.load(req["path"])
-            except Exception as e:  # reported, the parent decides
-                info = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            prober.step = None
-            info["event"] = "loaded"
-            if not (info.get("ok") and req.get("zygote")):
-                emit(info)
-                continue
-            # Become a zygote (sandbox/zygote.py): fork a probe child per
-            # order, alone in this process (the watchdog stops for the fork).
-            stop.set()
-            dog.join()
-            why = zygote.refusal() or probe_gpu.fork_refusal()
-            info["zygote"], info["zygote_refused"] = why is None, why
-            emit(info)
-            if why is None and not zygote.serve_orders(chan):
-                return  # the orders ended: the worker exits
-            stop = threading.Event()  # in the probe child, or refused: a new watchdog
-            dog = threading.Thread(target=prober.watchdog, args=(stop,), daemon=True)
-            dog.start()
-        elif op == "probe":
-            prober.probe(req)
-        elif op == "exit":
-            return
-
-
-def run(request: Msg) -> Msg:
-    """One request in this process, events collected in a list (for callers
-    that run tasks through tvmffi_cli.sandbox.worker rather than conform's pool)."""
-    events: list[Msg] = []
-    prober = Prober(events.append)
-    info = prober.load(request["path"])
-    events.append(dict(info, event="loaded"))
-    if info.get("ok"):
-        for name, getters in request.get("functions", {}).items():
-            prober.probe({"name": name, "getters": getters})
-    return {"events": events}

@@ -36,6 +36,9 @@ SLOTS = 96
 #: Distinct tensors per variant (a call with several tensor arguments gets
 #: distinct memory for each).
 COPIES = 4
+#: Bytes of one tensor's shape-and-strides slot, and slots in the region.
+META_SLOT = 256
+META_SLOTS = 256
 #: Bytes before the first element in the "offset" variant (the data pointer
 #: itself then points into the guard page: honouring byte_offset is required).
 OFFSET = 64
@@ -126,6 +129,12 @@ class TensorPool:
     def __init__(self) -> None:
         self.base: int | None = None
         self.i = 0
+        # Shapes and strides live in a zeroed region of their own, each pair
+        # in a slot of META_SLOT bytes: reading past them (a kernel assuming
+        # more dimensions) reads zeros, the same in every run, not whatever
+        # the heap held next to a Python object.
+        self.meta: int | None = None
+        self.meta_i = 0
         self.keep: list[Any] = []  # DLManagedTensor structs, shapes: live as long as we do
         # (variant, copy) -> (page, [(address, pristine bytes)] of the struct,
         # shape and strides): building ctypes structs cost more than the call,
@@ -137,28 +146,29 @@ class TensorPool:
         #: variant's data pointer is a guard page (not CPU memory either).
         self.device_alloc: Callable[[int], int] | None = None
 
-    def _map(self) -> int:
-        size = (2 * SLOTS + 1) * PAGE
+    def _map(self, slots: int = SLOTS, slack: int = 0) -> int:
+        """[guard]([slack][data][slack][guard]) x slots; the first data page."""
+        step = 2 + 2 * slack
+        size = (step * slots + 1) * PAGE
         prot_rw = mmap.PROT_READ | mmap.PROT_WRITE
         flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
         addr: int | None = _LIBC.mmap(None, size, prot_rw, flags, -1, 0)
         if addr in (None, ctypes.c_void_p(-1).value):
             raise CannotSynthesize("mmap of the tensor pool failed")
-        for k in range(SLOTS + 1):
-            if _LIBC.mprotect(addr + 2 * k * PAGE, PAGE, 0) != 0:
+        for k in range(slots + 1):
+            if _LIBC.mprotect(addr + step * k * PAGE, PAGE, 0) != 0:
                 raise CannotSynthesize("mprotect of the tensor pool failed")
-        return int(addr)
+        return int(addr) + (1 + slack) * PAGE
 
     def page(self, padded: bool) -> int:
         """A zeroed data page: guarded on both sides, or (padded) with a page of
-        readable slack on both sides."""
+        readable slack on both sides (then guard pages: what a call reads
+        further away is the same in every run)."""
         if padded:
-            buf = (ctypes.c_char * (3 * PAGE))()
-            self.keep.append(buf)
-            return ctypes.addressof(buf) + PAGE
+            return self._map(1, 1)  # fresh zero pages; kept mapped, as the pool is
         if self.base is None:
             self.base = self._map()
-        addr = self.base + (2 * (self.i % SLOTS) + 1) * PAGE
+        addr = self.base + 2 * (self.i % SLOTS) * PAGE
         self.i += 1
         ctypes.memset(addr, 0, PAGE)
         return addr
@@ -173,8 +183,9 @@ class TensorPool:
         got = self._cache.get(key)
         if got is None:
             m = self._build(name, self.page(False), False)
-            parts = self.keep[-3:]
-            got = (self.keep[-4], [(ctypes.addressof(x), bytes(x)) for x in parts])
+            page, struct_, slot = self.keep[-3:]
+            parts = [(m, bytes(struct_)), (slot, ctypes.string_at(slot, META_SLOT))]
+            got = (page, parts)
             self._cache[key] = got
             return m
         page, parts = got
@@ -201,13 +212,33 @@ class TensorPool:
         t.device.device_type, t.device.device_id = v.device, 0
         t.ndim = v.ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype
-        shape = (c_int64 * v.ndim)(*dims)
-        t.shape = shape
-        st = (c_int64 * v.ndim)(*strides)
-        t.strides = st
+        slot = self._meta_slot()
+        ctypes.memmove(slot, struct.pack(f"<{v.ndim}q", *dims), 8 * v.ndim)
+        ctypes.memmove(slot + META_SLOT // 2, struct.pack(f"<{v.ndim}q", *strides), 8 * v.ndim)
+        t.shape = ctypes.cast(slot, ctypes.POINTER(c_int64))
+        t.strides = ctypes.cast(slot + META_SLOT // 2, ctypes.POINTER(c_int64))
         t.byte_offset = v.offset
-        self.keep.extend([page, m, shape, st])
+        self.keep.extend([page, m, slot])
         return ctypes.addressof(m)
+
+    def _meta_slot(self) -> int:
+        """A zeroed slot for a tensor's shape (first half) and strides (second)."""
+        if self.meta is None:
+            addr: int | None = _LIBC.mmap(
+                None,
+                META_SLOT * META_SLOTS,
+                mmap.PROT_READ | mmap.PROT_WRITE,
+                mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+            if addr in (None, ctypes.c_void_p(-1).value):
+                raise CannotSynthesize("mmap of the tensor shapes failed")
+            self.meta = int(addr)
+        slot = self.meta + META_SLOT * (self.meta_i % META_SLOTS)
+        self.meta_i += 1
+        ctypes.memset(slot, 0, META_SLOT)
+        return slot
 
 
 def tensor_any(p: Any, name: str, padded: bool, as_ptr: bool = False) -> bytes:

@@ -369,9 +369,12 @@ class ProbeValues:
             return probs
         hti = ctypes.c_int32.from_address(h + _HEADER_TYPE_INDEX).value
         if hti != ti:
-            probs.append(f"object header type index {hti} differs from the Any's {ti}")
-        if self.strong(h) < 1:
-            probs.append("object result is dead (strong count 0)")
+            probs.append(
+                f"the result object is already freed or is not an object: its header's "
+                f"type index {hti} is not the result's {ti}"
+            )
+        elif self.strong(h) < 1:
+            probs.append("the result object is dead: already freed (strong reference count 0)")
         return probs
 
     def fingerprint(self, raw: bytes, depth: int = 0) -> str:

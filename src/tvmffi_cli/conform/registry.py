@@ -292,7 +292,10 @@ CHECKS: list[Check] = [
         "same strong reference count as before. A reference kept on purpose (a cache, a "
         "context stack) is kept once: the same call repeated leaves the count where it was, "
         "and passes with a note; a leak grows on every call and fails, and so does a "
-        "released reference. Functions without metadata are called with a String, an int, "
+        "released reference. A function named for registering (`register`, `Register...`) "
+        "that returns None and keeps one reference to each object argument per call is the "
+        "pattern of a registry (TVM's RegisterReducer keeps what it is given by design): a "
+        "warning naming the pattern. Functions without metadata are called with a String, an int, "
         "Arrays of ints, floats, strings and arrays, a Map, 1 to 3 Tensors and a Function "
         "to find out.",
         why="Arguments are borrowed views. A callee that keeps an extra reference on every "
@@ -337,7 +340,8 @@ CHECKS: list[Check] = [
         "a borrowed kind (`kTVMFFIRawStr`, `kTVMFFIByteArrayPtr`, "
         "`kTVMFFIObjectRValueRef`), has zero padding and zero unused payload bytes for "
         "POD values, and an object result is alive with a header type index equal to the "
-        "Any's. On failure the result is still None.",
+        "Any's, never an argument handed back without a reference of its own (the caller's "
+        "release would free an object it still owns). On failure the result is still None.",
         why="The result is an owning Any: the caller releases it, hashes and compares it "
         "bytewise, and casts object results by their type index.",
         fix="Build results with the helpers of your binding, zero the whole Any first, return "
@@ -391,7 +395,10 @@ CHECKS: list[Check] = [
         "`tensor-bounds` and `device-mismatch` (a fault in a CUDA tensor's memory). A tensor "
         "of an unexpected dtype, shape or layout must be refused with a raised error. "
         "Without metadata a crash on object arguments is not a finding (nothing says what "
-        "the function takes), except when the same call with float32 tensors succeeded.",
+        "the function takes), except when the same call with float32 tensors succeeded. A "
+        "crash after other calls of the same function is run again alone: when it then "
+        "returns, the finding says the crash needs the earlier calls (state the function "
+        "keeps between calls).",
         why="A crash takes down the host process (a Python interpreter, a server) with it.",
         fix="Validate arguments and raise errors instead of asserting or dereferencing "
         "unchecked pointers.",
@@ -402,7 +409,9 @@ CHECKS: list[Check] = [
         ERROR,
         FUNCTION,
         PROBE,
-        what="Every probe call returns within the timeout (--timeout, default 10 s).",
+        what="Every probe call returns within the timeout (--timeout, default 10 s). The "
+        "first call that does not return costs one timeout; the function's other calls then "
+        "share one second, and those that do not fit are skipped with the reason.",
         why="A call that never returns blocks its caller forever.",
         fix="Check loop bounds and waits on arguments you did not validate.",
     ),
@@ -426,7 +435,9 @@ CHECKS: list[Check] = [
         PROBE,
         what="When the valid call succeeds, the same call made from N threads at once "
         "(`--threads N`, default 4) gives N results identical to each other and to the "
-        "single-threaded result, with no crash and unchanged reference counts. The ABI "
+        "single-threaded result, with no crash and unchanged reference counts; int results "
+        "that differ because each is the reference count of an argument during its call (a "
+        "use count, such as `testing.object_use_count`) pass with that reason. The ABI "
         "does not promise thread safety: this is a warning unless `--threads` is given, "
         "then an error.",
         why="Kernels are called from many threads (data loaders, servers); hidden shared "
@@ -502,6 +513,24 @@ def markdown() -> str:
         "`--runtime official|PATH` runs the checks against another runtime (checks that need "
         "tvmffi's instrumented runtime are then skipped with the reason). `--threads N` makes "
         "`thread-safety` an error checked with N threads.\n"
+    )
+    w(
+        "Each function's probes start in a new probe child forked from the worker that "
+        "loaded the library, so they start from the state the load left, whatever the "
+        "functions probed before did (`isolation` in `--json`; `TVMFFI_CONFORM_ZYGOTE=0`, or "
+        "a library that starts threads while loading, makes functions share a process, and "
+        "the report says so). The same library and options give the same verdicts at any "
+        "`-j`, unless a function's own behaviour varies (a race its threads step catches in "
+        "one run and not in another, a call that takes about `--timeout`). A crash that "
+        "needs earlier calls of the same function (the call returns when "
+        "run alone) says so. A call that does not return costs one `--timeout`: the "
+        "function's other calls then share one second, and what does not fit is skipped "
+        "with the reason. A finding names the call that failed with its exact arguments "
+        "(dtype, shape, strides, byte offset, device and values of every tensor; `args` in "
+        "`--json`), its reproducer is `tvmffi call` with those arguments where the command "
+        "line can build them (`--guard` when tensors are involved, as the probe put their "
+        "data at guard pages), and its fix line matches its cause where the check's "
+        "general fix would not (a CUDA tensor read as host memory, `byte_offset` ignored).\n"
     )
     w(
         "Settings and suppressions live in `[tool.tvmffi.conform]` of `pyproject.toml` (or a "

@@ -49,13 +49,21 @@ def _finish(r: Result, path: str, o: Options) -> Result:
     return r
 
 
+#: Checks whose finding one call shows again (`tvmffi call` exits 1).
+CALL_CHECKS = ("no-crash", "no-hang", "tensor-bounds")
+
+
 def reproducer(r: Result, path: str, o: Options) -> str:
-    """A command that shows the finding again and exits 1: `tvmffi call` when
-    a plain call without arguments crashes or hangs, else `tvmffi conform`
-    narrowed to the check and the function."""
-    steps = (r.details or {}).get("steps")
-    if r.check in ("no-crash", "no-hang") and steps == ["zero-args"] and r.function:
-        cmd = ["tvmffi", "call", path, r.function]
+    """A command that shows the finding again and exits 1: `tvmffi call` with
+    the arguments of the call that crashed or hung when the command line can
+    build them (`--guard` puts tensor data at guard pages, as the probe did),
+    else `tvmffi conform` narrowed to the check and the function."""
+    d = r.details or {}
+    argv = d.get("call")
+    if r.check in CALL_CHECKS and argv is not None and r.function:
+        cmd = ["tvmffi", "call", path, r.function, *argv]
+        if any("dtype" in a for a in d.get("args") or ()):
+            cmd.append("--guard")
         if r.check == "no-hang":
             cmd += ["--timeout", f"{o.timeout:g}"]
         if o.runtime:

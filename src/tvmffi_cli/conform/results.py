@@ -32,6 +32,9 @@ class Result:
     #: the library's own output before the failure (stderr tail, bounded and
     #: sanitized): `terminate called after throwing ... what(): ...`
     output: str | None = None
+    #: how to fix this finding when the check's general fix line does not
+    #: match its cause (a CUDA tensor read as host memory, byte_offset ignored)
+    hint: str | None = None
 
     def __post_init__(self) -> None:
         assert self.check in registry.BY_ID, self.check
@@ -47,8 +50,8 @@ class Result:
 
     @property
     def fix(self) -> str:
-        """How to fix a finding of this check, in one line (docs/checks.md has more)."""
-        return registry.BY_ID[self.check].fix
+        """How to fix this finding, in one line (docs/checks.md has more)."""
+        return self.hint or registry.BY_ID[self.check].fix
 
     @property
     def bad(self) -> bool:
@@ -95,6 +98,9 @@ class Report:
     #: why no function could be exercised (every valid call raised): the
     #: library is then never PASSED (conform/exercise.py); None when some was
     not_exercised: str | None = None
+    #: Why probed functions shared a process (None: each started in a fresh
+    #: probe child, from the state the load left).
+    shared_process: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -109,10 +115,22 @@ class Report:
         return "passed" if self.not_exercised is None else "not exercised"
 
     def counts(self) -> dict[str, int]:
+        """Results by status, and the findings by weight: `blocking` ones fail
+        the run, `warning` ones do not (suppressed ones are neither)."""
         c = {s: 0 for s in STATUSES}
         for r in self.results:
             c[r.status] += 1
+        bad = self.failures()
+        c["blocking"] = sum(r.blocking for r in bad)
+        c["warning"] = len(bad) - c["blocking"]
         return c
+
+    def checked(self) -> int:
+        """Functions the results speak of: exports, globals registered at
+        load, and any other symbol a finding names (an orphan getter's)."""
+        names = set(self.functions) | set(self.globals)
+        names.update(r.function for r in self.results if r.function is not None)
+        return len(names)
 
     def failures(self) -> list[Result]:
         """Findings that were not suppressed."""
@@ -127,7 +145,7 @@ class Report:
         warnings = len(bad) - errors
         fns = {r.function for r in bad if r.function is not None}
         sup = sum(r.suppressed is not None for r in self.results)
-        n_fn = len(self.functions) + len(self.globals)
+        n_fn = self.checked()
         verdict = self.verdict.upper()
         line = (
             f"tvmffi conform {verdict} {Path(self.path).name}: {errors} error(s), "
@@ -155,6 +173,10 @@ class Report:
             "results": [r.to_json() for r in self.results],
             "summary_line": self.summary_line(),
             "verdict": self.verdict,
+            "isolation": {
+                "per_function": self.shared_process is None,
+                "reason": self.shared_process,
+            },
         }
         if self.not_exercised is not None:
             d["not_exercised"] = self.not_exercised

@@ -2,11 +2,12 @@
 
 Static checks read the file here. Everything that executes library code runs
 in worker processes (conform/probe_task.py, conform/workers.py): each worker
-loads the library once and probes many functions, in a probe child it forks
-where it may (a crash then costs a fork), else itself (a crash then costs a
-new worker). Workers stream one event per step, so after a crash the parent
-knows the step that died, records it, and resumes that function in a fresh
-probe child or worker after the failed step.
+loads the library once and probes many functions, each in a probe child it
+forks where it may (a function then starts from the state the load left),
+else itself (see Report.isolation). Workers stream one event per step, so
+after a crash the parent knows the step that died, records it, and resumes
+that function in a fresh probe child or worker after the failed step
+(conform/prober.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from . import (
 )
 from .checks_crash import fault_of as fault_of
 from .checks_crash import library_output as library_output
+from .prober import Prober as Prober
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 from .workers import Event, Spares, Worker, WorkerDied
@@ -41,163 +43,6 @@ Progress = Callable[[int, int, str], object]
 #: Library-level checks that load the library (not run per function).
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
 
-_SEGV = ("SIGSEGV", "SIGBUS")
-
-
-class Prober:
-    """Probe functions with one worker, restarting it after crashes."""
-
-    def __init__(
-        self, path: str, timeout: float, runtime: str | None = None, threads: int | None = None
-    ) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.runtime = runtime
-        self.threads = threads
-        self.worker: Worker | None = None
-        self.gpu = False  # ask for GPU steps (checks_gpu.looks_cuda)
-
-    def ensure(self) -> None:
-        """A worker ready to probe: a zygote's probe child, or a worker
-        serving itself (after two zygotes could not fork one)."""
-        for zygote in (True, True, False):
-            if self.worker is None or not self.worker.alive():
-                self.worker = Worker(self.path, self.timeout, self.runtime, zygote)
-                self.worker.start()
-                ev = self.worker.load()
-                if not ev.get("ok"):
-                    raise RuntimeError(
-                        f"the library no longer loads in a fresh worker: {ev.get('error')}"
-                    )
-            if not self.worker.needs_child():
-                return
-            try:
-                self.worker.fork_child()
-                return
-            except WorkerDied:
-                self.worker = None  # killed: the next one below
-
-    def close(self, exits: list[int | str] | None = None) -> None:
-        """Stop the worker; its exit status goes to `exits` (for exit-clean)."""
-        if self.worker is not None:
-            status = self.worker.stop(self.timeout if exits is not None else None)
-            if exits is not None and status is not None:
-                exits.append(status)
-
-    def _run(self, f: checks_crash.FunctionFacts, req: Event) -> WorkerDied | None:
-        """Send one probe request; fold events into f. Returns None when the
-        worker finished, or the step that killed it (with a WorkerDied)."""
-        self.ensure()
-        w = self.worker
-        assert w is not None  # ensure() started one or raised
-        w.send(req)
-        current = "metadata" if "metadata" in f.getters and not req.get("no_metadata") else None
-        try:
-            for ev in w.events(self.timeout + 30):
-                kind = ev.get("event")
-                if kind == "hang":
-                    current = ev.get("step", current)
-                    raise w.end_hung(current)
-                if kind not in ("plan", "obs"):
-                    continue
-                # The step the worker runs next: no separate "start" message
-                # (probe_task.py), this one reached us before that step began.
-                current = ev.pop("next", None)
-                done = ev.pop("done", False)
-                if kind == "plan":
-                    if f.plan is None:
-                        f.plan = ev["steps"]
-                        f.note = ev.get("note")
-                        f.params = ev.get("params")
-                        f.gpu = ev.get("gpu")
-                else:
-                    step = ev.pop("step")
-                    ev.pop("event", None)
-                    sub = ev.pop("sub", None)
-                    if sub is not None:  # a variant sweep: its calls one by one
-                        f.obs.update(sub)
-                        ev = {"skipped": "a sweep: its variants are recorded one by one"}
-                    f.obs[step] = ev
-                if done:
-                    return None
-        except WorkerDied as e:
-            if not e.zygote_lives:
-                self.worker = None
-            e.step = e.step or current
-            return e
-        return None
-
-    def probe(
-        self, name: str, getters: Collection[str], is_global: bool = False
-    ) -> checks_crash.FunctionFacts:
-        f = checks_crash.FunctionFacts(name, getters)
-        f.timeout = self.timeout
-        f.is_global = is_global
-        base = {
-            "op": "probe",
-            "name": name,
-            "getters": sorted(getters),
-            "timeout": self.timeout,
-            "global": is_global,
-            "threads": self.threads or DEFAULT_THREADS,
-            "gpu": self.gpu,
-        }
-        skip: set[str] = set()
-        split: set[str] = set()  # variant sweeps that crashed: one step per variant
-        no_meta = False
-        try:
-            for _attempt in range(64):
-                valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
-                ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
-                req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
-                req["split"] = sorted(split)
-                died = self._run(f, req)
-                if died is None:
-                    break
-                step = died.step or "zero-args"
-                if step.endswith(":all"):
-                    split.add(step)
-                    skip |= set(f.obs)
-                    continue
-                f.crashes[step] = {"signal": died.signal_name, "hang": died.hang}
-                if died.detail:
-                    f.crashes[step]["output"] = died.detail
-                if died.fault:
-                    f.crashes[step]["fault"] = died.fault
-                skip |= set(f.obs) | {step}
-                if step == "metadata" and f.plan is None:
-                    no_meta = True
-            for step, c in list(f.crashes.items()):
-                if step in ("zero-args", "too-few") and c.get("fault"):
-                    c["oob"] = c["fault"] == "args-guard"  # the fault address says
-                elif step in ("zero-args", "too-few") and c["signal"] in _SEGV and not c["hang"]:
-                    # Same call, args followed by readable memory: if that one
-                    # survives, the fault was the read past num_args.
-                    rerun = step + "/readable"
-                    died = self._run(
-                        f, dict(base, only=[rerun], valid_ok=False, no_metadata=no_meta)
-                    )
-                    c["oob"] = died is None and rerun in f.obs
-                elif _tensor_step(step) and c["signal"] in _SEGV and not c["hang"]:
-                    # Same call, tensor data in ordinary memory: if that one
-                    # survives, the fault was an access past the tensor's data.
-                    rerun = step + "/padded"
-                    died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=[]))
-                    c["tensor_oob"] = died is None and rerun in f.obs
-        except RuntimeError as e:
-            f.tool_error = str(e)
-        if checks_gpu.poisoned(f) and self.worker is not None:
-            self.worker.recycle_child()  # a dead CUDA context is not the next function's
-        return f
-
-
-def _tensor_step(step: str) -> bool:
-    """Steps whose tensors sit at guard pages (a CUDA tensor's data is the
-    guard page itself: a fault there is not an access past the data)."""
-    if step.endswith(":cuda"):
-        return False
-    return step == "valid" or step.startswith(("tensor:", "tensors:"))
-
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if died is not None:
@@ -206,7 +51,14 @@ def _load_result(ev: Event, died: WorkerDied | None) -> Result:
             if died.hang
             else f"crashes the process ({died.signal_name})"
         )
-        return Result("library-load", None, FAIL, f"loading the library {what}")
+        said = _last_words(died.detail)
+        return Result(
+            "library-load",
+            None,
+            FAIL,
+            f"loading the library {what}" + (f": {said}" if said else ""),
+            output=died.detail or None,
+        )
     if not ev.get("ok"):
         return Result("library-load", None, FAIL, f"loading failed: {ev.get('error')}")
     desc = ev.get("describe") or {}
@@ -225,6 +77,15 @@ def _load_result(ev: Event, died: WorkerDied | None) -> Result:
     if notes:
         msg += "; the loader noted: " + "; ".join(notes)
     return Result("library-load", None, PASS, msg, {"describe": desc} if desc else None)
+
+
+def _last_words(output: str) -> str:
+    """The line of the library's output that says why it died: what an
+    uncaught exception said, else its last line (bounded)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    said = next((ln for ln in reversed(lines) if "what():" in ln), lines[-1] if lines else "")
+    said = said.split("what():", 1)[-1].strip()
+    return said[:300]
 
 
 def run(
@@ -269,6 +130,7 @@ def run(
     globals_: list[str] = []
     exits: list[int | str] = []  # how the probe workers ended (exit-clean)
     facts: dict[str, checks_crash.FunctionFacts] = {}
+    shared: list[str] = []  # why functions shared a probe process, if they did
     loaded = False
     if dynamic:
         from pathlib import Path
@@ -327,6 +189,7 @@ def run(
                 progress,
                 exits,
                 facts,
+                shared,
             )
             if o.sanitizer and "memcheck" in fn_checks:
                 from . import sanitizer
@@ -364,6 +227,21 @@ def run(
                 + (f"; closest: {', '.join(close)}" if close else "")
             )
         results = [r for r in results if r.function is None or r.function in o.only]
+    if dynamic and not loaded:
+        # Without exports, the functions a library registers while loading
+        # are unknown when the load failed: library-load is the one finding.
+        results = [
+            Result(
+                "has-functions",
+                None,
+                SKIP,
+                "no exported function; what the library registers while loading is "
+                "unknown, as it did not load (see library-load)",
+            )
+            if r.check == "has-functions" and r.status == FAIL
+            else r
+            for r in results
+        ]
     if globals_:
         # Functions registered at load count too (has-functions is static otherwise).
         results = [
@@ -391,6 +269,7 @@ def run(
         not_exercised=checks_gpu.not_exercised(
             {n: f for n, f in facts.items() if not o.only or n in o.only}
         ),
+        shared_process=shared[0] if shared else None,
     )
 
 
@@ -405,7 +284,8 @@ def _probe_all(
     ids: Collection[str],
     progress: Progress | None,
     exits: list[int | str],
-    facts: dict[str, checks_crash.FunctionFacts] | None = None,
+    facts: dict[str, checks_crash.FunctionFacts] | None,
+    shared: list[str],
 ) -> dict[str, list[Result]]:
     todo: queue.Queue[str] = queue.Queue()
     for name in targets:
@@ -456,6 +336,7 @@ def _probe_all(
         t.start()
     for t in threads:
         t.join()
+    shared[:] = sorted({p.shared for p in probers if p.shared})
     return out
 
 

@@ -1,12 +1,15 @@
 """conform's probe workers (parent side): a sandbox worker serving
-conform/probe_task.py's event stream, as a zygote where it may be one.
+conform/probe_serve.py's event stream, as a zygote where it may be one.
 
 A worker loads the library once. Where it may (sandbox/zygote.py), it then
-forks a probe child that serves the probes; when the library crashes or
-hangs the child, the zygote forks the next one, resuming after the failed
-step, and the library is not loaded again. Otherwise (threads at load, no
-supervisor, TVMFFI_CONFORM_ZYGOTE=0) the worker serves the probes itself and
-is replaced after a crash, as before.
+forks a probe child per request: the child serves one function's probes (or
+what is left of them after a crash) and exits, and the next function starts
+in a new child, from the state the load left and nothing a probe did since.
+No two probe children live at once (the parent waits for the supervisor's
+record of one's end before ordering the next), so threads a function started
+die before another function runs. Otherwise (threads at load, no supervisor,
+TVMFFI_CONFORM_ZYGOTE=0) the worker serves the probes itself, one function
+after another, and is replaced after a crash (`isolation` says which).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import subprocess
 import threading
 from typing import Any, Dict, Iterator
 
-from .. import errors
+from .. import errors, text
 from ..sandbox import process as sandbox
 from ..sandbox import zygote
 from .checks_crash import fault_of, library_output
@@ -39,6 +42,9 @@ class WorkerDied(Exception):
         self.fault: str | None = None  # "args-guard" | "elsewhere" (probe_memory.report_faults)
         #: Only the zygote's probe child died: the worker forks the next one.
         self.zygote_lives = False
+        #: The probe child died after its last answer (a thread the library
+        #: started, while the child was exiting): no step of it was cut short.
+        self.after_done = False
 
 
 class Worker:
@@ -61,7 +67,7 @@ class Worker:
         from ..ffi.cuda import driver_read_paths
 
         self._w = sandbox.Worker(
-            serve="conform.probe_task",
+            serve="conform.probe_serve",
             stderr=subprocess.DEVNULL,
             runtime=runtime,
             # the runtime may live outside every default-readable folder (a
@@ -141,6 +147,46 @@ class Worker:
             self.kill()
             raise WorkerDied(None, detail="the zygote could not fork a probe child") from None
         self.children += 1
+
+    def isolation(self) -> str | None:
+        """Why functions probed by this worker share a process (None: each
+        starts in a new probe child)."""
+        if self.zygote:
+            return None
+        if not self.want_zygote:
+            return f"{ZYGOTE_ENV}=0"
+        ev = self.loaded or {}
+        return str(ev.get("zygote_refused") or "the worker cannot fork probe children")
+
+    def finish_child(self) -> WorkerDied | None:
+        """After the last event of a request a zygote's probe child served
+        (it then exits by itself): wait for the supervisor's record of its
+        end, so that no two probe children live at once. A child that did not
+        exit with status 0 died after its last answer: that death is
+        returned. One that does not end is killed with its zygote."""
+        w = self._w
+        child = w.child
+        if not self.zygote or child is None:
+            return None
+        rc = zygote.end_child(w, zygote.END_GRACE)
+        if rc is None:
+            self.kill()
+            died = WorkerDied(None, detail="the probe child did not exit after its last answer")
+            died.after_done = True
+            return died
+        if w.relay is not None:
+            # Its output is all in the pipe: in the tail before the next child's mark.
+            w.relay.settle()
+        if rc == 0:
+            return None
+        died = WorkerDied(sandbox.signal_name(rc) or f"exit status {rc}")
+        if w.relay is not None:
+            died.detail = library_output(
+                text.terminal(text.from_bytes(w.relay.since(child.output_mark)))
+            )
+        died.zygote_lives = self.alive()
+        died.after_done = True
+        return died
 
     def end_hung(self, step: str | None) -> WorkerDied:
         """After a "hang" event: the watchdog ends its process. A probe child

@@ -130,12 +130,16 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     sup = [r for r in report.results if r.bad and r.suppressed is not None]
     if sup:
         console.print(Text(f"{len(sup)} finding(s) suppressed by the configuration", style="dim"))
-    c = report.counts()
-    console.print(
-        Text(
-            f"{c[PASS]} passed, {c[FAIL]} failed, {c[ERROR]} errors, {c[SKIP]} skipped", style="dim"
+    if report.shared_process is not None:
+        console.print(
+            Text(
+                "functions shared a probe process (" + text.one_line(report.shared_process) + "): "
+                "a verdict may depend on the functions probed before it",
+                style="yellow",
+            ),
+            soft_wrap=True,
         )
-    )
+    console.print(Text(counts_line(report), style="dim"))
     verdict = Text.assemble(("", "bold green" if report.passed else "bold red"))
     verdict.append(
         text.one_line(report.summary_line()), style="bold green" if report.passed else "bold red"
@@ -172,6 +176,29 @@ def _print_list(console: Console, rows: list[tuple[str, Text, str, Text]]) -> No
         console.print(line, crop=False, overflow="ignore")
         if lines:
             console.print(Padding(lines, (0, 0, 0, 4)))
+
+
+def counts_line(report: Report) -> str:
+    """Results by weight: failures (blocking), warnings (not), suppressed
+    findings, checks that could not run, passes and skips, never a warning
+    counted as a failure."""
+    rs = report.results
+    live = [r for r in rs if r.suppressed is None]
+    failed = sum(r.blocking and r.status == FAIL for r in live)
+    warned = sum(r.status == FAIL and not r.blocking for r in live)
+    sup = sum(r.bad and r.suppressed is not None for r in rs)
+    tool = sum(r.status == ERROR for r in live)
+    parts = [
+        f"{sum(r.status == PASS for r in rs)} passed",
+        f"{failed} failed",
+        f"{warned} warning(s)",
+    ]
+    if sup:
+        parts.append(f"{sup} suppressed")
+    if tool:
+        parts.append(f"{tool} could not run")
+    parts.append(f"{sum(r.status == SKIP for r in rs)} skipped")
+    return ", ".join(parts)
 
 
 def _cause_and_fix(console: Console, r: Result) -> None:
