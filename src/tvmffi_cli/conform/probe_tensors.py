@@ -178,6 +178,11 @@ class TensorPool:
         its data zeroed and its fields as built (a callee may have written them)."""
         if padded:
             return self._build(name, self.page(True), True)
+        if VARIANTS.get(name, BASE).device != kDLCPU:
+            # Never from the cache: its data is device memory of this process's
+            # CUDA context (or a stand-in pointer before CUDA started), which a
+            # tensor built earlier (in the zygote, before the fork) does not have.
+            return self._build(name, self.page(False), False)
         self._uses += 1
         key = (name, self._uses % COPIES)
         got = self._cache.get(key)
