@@ -145,6 +145,8 @@ class TensorPool:
         #: probe child has a CUDA device (conform/probe_gpu.py); else the
         #: variant's data pointer is a guard page (not CPU memory either).
         self.device_alloc: Callable[[int], int] | None = None
+        #: (address, size) of the PROT_NONE pages device tensors point at without CUDA
+        self.fake_device: tuple[int, int] | None = None
 
     def _map(self, slots: int = SLOTS, slack: int = 0) -> int:
         """[guard]([slack][data][slack][guard]) x slots; the first data page."""
@@ -212,8 +214,7 @@ class TensorPool:
             if self.device_alloc is not None:
                 t.data = self.device_alloc(used)
             else:
-                t.data = page - PAGE  # the guard page: reading it as CPU memory faults
-                note_device_range(t.data, PAGE)
+                t.data = self._no_host_memory(used)
         t.device.device_type, t.device.device_id = v.device, 0
         t.ndim = v.ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype
@@ -225,6 +226,20 @@ class TensorPool:
         t.byte_offset = v.offset
         self.keep.extend([page, m, slot])
         return ctypes.addressof(m)
+
+    def _no_host_memory(self, nbytes: int) -> int:
+        """Stand-in data of a device tensor without CUDA: pages of their own
+        that no access may touch (not a pool slot's guard page, where a CPU
+        tensor's overrun would then pass for a device-memory dereference)."""
+        size = max(PAGE, (nbytes + PAGE - 1) // PAGE * PAGE)
+        if self.fake_device is None or self.fake_device[1] < size:
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+            addr: int | None = _LIBC.mmap(None, size, 0, flags, -1, 0)
+            if addr in (None, ctypes.c_void_p(-1).value):
+                raise CannotSynthesize("mmap of a device tensor's stand-in pages failed")
+            self.fake_device = (int(addr), size)
+            note_device_range(int(addr), size)
+        return self.fake_device[0]
 
     def _meta_slot(self) -> int:
         """A zeroed slot for a tensor's shape (first half) and strides (second)."""
