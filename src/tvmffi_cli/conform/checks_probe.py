@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Collection
 
-from . import sigs
+from . import checks_kernel, sigs
 from .checks_crash import (
     FunctionFacts,
     Obs,
@@ -429,6 +429,8 @@ def check_thread_safety(f: FunctionFacts) -> Result:
         return Result("thread-safety", f.name, SKIP, why)
     if "skipped" in o:
         return Result("thread-safety", f.name, SKIP, o["skipped"])
+    if o.get("distinct"):
+        return checks_kernel.thread_verdict(f, o)
     ref = (f.obs.get("valid") or f.obs.get("zero-args") or {}).get("fingerprint")
     calls = o.get("calls") or []
     rcs = [c.get("rc") for c in calls]
@@ -463,6 +465,12 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result]] = {
     "result-invariants": check_result_invariants,
     "no-leak": check_no_leak,
     "tensor-bounds": check_tensor_bounds,
+    "tensor-strides": checks_kernel.check_tensor_strides,
+    "tensor-shapes": checks_kernel.check_tensor_shapes,
+    "element-count": checks_kernel.check_element_count,
+    "heap-growth": checks_kernel.check_heap_growth,
+    "error-kind": checks_kernel.check_error_kind,
+    "scaling": checks_kernel.check_scaling,
     "no-crash": check_no_crash,
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,

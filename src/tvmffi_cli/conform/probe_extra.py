@@ -35,10 +35,9 @@ _SAFE_CALL = ctypes.CFUNCTYPE(
 #: Probe steps with object arguments for functions without metadata:
 #: step -> the kinds of the arguments passed. One-argument calls with the
 #: containers C++ signatures take most (Array<int64_t>, Map<String, int64_t>,
-#: ...) reach typed parameters that a String never passes; "tensors:N" calls
-#: with N guarded float32 tensors (probe_tensors.py), and when one of those
-#: succeeds, the same call is repeated with every tensor variant
-#: ("tensors:N:<variant>", see tensor_followups).
+#: ...) reach typed parameters that a String never passes. Calls with tensors
+#: are the signature search's ("objects:search", probe_kernel.py): the
+#: signature it finds gets the typed tensor and kernel probes.
 OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:1": ("str",),
     "objects:4": ("str", "array", "tensor", "function"),
@@ -48,19 +47,7 @@ OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:array-str": ("array-str",),
     "objects:map": ("map",),
     "objects:nested": ("nested",),
-    "tensors:1": ("tensor",),
-    "tensors:2": ("tensor", "tensor"),
-    "tensors:3": ("tensor", "tensor", "tensor"),
 }
-
-
-def tensor_followups(step: str, split: Collection[str] = ()) -> list[str]:
-    """Steps to run after `step` succeeded: the tensor variants of a
-    successful untyped tensor call, as one sweep step ("tensors:1:all")
-    unless a sweep crashed (in `split`): then one step per variant."""
-    if step.startswith("tensors:") and step.count(":") == 1:
-        return variant_steps(step, split)
-    return []
 
 
 #: Object steps run as one sweep ("objects:all") for functions without metadata.
@@ -69,10 +56,13 @@ SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
 
 def sweep(prefix: str) -> list[str]:
     """The steps of the sweep "<prefix>:all"."""
+    from .probe_kernel import SWEEP
     from .probe_tensors import VARIANTS
 
     if prefix == "objects":
         return SWEPT_OBJECTS
+    if prefix == "kernel":
+        return SWEEP
     return [f"{prefix}:{v}" for v in VARIANTS]
 
 
@@ -167,6 +157,25 @@ def _caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | No
         return int(fn(None, args, n, result))
 
     return call_export, None
+
+
+def function_handle(p: Any, name: str, is_global: bool) -> int | None:
+    """A Function object calling the export `__tvm_ffi_<name>` (or the
+    registered global), owned for the worker's life: the C call loops
+    (tvmffi_rt_time_calls) take one."""
+    if is_global:
+        h = p.rt.get_global_handle(name)
+        if h:
+            p._keep.append(h)
+        return int(h) if h else None
+    addr = p.symbol(FUNC_PREFIX + name)
+    if not addr:
+        return None
+    out = ctypes.c_void_p()
+    if p.c.TVMFFIFunctionCreate(None, addr, None, ctypes.byref(out)) != 0 or not out.value:
+        p.take_error()
+        return None
+    return int(out.value)
 
 
 def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:

@@ -36,7 +36,7 @@ from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from ..sandbox import zygote
-from . import probe_extra, sigs
+from . import probe_extra, probe_kernel, probe_threads, probe_types, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
@@ -56,6 +56,8 @@ class Prober(ProbeValues):
         self.timeout = 10.0
         self._crew: _Crew | None = None  # threads kept for the "threads" step
         self.split: set[str] = set()  # sweep steps to run one variant per step
+        self.skipped_steps: set[str] = set()  # steps of this function not to run again
+        self.ok_steps: set[str] = set()  # ... of them, those whose call succeeded
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -67,6 +69,7 @@ class Prober(ProbeValues):
         report_faults(self.arena.guard, self.arena.page)
         describe: Any = None
         before = probe_extra.global_names(self)
+        types_from = probe_types.type_end(self)
         loader = self._rt("tvmffi_rt_library_load")
         if loader is not None:
             mod = c_void_p()
@@ -95,12 +98,16 @@ class Prober(ProbeValues):
             return {"ok": False, "error": str(e)}
         after = probe_extra.global_names(self)
         new = sorted(set(after) - set(before)) if before is not None and after else []
+        types_to = probe_types.type_end(self)
         return {
             "ok": True,
             "describe": describe,
             "runtime": str(self.rt.path),
             "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
             "globals": new,
+            "types": None
+            if types_from is None or types_to is None
+            else probe_types.layouts(self, types_from, types_to),
         }
 
     def symbol(self, name: str) -> int | None:
@@ -217,6 +224,12 @@ class Prober(ProbeValues):
         self._restore(objs, before, after, extra=n)
         return {"calls": out, "refcounts": [[b, a] for b, a in zip(before, after)]}
 
+    def parallel(self, n: int, job: Callable[[int], None]) -> None:
+        """job(i) in n threads released together (kept for the worker's life)."""
+        if self._crew is None or self._crew.size != n:
+            self._crew = _Crew(n)
+        self._crew.run(job)
+
     @staticmethod
     def _objects(raws: list[bytes]) -> list[int]:
         return [payload_u64(r) for r in raws if type_index_of(r) >= kTVMFFIStaticObjectBegin]
@@ -281,10 +294,15 @@ class Prober(ProbeValues):
             if is_global:
                 note = "a global function without metadata"
             # Untyped: object arguments find kept/dropped references and
-            # written argument arrays; threads repeat the zero-argument call.
+            # written argument arrays; a search finds a signature with
+            # tensors or scalars, which gets the typed tensor and kernel
+            # probes; threads repeat the call found (or the zero-argument one).
             steps.extend(["objects:1", "objects:4"])
             steps.extend(probe_extra.variant_steps("objects", self.split))
-            steps.append("threads")
+            steps.append("objects:search")
+            steps.extend(probe_extra.variant_steps("tensor", self.split))
+            steps.extend(probe_extra.variant_steps("kernel", self.split))
+            steps.extend(["threads", "kernel:count"])
             return steps, sig, note
         n = len(sig.params)
         if n >= 2:
@@ -293,9 +311,15 @@ class Prober(ProbeValues):
             if sigs.wrong_kind(p) is not None:
                 steps.append(f"wrong-type:{i}")
         steps.append("valid")
-        if any(p["type"] in _TENSOR_TYPES for p in sig.params):
+        tensors = any(p["type"] in _TENSOR_TYPES for p in sig.params)
+        if tensors:
             steps.extend(probe_extra.variant_steps("tensor", self.split))
+            steps.extend(probe_extra.variant_steps("kernel", self.split))
+        else:
+            steps.append("kernel:heap")
         steps.append("threads")
+        if tensors:
+            steps.append("kernel:count")  # last: a good kernel dies of it
         return steps, sig, note
 
     def global_sig(self, name: str) -> sigs.Sig | None:
@@ -333,6 +357,13 @@ class Prober(ProbeValues):
         addr, why = probe_extra.caller(self, name, is_global)
         if addr is None:
             return {"skipped": why}
+        if sig is None and step.startswith(("tensor:", "kernel:", "threads")):
+            # Without metadata: the signature the search found, if any.
+            sig = probe_kernel.found_sig(self, name, addr)
+            if sig is None and step != "threads":
+                return {"skipped": "no metadata, and the signature search found none"}
+        if step == "tensor:all" and sig is not None and not probe_kernel.tensor_params(sig):
+            return {"skipped": "no tensor parameter"}
         if step.endswith(":all"):
             # Every tensor variant in one step: one message instead of one per
             # variant. A crash here makes the parent split it (variant_steps).
@@ -346,6 +377,8 @@ class Prober(ProbeValues):
         self.padded = variant == "padded"
         owned: list[bytes] = []
         try:
+            if probe_kernel.owns(base):
+                return probe_kernel.run_step(self, name, base, sig, addr, is_global)
             if base == "threads":
                 if not valid_ok:
                     return {
@@ -353,6 +386,11 @@ class Prober(ProbeValues):
                         if sig is not None
                         else "the zero-argument call did not succeed"
                     }
+                if sig is not None:  # each thread with values of its own, where it can
+                    got = probe_threads.threads(self, addr, sig, name, threads, self.parallel)
+                    if got is not None:
+                        return got
+                self.padded = True  # tensor-bounds owns accesses past the data
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
                 return self.call_threads(addr, raws, threads)
             extra: Msg = {}
@@ -376,6 +414,7 @@ class Prober(ProbeValues):
             elif base.startswith("tensor:"):
                 assert sig is not None  # planned only for a function with a signature
                 self.variant = base.split(":", 1)[1]
+                self.base_ndim = probe_kernel.base_ndim(self, name, addr, sig)
                 raws = [self.make(p, owned) for p in sig.params]
             elif base.startswith(("objects:", "tensors:")):
                 raws = probe_extra.object_args(self, base, owned)
@@ -394,7 +433,7 @@ class Prober(ProbeValues):
         except CannotSynthesize as e:
             return {"skipped": str(e)}
         finally:
-            self.variant, self.padded = "", False
+            self.variant, self.padded, self.base_ndim = "", False, 1
             for o in owned:
                 self.release(o)
 
@@ -410,9 +449,9 @@ class Prober(ProbeValues):
         if only:
             steps = list(only)
         skip = set(req.get("skip", ()))
-        # Follow-up steps of steps that succeeded before a crash restarted us.
-        more = [x for s in req.get("ok", ()) for x in probe_extra.tensor_followups(s, self.split)]
-        todo = [s for s in steps + more if s not in skip]
+        self.skipped_steps = skip
+        self.ok_steps = set(req.get("ok", ()))
+        todo = [s for s in steps if s not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
         # starts, and a crash leaves it as the last word (half the messages).
@@ -427,18 +466,16 @@ class Prober(ProbeValues):
             }
         )
         valid_ok = bool(req.get("valid_ok", False))
+        if sig is None:  # a call that succeeded before a crash restarted us
+            valid_ok = valid_ok or bool({"zero-args", "objects:search"} & set(req.get("ok", ())))
         for i, step in enumerate(todo):
             self.step, self.step_started = step, time.monotonic()
             obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
             self.step = None
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
-            if not only:
-                for s, o in (obs.get("sub") or {step: obs}).items():
-                    if o.get("rc") == 0:
-                        todo.extend(
-                            x for x in probe_extra.tensor_followups(s, self.split) if x not in skip
-                        )
+            elif step == "objects:search" and obs.get("rc") == 0:
+                valid_ok = True
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None

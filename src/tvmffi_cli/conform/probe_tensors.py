@@ -24,7 +24,7 @@ from typing import Any
 
 from ..abi.constants import kTVMFFIDLTensorPtr, kTVMFFITensor
 from ..abi.devices import kDLCPU, kDLCUDA
-from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLOpaqueHandle
+from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLInt, kDLOpaqueHandle
 from ..abi.dtypes import format_dtype as _format_dtype
 from ..abi.structs import DLManagedTensor
 from .probe_memory import _LIBC, CannotSynthesize
@@ -42,12 +42,17 @@ OFFSET = 64
 
 #: Bits used for each type code (one representative width per code).
 _BITS = {0: 32, 1: 8, kDLFloat: 64, kDLOpaqueHandle: 64, 4: 16, 5: 64, kDLBool: 8}
+#: Widths kernels switch on besides those: 8- and 64-bit ints, half floats
+#: (a kernel reading every element as 4 bytes overruns a 16-bit tensor).
+_MORE_WIDTHS = ((kDLInt, 8), (kDLInt, 64), (kDLFloat, 16))
 
 
 @dataclass(frozen=True)
 class Variant:
     dtype: tuple[int, int, int]
-    ndim: int = 1
+    #: 0: the dimensions of the function's base layout (1, or 2 for a kernel
+    #: that takes only 2-d tensors: ProbeValues.base_ndim)
+    ndim: int = 0
     strided: bool = False
     offset: int = 0
     device: int = kDLCPU
@@ -62,6 +67,8 @@ def _dtype_variants() -> dict[str, Variant]:
         bits = FIXED_BITS.get(name) or _BITS.get(code, 8)
         if (code, bits) == (kDLFloat, 32):
             continue  # the base tensor of every call
+        out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
+    for code, bits in _MORE_WIDTHS:
         out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
     return out
 
@@ -79,6 +86,8 @@ VARIANTS: dict[str, Variant] = {
 
 def describe(name: str) -> str:
     """Words for a variant in findings."""
+    if name.startswith("shrink:"):
+        return f"tensor argument {name.split(':')[1]} shorter than the others"
     v = VARIANTS.get(name)
     if v is None:
         return "a float32 tensor"
@@ -93,22 +102,22 @@ def describe(name: str) -> str:
     return f"a {name} tensor"
 
 
-def _shape(v: Variant, nbytes: int) -> tuple[list[int], list[int]]:
+def _shape(v: Variant, nbytes: int, ndim: int) -> tuple[list[int], list[int]]:
     """(shape, strides); strides always explicit (the official TensorView
     refuses a NULL strides pointer; DLPack 1.x producers fill it)."""
     bits = v.dtype[1] * max(v.dtype[2], 1)
     n = max(1, nbytes * 8 // max(bits, 1))
-    if v.ndim == 1:
+    if ndim == 1:
         return [n], [1]
-    side = max(1, int(round(n ** (1.0 / v.ndim))))
-    while side**v.ndim > n:
+    side = max(1, int(round(n ** (1.0 / ndim))))
+    while side**ndim > n:
         side -= 1
-    dims = [side] * v.ndim
+    dims = [side] * ndim
     if not v.strided:
-        return dims, [side**k for k in reversed(range(v.ndim))]
+        return dims, [side**k for k in reversed(range(ndim))]
     # Column-major: element (i, j) at i + j*side; a kernel assuming row-major
     # order still stays inside the data, one ignoring strides may not.
-    strides = [side**k for k in range(v.ndim)]
+    strides = [side**k for k in range(ndim)]
     return dims, strides
 
 
@@ -159,16 +168,17 @@ class TensorPool:
         ctypes.memset(addr, 0, PAGE)
         return addr
 
-    def managed(self, name: str, padded: bool = False) -> int:
+    def managed(self, name: str, padded: bool = False, base_ndim: int = 1) -> int:
         """Address of a DLManagedTensor of variant `name` (no deleter: we own it),
-        its data zeroed and its fields as built (a callee may have written them)."""
+        its data zeroed and its fields as built (a callee may have written them).
+        base_ndim: the dimensions of a variant that does not fix them."""
         if padded:
-            return self._build(name, self.page(True), True)
+            return self._build(name, self.page(True), True, base_ndim)
         self._uses += 1
-        key = (name, self._uses % COPIES)
+        key = (f"{name}/{base_ndim}", self._uses % COPIES)
         got = self._cache.get(key)
         if got is None:
-            m = self._build(name, self.page(False), False)
+            m = self._build(name, self.page(False), False, base_ndim)
             parts = self.keep[-3:]
             got = (self.keep[-4], [(ctypes.addressof(x), bytes(x)) for x in parts])
             self._cache[key] = got
@@ -179,9 +189,10 @@ class TensorPool:
             ctypes.memmove(addr, raw, len(raw))
         return parts[0][0]
 
-    def _build(self, name: str, page: int, padded: bool) -> int:
+    def _build(self, name: str, page: int, padded: bool, base_ndim: int) -> int:
         v = VARIANTS.get(name, BASE)
-        dims, strides = _shape(v, PAGE)
+        ndim = v.ndim or base_ndim
+        dims, strides = _shape(v, PAGE, ndim)
         m = DLManagedTensor()
         t = m.dl_tensor
         bits = v.dtype[1] * max(v.dtype[2], 1)
@@ -191,11 +202,11 @@ class TensorPool:
         if v.device != kDLCPU and not padded:
             t.data = page - PAGE  # the guard page: reading it as CPU memory faults
         t.device.device_type, t.device.device_id = v.device, 0
-        t.ndim = v.ndim
+        t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype
-        shape = (c_int64 * v.ndim)(*dims)
+        shape = (c_int64 * ndim)(*dims)
         t.shape = shape
-        st = (c_int64 * v.ndim)(*strides)
+        st = (c_int64 * ndim)(*strides)
         t.strides = st
         t.byte_offset = v.offset
         self.keep.extend([page, m, shape, st])
@@ -206,7 +217,7 @@ def tensor_any(p: Any, name: str, padded: bool, as_ptr: bool = False) -> bytes:
     """Raw bytes of an Any holding a guarded tensor of variant `name`: an owned
     ffi.Tensor (TVMFFITensorFromDLPack), or (as_ptr) a borrowed DLTensor*.
     p: the probe's ProbeValues (its `tensors` pool, raw C API and errors)."""
-    m = p.tensors.managed(name, padded)
+    m = p.tensors.managed(name, padded, p.base_ndim)
     if as_ptr:
         return struct.pack("<iIQ", kTVMFFIDLTensorPtr, 0, m)  # dl_tensor is the first field
     out = c_void_p()

@@ -114,6 +114,9 @@ class ProbeValues:
         # and whether its data sits in padded rather than guarded memory.
         self.variant = ""
         self.padded = False
+        # Dimensions of the tensors make() builds when the variant does not
+        # fix them: 2 for a kernel that takes only 2-d tensors (probe_kernel.py).
+        self.base_ndim = 1
 
     # -- runtime access --------------------------------------------------------
     def _rt(self, name: str) -> Callable[..., Any] | None:

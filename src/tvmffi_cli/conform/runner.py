@@ -18,7 +18,15 @@ import time
 from typing import Callable, Collection, Iterable
 
 from ..abi.symbols import CTX_PREFIX
-from . import checks_crash, checks_probe, checks_static, checks_version, exit_check, registry
+from . import (
+    checks_crash,
+    checks_probe,
+    checks_static,
+    checks_types,
+    checks_version,
+    exit_check,
+    registry,
+)
 from .checks_crash import fault_of as fault_of
 from .checks_crash import library_output as library_output
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
@@ -30,7 +38,7 @@ from .workers import Event, Spares, Worker, WorkerDied
 Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
-LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
+LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean", "type-layout"})
 
 _SEGV = ("SIGSEGV", "SIGBUS")
 
@@ -280,6 +288,8 @@ def run(
         if "library-load" in ids:
             results.append(load)
         loaded = died is None and bool(ev.get("ok"))
+        if "type-layout" in ids:
+            results.append(checks_types.check_type_layout(ev.get("types"), loaded))
         globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
         targets = exports + [g for g in globals_ if not o.only or g in o.only]
         jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))

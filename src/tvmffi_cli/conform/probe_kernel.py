@@ -1,0 +1,451 @@
+"""Kernel probes (child side): what a function taking tensors must get right
+beyond staying inside its data, each step a function of the prober and the
+function's signature (from metadata, or found by search without it):
+
+  objects:search   without metadata: signatures tried in turn (sigs.SEARCH_CODES,
+                   hinted by the zero-argument error) until a call is accepted
+  kernel:strides   strided, transposed and broadcast views against contiguous
+                   copies holding the same values: same result, same outputs
+  tensor:shrink:K  tensor argument K shorter than the others, every tensor's
+                   data ending at a guard page: refused, or no access past it
+  kernel:count     a shape of 2^32 + 64 elements backed by 64 real ones: a
+                   kernel counting in 32 bits handles 64 and succeeds
+  kernel:heap, kernel:scale, threads: probe_loops.py (repeated calls)
+
+Steps record facts (calls, outputs, refusals); checks_kernel.py judges them.
+The base layout (ndim and dtype a kernel accepts) is found by calls and kept
+per function in the probe child; a restarted child finds it again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Sequence
+
+from ..abi.dtypes import format_dtype, kDLBfloat, kDLFloat, kDLInt, kDLUInt
+from . import sigs
+from .probe_layouts import FLOAT32, Memory, Tensor, View, contiguous, tensor_any
+from .probe_memory import ANY, CannotSynthesize
+
+Msg = Dict[str, Any]
+Caller = Callable[[Any, int, int, int], int]
+
+TENSOR_TYPES = ("ffi.Tensor", "DLTensor*")
+#: Steps of the "kernel:all" sweep (one message; one step each after a crash).
+SWEEP = [
+    "kernel:strides",
+    "tensor:shrink:0",
+    "tensor:shrink:1",
+    "tensor:shrink:2",
+    "tensor:shrink:3",
+    "kernel:heap",
+    "kernel:scale",
+]
+#: Steps this module (and probe_loops.py) runs.
+OWN = ("objects:search", "kernel:", "tensor:shrink:")
+
+#: Layouts tried for a typed kernel, in order: (ndim, (code, bits)).
+_LAYOUTS = [
+    (1, FLOAT32),
+    (2, FLOAT32),
+    *((1, dt) for dt in ((kDLFloat, 64), (kDLInt, 64), (kDLInt, 32), (kDLFloat, 16))),
+    *((1, dt) for dt in ((kDLBfloat, 16), (kDLInt, 8), (kDLUInt, 8))),
+    *((2, dt) for dt in ((kDLFloat, 64), (kDLInt, 64), (kDLInt, 32), (kDLFloat, 16))),
+]
+#: Shape of the ordinary tensors of a layout (kernel probes, heap, search).
+BASE_SHAPE = {1: (256,), 2: (16, 16)}
+#: Count probe: 64 real elements, 2^32 + 64 logical ones.
+COUNT_REAL = 64
+COUNT_SHAPE = {1: ((1 << 32) + COUNT_REAL,), 2: ((1 << 26) + 1, COUNT_REAL)}
+
+
+@dataclass(frozen=True)
+class Layout:
+    ndim: int
+    dtype: tuple[int, int]
+
+    def words(self) -> str:
+        return f"{self.ndim}-d {format_dtype(self.dtype[0], self.dtype[1], 1)}"
+
+
+def owns(step: str) -> bool:
+    return step.startswith(OWN)
+
+
+def tensor_params(sig: sigs.Sig) -> list[int]:
+    return [i for i, t in enumerate(sig.params) if t["type"] in TENSOR_TYPES]
+
+
+def value(arg: int, k: int, seed: int = 0) -> int:
+    """Element k of tensor argument `arg`: small, exact in every dtype, and
+    different between neighbours, arguments and seeds (threads)."""
+    return (seed * 7 + arg * 13 + k * 5) % 23 + 1
+
+
+# -- calls ----------------------------------------------------------------------------
+class Call:
+    """One call's arguments: tensors of chosen views (the others of the
+    layout's base shape) and valid values for the rest. Tensor data lies in
+    ordinary memory with slack after it (a kernel reading one element too
+    many is tensor-bounds' finding, not a reason to lose these probes), or
+    with `guarded`, ends at a guard page."""
+
+    def __init__(self, p: Any, sig: sigs.Sig, lay: Layout, guarded: bool = False) -> None:
+        self.p, self.sig, self.lay = p, sig, lay
+        self.padded = p.padded or not guarded
+        self.mem: Memory = p.__dict__.setdefault("_kernel_memory", Memory())
+        self.tensors: dict[int, Tensor] = {}
+        self.scalars: dict[int, bytes] = {}
+
+    def tensor(
+        self,
+        i: int,
+        view: View,
+        values: Sequence[int] | None = None,
+        poison: int = 0,
+        seed: int = 0,
+    ) -> Tensor:
+        t = Tensor(self.mem, self.lay.dtype, view, self.padded)
+        if values is None:
+            values = [value(i, k, seed) for k in range(min(view.numel, view.span))]
+        t.fill(values, poison)
+        self.tensors[i] = t
+        return t
+
+    def run(self, fn: Caller, full: bool = True) -> tuple[Msg, list[bytes]]:
+        """Call once: (observation, the bytes of every tensor after the
+        call). full: the probe's whole observation (Prober.call: references,
+        protocol, result); else only rc, error and result."""
+        p = self.p
+        base = contiguous(BASE_SHAPE[self.lay.ndim])
+        for i in tensor_params(self.sig):
+            if i not in self.tensors:
+                self.tensor(i, base)
+        owned: list[bytes] = []
+        keep: list[Any] = p.__dict__.setdefault("_kernel_structs", [])
+        raws = []
+        try:
+            for i, t in enumerate(self.sig.params):
+                if i in self.tensors:
+                    as_ptr = t["type"] == "DLTensor*"
+                    raw = tensor_any(p, self.tensors[i], as_ptr, keep)
+                    if not as_ptr:
+                        owned.append(raw)
+                elif i in self.scalars:
+                    raw = self.scalars[i]
+                else:
+                    raw = p.make(t, owned)
+                raws.append(raw)
+            obs = p.call(fn, raws, True) if full else quick(p, fn, raws)
+            outs = [self.tensors[i].snapshot() for i in sorted(self.tensors)]
+        finally:
+            for o in owned:
+                p.release(o)
+        return obs, outs
+
+    def done(self) -> None:
+        self.mem.reset()
+
+
+def quick(p: Any, fn: Caller, raws: list[bytes]) -> Msg:
+    """A call with none of Prober.call's bookkeeping: rc, error, result
+    fingerprint (the signature search calls a function many times)."""
+    raw = b"".join(raws)
+    args = p.arena.place(raw, True)
+    result = (ctypes.c_char * ANY)()
+    rc = fn(None, args, len(raws), ctypes.addressof(result))
+    err = p.take_error()
+    res = bytes(result)
+    obs: Msg = {"rc": rc, "error": err if rc != 0 else None}
+    if rc == 0 and not p.result_problems(res, True):
+        obs["fingerprint"] = p.fingerprint(res)
+        p.release(res)
+    return obs
+
+
+def _same(a: tuple[Msg, list[bytes]], b: tuple[Msg, list[bytes]]) -> bool:
+    return a[0].get("fingerprint") == b[0].get("fingerprint") and a[1] == b[1]
+
+
+def _refusal(what: str, obs: Msg) -> Msg:
+    err = obs.get("error") or {}
+    return {
+        "call": what,
+        "kind": str(err.get("kind", "")),
+        "message": str(err.get("message", ""))[:300],
+    }
+
+
+# -- signature and layout ---------------------------------------------------------------
+def found_sig(p: Any, name: str, fn: Caller) -> sigs.Sig | None:
+    """The signature the search step found for a function without metadata
+    (found again in a fresh child; None when the search crashed before)."""
+    memo: dict[str, tuple[str, Layout] | None] = p.__dict__.setdefault("_found", {})
+    if name not in memo:
+        done = "objects:search" in p.skipped_steps
+        if done and "objects:search" not in p.ok_steps:
+            return None  # it crashed, or found nothing
+        memo[name] = _search(p, fn)[0]
+    got = memo[name]
+    return None if got is None else sigs.code_sig(got[0])
+
+
+def _search(p: Any, fn: Caller) -> tuple[tuple[str, Layout] | None, int]:
+    """((first accepted code, its tensors' layout), calls made). The codes
+    the zero-argument error names are tried with every dtype of _LAYOUTS
+    (an int8 kernel), the others with float32."""
+    zero = quick(p, fn, [])
+    hints = sigs.hint_codes((zero.get("error") or {}).get("message"))
+    tried = 0
+    for code in sigs.search_order(hints):
+        ndim = sigs.code_ndim(code)
+        dtypes = (
+            [dt for nd, dt in _LAYOUTS if nd == ndim]
+            if code in hints and "t" in code.lower()
+            else [FLOAT32]
+        )
+        for dt in dtypes:
+            lay = Layout(ndim, dt)
+            call = Call(p, sigs.code_sig(code), lay)
+            try:
+                obs, _ = call.run(fn, full=False)
+            except CannotSynthesize:
+                continue
+            finally:
+                call.done()
+            tried += 1
+            if obs.get("rc") == 0:
+                return (code, lay), tried
+    return None, tried
+
+
+def search_step(p: Any, name: str, fn: Caller) -> Msg:
+    found, tried = _search(p, fn)
+    p.__dict__.setdefault("_found", {})[name] = found
+    if found is None:
+        return {"skipped": f"no signature accepted among {tried} tried", "tried": tried}
+    code, lay = found
+    # The accepted call once more, observed whole (references, protocol).
+    call = Call(p, sigs.code_sig(code), lay)
+    try:
+        obs, _ = call.run(fn)
+    finally:
+        call.done()
+    obs["found"] = [sigs.type_str(t) for t in sigs.code_sig(code).params]
+    obs["found_layout"] = lay.words()
+    obs["tried"] = tried
+    return obs
+
+
+def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
+    """The first layout (ndim, dtype) a call with contiguous tensors of it
+    succeeds with; that of the search's call for a signature it found."""
+    memo: dict[str, Layout | None] = p.__dict__.setdefault("_layouts", {})
+    if name in memo:
+        return memo[name]
+    got: Layout | None = None
+    found = p.__dict__.get("_found", {}).get(name)
+    if found is not None:
+        got = found[1]
+    elif tensor_params(sig):
+        for ndim, dt in _LAYOUTS:
+            call = Call(p, sig, Layout(ndim, dt))
+            try:
+                obs, _ = call.run(fn, full=False)
+            except CannotSynthesize:
+                continue
+            finally:
+                call.done()
+            if obs.get("rc") == 0:
+                got = Layout(ndim, dt)
+                break
+    memo[name] = got
+    return got
+
+
+def base_ndim(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> int:
+    lay = layout(p, name, fn, sig)
+    return lay.ndim if lay is not None else 1
+
+
+# -- the steps ------------------------------------------------------------------------
+def run_step(
+    p: Any, name: str, step: str, sig: sigs.Sig | None, fn: Caller, is_global: bool = False
+) -> Msg:
+    from . import probe_loops
+
+    if step == "objects:search":
+        return search_step(p, name, fn)
+    if sig is None:
+        return {"skipped": "no signature (no metadata, and the search found none)"}
+    if step == "kernel:heap":
+        return probe_loops.heap(p, name, fn, sig, is_global)
+    if not tensor_params(sig):
+        return {"skipped": "no tensor parameter"}
+    if step.startswith("tensor:shrink:"):
+        k, n = int(step.rsplit(":", 1)[1]), len(tensor_params(sig))
+        if n < 2 or k >= n:
+            return {"skipped": "fewer than two tensor arguments" if n < 2 else f"no tensor {k}"}
+    lay = layout(p, name, fn, sig)
+    if lay is None:
+        return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}
+    if lay.ndim > 2:
+        return {"skipped": f"a {lay.ndim}-d kernel"}
+    if step == "kernel:strides":
+        return strides(p, fn, sig, lay)
+    if step.startswith("tensor:shrink:"):
+        return shrink(p, fn, sig, lay, int(step.rsplit(":", 1)[1]))
+    if step == "kernel:count":
+        return count(p, fn, sig, lay)
+    if step == "kernel:scale":
+        return probe_loops.scale(p, fn, sig, lay, name, is_global)
+    return {"skipped": f"unknown step {step}"}
+
+
+def _views(ndim: int) -> dict[str, tuple[View, View]]:
+    """kind -> (the view, a contiguous tensor of the same logical shape)."""
+    if ndim == 1:
+        n = 24
+        base = contiguous((n,))
+        return {
+            "strided": (View((n,), (2,), 2 * n - 1), base),
+            "broadcast": (View((n,), (0,), n), base),
+        }
+    r = 6
+    base = contiguous((r, r))
+    return {
+        "transposed": (View((r, r), (1, r), r * r), base),
+        "strided": (View((r, r), (4 * r, 2), 2 * r * r * 2), base),
+        "broadcast": (View((r, r), (0, 1), r * r), base),
+    }
+
+
+def strides(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout) -> Msg:
+    """Each tensor argument in turn as a non-contiguous view, the others
+    contiguous, against the same call with a contiguous copy of that view:
+    results and every tensor's elements after the call must be equal."""
+    views = _views(lay.ndim)
+    base = next(iter(views.values()))[1]
+    tps = tensor_params(sig)
+
+    def once(k: int | None, view: View | None, vals: list[int] | None) -> tuple[Msg, list[bytes]]:
+        call = Call(p, sig, lay)
+        try:
+            for i in tps:
+                if i == k and view is not None:
+                    call.tensor(i, view, vals, poison=0 if view.dense else 40)
+                else:
+                    call.tensor(i, base)
+            return call.run(fn)
+        finally:
+            call.done()
+
+    first = once(None, None, None)
+    if first[0].get("rc") != 0:
+        return dict(first[0], skipped=f"the call with contiguous {base.shape} tensors failed")
+    if not _same(first, once(None, None, None)):
+        return dict(first[0], varies=True)
+    before = Call(p, sig, lay)
+    written = set()
+    try:
+        for j, i in enumerate(tps):
+            if before.tensor(i, base).logical() != first[1][j]:
+                written.add(i)
+    finally:
+        before.done()
+    mismatches: list[Msg] = []
+    refusals: list[Msg] = []
+    tried = 0
+    for k in tps:
+        for kind, (view, contig) in views.items():
+            if kind == "broadcast" and k in written:
+                continue  # elements of an output aliasing each other differ by design
+            # The value of an element is that of its memory position: the
+            # view and its contiguous copy hold the same logical values.
+            vals = [value(k, pos) for pos in view.positions()]
+            ref = once(k, contig, vals)
+            got = once(k, view, vals)
+            tried += 1
+            what = f"argument {k} {kind} (shape {list(view.shape)}, strides {list(view.strides)})"
+            if got[0].get("rc") != 0:
+                refusals.append(_refusal(what, got[0]))
+                continue
+            if ref[0].get("rc") != 0 or _same(ref, got):
+                continue
+            parts = []
+            if ref[0].get("fingerprint") != got[0].get("fingerprint"):
+                parts.append("the result")
+            parts += [
+                f"tensor argument {tps[j]}"
+                for j, (a, b) in enumerate(zip(ref[1], got[1]))
+                if a != b
+            ]
+            mismatches.append({"call": what, "kind": kind, "arg": k, "differs": parts})
+    return dict(
+        first[0],
+        layout=lay.words(),
+        tried=tried,
+        mismatches=mismatches,
+        refusals=refusals,
+    )
+
+
+def shrink(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout, k: int) -> Msg:
+    """Tensor argument K (of the tensor arguments) half as long as the others,
+    every tensor's data ending at a guard page."""
+    tps = tensor_params(sig)
+    if len(tps) < 2:
+        return {"skipped": "fewer than two tensor arguments"}
+    if k >= len(tps):
+        return {"skipped": f"no tensor argument {k}"}
+    shape = BASE_SHAPE[lay.ndim]
+    small = (shape[0] // 2, *shape[1:])
+    call = Call(p, sig, lay, guarded=True)
+    try:
+        for j, i in enumerate(tps):
+            call.tensor(i, contiguous(small if j == k else shape))
+        obs, _ = call.run(fn)
+    finally:
+        call.done()
+    obs.update(arg=tps[k], shape=list(small), others=list(shape), layout=lay.words())
+    if obs.get("rc") != 0:
+        obs["refusals"] = [_refusal(f"argument {tps[k]} of shape {list(small)}", obs)]
+    return obs
+
+
+def count(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout) -> Msg:
+    """2^32 + 64 logical elements over 64 real ones. A kernel that counts in
+    64 bits reads element 64 (the guard page: this step dies, which is the
+    expected end) or refuses; one that counts in 32 bits sees 64 elements
+    and returns what the 64-element call returns."""
+    tps = tensor_params(sig)
+    small = contiguous((COUNT_REAL,) if lay.ndim == 1 else (1, COUNT_REAL))
+    huge = COUNT_SHAPE[lay.ndim]
+    hview = View(huge, contiguous(huge).strides, COUNT_REAL)
+
+    def once(view: View, bump: int) -> tuple[Msg, list[bytes]]:
+        call = Call(p, sig, lay, guarded=view is hview)
+        try:
+            for i in tps:
+                vals = [value(i, q) for q in range(COUNT_REAL)]
+                vals[-1] += bump
+                call.tensor(i, view, vals)
+            return call.run(fn, full=view is hview)
+        finally:
+            call.done()
+
+    a = once(small, 0)
+    if a[0].get("rc") != 0:
+        return {"skipped": f"the call with {COUNT_REAL}-element tensors failed"}
+    if _same(a, once(small, 1)):
+        return {"count": {"depends": False}, "rc": 0}
+    c = once(hview, 0)
+    obs = dict(c[0])
+    obs["count"] = {
+        "depends": True,
+        "shape": list(huge),
+        "truncated": c[0].get("rc") == 0 and _same(a, c),
+        "layout": lay.words(),
+    }
+    return obs

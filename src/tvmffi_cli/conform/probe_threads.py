@@ -1,0 +1,231 @@
+"""Threads calling with arguments of their own (child side of thread-safety).
+
+n threads each call the function with tensors of its own values (and floats
+of its own) and must each get what the same call gives alone. Two things
+make a shared scratch buffer show on every run rather than now and then:
+
+- distinct values: threads passing the same values write the same bytes
+  into a shared buffer, and the race is invisible;
+- the threads are pinned to one CPU for the probe, and each call is made
+  long enough (larger tensors, up to CALL_NS) to be preempted by the
+  scheduler several times: the calls of different threads then interleave
+  inside each other whatever the load of the machine, instead of only when
+  two of them happen to run on two free cores at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import time
+from typing import Any, Callable
+
+from . import sigs
+from .probe_kernel import BASE_SHAPE, Call, Caller, Layout, Msg, layout, tensor_params, value
+from .probe_layouts import FLOAT32, Tensor, contiguous, encode
+from .probe_loops import _args
+from .probe_memory import ANY, CannotSynthesize
+from .probe_values import VALID_FLOAT, pod
+
+#: Rounds: every thread makes one call per round, the rounds start together.
+ROUNDS = 3
+#: A call should take this long (ns) for the scheduler to preempt it: the
+#: tensors grow 4x at a time until a call does, up to CAP elements.
+CALL_NS = 3_000_000
+CAP = 1 << 21
+
+
+class _Args:
+    """One thread's call: its argument array, its tensors, and the bytes of
+    those the call writes (restored before every call: a kernel may add to
+    its output)."""
+
+    def __init__(self, raws: list[bytes], tensors: list[Tensor]) -> None:
+        raw = b"".join(raws).ljust(ANY, b"\0")
+        self.n = len(raws)
+        self.args = (ctypes.c_char * len(raw)).from_buffer_copy(raw)
+        self.tensors = tensors
+        self.pristine: list[bytes | None] = [None] * len(tensors)
+        self.ns = 0  # how long the last call took
+
+
+def threads(
+    p: Any,
+    fn: Caller,
+    sig: sigs.Sig,
+    name: str,
+    n: int,
+    parallel: Callable[[int, Callable[[int], None]], None],
+) -> Msg | None:
+    """None when the function has nothing to make distinct, or the threads'
+    calls alone all give one result: the caller then compares n identical
+    calls (Prober.call_threads)."""
+    tps = tensor_params(sig)
+    floats = [i for i, t in enumerate(sig.params) if t["type"] == "float"]
+    lay = layout(p, name, fn, sig) if tps else None
+    if not floats and (not tps or lay is None or lay.ndim > 2):
+        return None
+    lay = lay or Layout(1, FLOAT32)
+    keep: list[Any] = []
+    owned: list[bytes] = []
+    try:
+        shape = BASE_SHAPE[lay.ndim]
+        got = _alone(p, fn, sig, lay, shape, n, keep, owned)
+        if got is None or len(set(got[1])) == 1:
+            return None
+        if tps:
+            shape = _grow(p, fn, sig, lay, got[0][0].ns, keep, owned)
+            if shape != BASE_SHAPE[lay.ndim]:
+                got = _alone(p, fn, sig, lay, shape, n, keep, owned)
+                if got is None:
+                    return None
+        per, expected = got
+        out: list[Msg] = [{} for _ in range(n)]
+        cpu = min(os.sched_getaffinity(0))
+
+        def work(i: int) -> None:
+            mine = os.sched_getaffinity(0)
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except OSError:
+                pass  # not pinned: the calls still overlap on a free machine
+            try:
+                for r in range(ROUNDS):
+                    got = _once(p, fn, per[i])
+                    if got != expected[i]:
+                        out[i] = {"rc": -1 if got is None or got[0] != 0 else 0, "rounds": r + 1}
+                        out[i]["mismatch"] = {"round": r + 1, "got": _what(got, expected[i], sig)}
+                        return
+                out[i] = {"rc": 0, "rounds": ROUNDS}
+            finally:
+                try:
+                    os.sched_setaffinity(0, mine)
+                except OSError:
+                    pass
+
+        parallel(n, work)
+    except CannotSynthesize:
+        return None
+    finally:
+        for o in owned:
+            p.release(o)
+        mem = p.__dict__.get("_kernel_memory")
+        if mem is not None:
+            mem.reset()
+    return {"distinct": True, "calls": out, "layout": lay.words(), "shape": list(shape)}
+
+
+def _grow(
+    p: Any,
+    fn: Caller,
+    sig: sigs.Sig,
+    lay: Layout,
+    ns: int,
+    keep: list[Any],
+    owned: list[bytes],
+) -> tuple[int, ...]:
+    """The shape whose call takes about CALL_NS (thread 0's values), by
+    steps of 4x from the base shape: a slow kernel keeps a small one."""
+    shape = BASE_SHAPE[lay.ndim]
+    while ns < CALL_NS:
+        bigger = (shape[0] * 4, *shape[1:]) if lay.ndim == 1 else (shape[0] * 2, shape[1] * 2)
+        if contiguous(bigger).numel > CAP:
+            break
+        a = _thread_args(p, sig, lay, bigger, 0, keep, owned)
+        if _once(p, fn, a) is None:
+            break
+        shape, ns = bigger, a.ns
+    return shape
+
+
+def _alone(
+    p: Any,
+    fn: Caller,
+    sig: sigs.Sig,
+    lay: Layout,
+    shape: tuple[int, ...],
+    n: int,
+    keep: list[Any],
+    owned: list[bytes],
+) -> tuple[list[_Args], list[tuple[Any, ...]]] | None:
+    """Each thread's arguments and what its call gives alone, or None when
+    one of these calls fails. Tensors the call changes are the outputs: they
+    are restored before every later call, and compared after it."""
+    per = [_thread_args(p, sig, lay, shape, i, keep, owned) for i in range(n)]
+    expected = []
+    for a in per:
+        before = [t.memory() for t in a.tensors]
+        got = _once(p, fn, a)
+        if got is None or got[0] != 0:
+            return None
+        after = [t.memory() for t in a.tensors]
+        a.pristine = [b if b != x else None for b, x in zip(before, after)]
+        expected.append(_once(p, fn, a))  # the outputs restored: the call repeated
+        if expected[-1] != got[:2] + tuple(
+            x if b is not None else None for b, x in zip(a.pristine, after)
+        ):
+            return None  # the same call alone gives two results
+    return per, expected  # type: ignore[return-value]
+
+
+def _thread_args(
+    p: Any,
+    sig: sigs.Sig,
+    lay: Layout,
+    shape: tuple[int, ...],
+    seed: int,
+    keep: list[Any],
+    owned: list[bytes],
+) -> _Args:
+    call = Call(p, sig, lay)
+    view = contiguous(shape)
+    tensors = []
+    for i in tensor_params(sig):
+        period = encode(lay.dtype, [value(i, q, seed) for q in range(23)])
+        t = Tensor(call.mem, lay.dtype, view, True)
+        t.fill_bytes(period * (view.span // 23 + 1))
+        call.tensors[i] = t
+        tensors.append(t)
+    for i, param in enumerate(sig.params):
+        if param["type"] == "float":
+            call.scalars[i] = pod(sigs.K_FLOAT, struct.pack("<d", VALID_FLOAT + 0.25 * seed))
+    return _Args(_args(p, call, owned, keep), tensors)
+
+
+def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
+    """(rc, result fingerprint, the outputs after the call); None when the
+    result is malformed (result-invariants reports it)."""
+    for t, raw in zip(a.tensors, a.pristine):
+        if raw is not None:
+            t.fill_bytes(raw)
+    result = (ctypes.c_char * ANY)()
+    t0 = time.perf_counter_ns()
+    rc = fn(None, ctypes.addressof(a.args), a.n, ctypes.addressof(result))
+    a.ns = time.perf_counter_ns() - t0
+    res = bytes(result)
+    if rc != 0:
+        p.take_error()
+        return (rc,)
+    if p.result_problems(res, True):
+        return None
+    fp = p.fingerprint(res)
+    p.release(res)
+    return (
+        rc,
+        fp,
+        *(t.memory() if raw is not None else None for t, raw in zip(a.tensors, a.pristine)),
+    )
+
+
+def _what(got: tuple[Any, ...] | None, want: tuple[Any, ...], sig: sigs.Sig) -> str:
+    """How a concurrent call differed from the same call alone."""
+    if got is None or got[0] != 0:
+        return "an error"
+    if got[1] != want[1]:
+        return "another result"
+    tps = tensor_params(sig)
+    for j, (a, b) in enumerate(zip(got[2:], want[2:])):
+        if a != b:
+            return f"other values in tensor argument {tps[j]}"
+    return "another result"
