@@ -56,7 +56,7 @@ SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
 
 def sweep(prefix: str) -> list[str]:
     """The steps of the sweep "<prefix>:all"."""
-    from .probe_kernel import SWEEP
+    from .probe_steps import SWEEP
     from .probe_tensors import VARIANTS
 
     if prefix == "objects":
@@ -157,25 +157,6 @@ def _caller(p: Any, name: str, is_global: bool) -> tuple[Caller | None, str | No
         return int(fn(None, args, n, result))
 
     return call_export, None
-
-
-def function_handle(p: Any, name: str, is_global: bool) -> int | None:
-    """A Function object calling the export `__tvm_ffi_<name>` (or the
-    registered global), owned for the worker's life: the C call loops
-    (tvmffi_rt_time_calls) take one."""
-    if is_global:
-        h = p.rt.get_global_handle(name)
-        if h:
-            p._keep.append(h)
-        return int(h) if h else None
-    addr = p.symbol(FUNC_PREFIX + name)
-    if not addr:
-        return None
-    out = ctypes.c_void_p()
-    if p.c.TVMFFIFunctionCreate(None, addr, None, ctypes.byref(out)) != 0 or not out.value:
-        p.take_error()
-        return None
-    return int(out.value)
 
 
 def object_args(p: Any, step: str, owned: list[bytes]) -> list[bytes]:

@@ -10,7 +10,8 @@ function's signature (from metadata, or found by search without it):
                    data ending at a guard page: refused, or no access past it
   kernel:count     a shape of 2^32 + 64 elements backed by 64 real ones: a
                    kernel counting in 32 bits handles 64 and succeeds
-  kernel:heap, kernel:scale, threads: probe_loops.py (repeated calls)
+  kernel:heap, kernel:scale: probe_loops.py; threads: probe_threads.py
+  (probe_steps.py runs each step)
 
 Steps record facts (calls, outputs, refusals); checks_kernel.py judges them.
 The base layout (ndim and dtype a kernel accepts) is found by calls and kept
@@ -23,7 +24,8 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Sequence
 
-from ..abi.dtypes import format_dtype, kDLBfloat, kDLFloat, kDLInt, kDLUInt
+from ..abi.dtypes import format_dtype, kDLBfloat, kDLFloat, kDLInt, kDLUInt, parse_dtype
+from ..errors import InputError
 from . import sigs
 from .probe_layouts import FLOAT32, Memory, Tensor, View, contiguous, tensor_any
 from .probe_memory import ANY, CannotSynthesize
@@ -32,19 +34,6 @@ Msg = Dict[str, Any]
 Caller = Callable[[Any, int, int, int], int]
 
 TENSOR_TYPES = ("ffi.Tensor", "DLTensor*")
-#: Steps of the "kernel:all" sweep (one message; one step each after a crash).
-SWEEP = [
-    "kernel:strides",
-    "tensor:shrink:0",
-    "tensor:shrink:1",
-    "tensor:shrink:2",
-    "tensor:shrink:3",
-    "kernel:heap",
-    "kernel:scale",
-]
-#: Steps this module (and probe_loops.py) runs.
-OWN = ("objects:search", "kernel:", "tensor:shrink:")
-
 #: Layouts tried for a typed kernel, in order: (ndim, (code, bits)).
 _LAYOUTS = [
     (1, FLOAT32),
@@ -67,10 +56,6 @@ class Layout:
 
     def words(self) -> str:
         return f"{self.ndim}-d {format_dtype(self.dtype[0], self.dtype[1], 1)}"
-
-
-def owns(step: str) -> bool:
-    return step.startswith(OWN)
 
 
 def tensor_params(sig: sigs.Sig) -> list[int]:
@@ -113,9 +98,10 @@ class Call:
         self.tensors[i] = t
         return t
 
-    def run(self, fn: Caller, full: bool = True) -> tuple[Msg, list[bytes]]:
-        """Call once: (observation, the bytes of every tensor after the
-        call). full: the probe's whole observation (Prober.call: references,
+    def run(self, fn: Caller, full: bool = True) -> tuple[Msg, list[bytes | None]]:
+        """Call once: (observation, per tensor argument the elements the call
+        left in it when it changed them, else None: what the call wrote).
+        full: the probe's whole observation (Prober.call: references,
         protocol, result); else only rc, error and result."""
         p = self.p
         base = contiguous(BASE_SHAPE[self.lay.ndim])
@@ -137,8 +123,11 @@ class Call:
                 else:
                     raw = p.make(t, owned)
                 raws.append(raw)
+            order = sorted(self.tensors)
+            before = [self.tensors[i].snapshot() for i in order]
             obs = p.call(fn, raws, True) if full else quick(p, fn, raws)
-            outs = [self.tensors[i].snapshot() for i in sorted(self.tensors)]
+            after = [self.tensors[i].snapshot() for i in order]
+            outs = [a if a != b else None for a, b in zip(after, before)]
         finally:
             for o in owned:
                 p.release(o)
@@ -164,7 +153,7 @@ def quick(p: Any, fn: Caller, raws: list[bytes]) -> Msg:
     return obs
 
 
-def _same(a: tuple[Msg, list[bytes]], b: tuple[Msg, list[bytes]]) -> bool:
+def _same(a: tuple[Msg, list[bytes | None]], b: tuple[Msg, list[bytes | None]]) -> bool:
     return a[0].get("fingerprint") == b[0].get("fingerprint") and a[1] == b[1]
 
 
@@ -179,23 +168,45 @@ def _refusal(what: str, obs: Msg) -> Msg:
 
 # -- signature and layout ---------------------------------------------------------------
 def found_sig(p: Any, name: str, fn: Caller) -> sigs.Sig | None:
-    """The signature the search step found for a function without metadata
-    (found again in a fresh child; None when the search crashed before)."""
+    """The signature the search step found for a function without metadata.
+    A restarted child reads it off the step that recorded it
+    ("objects:search:<code>:<dtype>", among the steps that succeeded); None
+    when the search found nothing or crashed."""
     memo: dict[str, tuple[str, Layout] | None] = p.__dict__.setdefault("_found", {})
     if name not in memo:
-        done = "objects:search" in p.skipped_steps
-        if done and "objects:search" not in p.ok_steps:
-            return None  # it crashed, or found nothing
-        memo[name] = _search(p, fn)[0]
+        done = [s for s in p.ok_steps if s.startswith("objects:search:")]
+        if done:
+            memo[name] = _parse_found(done[0])
+        elif "objects:search" in p.skipped_steps:
+            return None
+        else:
+            memo[name] = _search(p, fn)[0]
     got = memo[name]
     return None if got is None else sigs.code_sig(got[0])
+
+
+def _found_step(code: str, lay: Layout) -> str:
+    return f"objects:search:{code}:{format_dtype(lay.dtype[0], lay.dtype[1], 1)}"
+
+
+def _parse_found(step: str) -> tuple[str, Layout] | None:
+    _, _, code, dt = step.split(":", 3)
+    try:
+        c, bits, _lanes = parse_dtype(dt)
+    except InputError:
+        return None
+    if not code or any(ch not in "tTif" for ch in code):
+        return None
+    return code, Layout(sigs.code_ndim(code), (c, bits))
 
 
 def _search(p: Any, fn: Caller) -> tuple[tuple[str, Layout] | None, int]:
     """((first accepted code, its tensors' layout), calls made). The codes
     the zero-argument error names are tried with every dtype of _LAYOUTS
     (an int8 kernel), the others with float32."""
-    zero = quick(p, fn, [])
+    # The zero-argument call again, for its error; not after a restart that
+    # followed it (it may be what crashed).
+    zero = quick(p, fn, []) if "zero-args" not in p.skipped_steps else {}
     hints = sigs.hint_codes((zero.get("error") or {}).get("message"))
     tried = 0
     for code in sigs.search_order(hints):
@@ -221,12 +232,14 @@ def _search(p: Any, fn: Caller) -> tuple[tuple[str, Layout] | None, int]:
 
 
 def search_step(p: Any, name: str, fn: Caller) -> Msg:
+    """The search; the call it found, observed whole (references, protocol),
+    is recorded as its own step "objects:search:<code>:<dtype>" (a sweep of
+    one), whose name gives the signature to a child restarted later."""
     found, tried = _search(p, fn)
     p.__dict__.setdefault("_found", {})[name] = found
     if found is None:
         return {"skipped": f"no signature accepted among {tried} tried", "tried": tried}
     code, lay = found
-    # The accepted call once more, observed whole (references, protocol).
     call = Call(p, sigs.code_sig(code), lay)
     try:
         obs, _ = call.run(fn)
@@ -235,7 +248,7 @@ def search_step(p: Any, name: str, fn: Caller) -> Msg:
     obs["found"] = [sigs.type_str(t) for t in sigs.code_sig(code).params]
     obs["found_layout"] = lay.words()
     obs["tried"] = tried
-    return obs
+    return {"sub": {_found_step(code, lay): obs}}
 
 
 def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
@@ -270,39 +283,6 @@ def base_ndim(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> int:
 
 
 # -- the steps ------------------------------------------------------------------------
-def run_step(
-    p: Any, name: str, step: str, sig: sigs.Sig | None, fn: Caller, is_global: bool = False
-) -> Msg:
-    from . import probe_loops
-
-    if step == "objects:search":
-        return search_step(p, name, fn)
-    if sig is None:
-        return {"skipped": "no signature (no metadata, and the search found none)"}
-    if step == "kernel:heap":
-        return probe_loops.heap(p, name, fn, sig, is_global)
-    if not tensor_params(sig):
-        return {"skipped": "no tensor parameter"}
-    if step.startswith("tensor:shrink:"):
-        k, n = int(step.rsplit(":", 1)[1]), len(tensor_params(sig))
-        if n < 2 or k >= n:
-            return {"skipped": "fewer than two tensor arguments" if n < 2 else f"no tensor {k}"}
-    lay = layout(p, name, fn, sig)
-    if lay is None:
-        return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}
-    if lay.ndim > 2:
-        return {"skipped": f"a {lay.ndim}-d kernel"}
-    if step == "kernel:strides":
-        return strides(p, fn, sig, lay)
-    if step.startswith("tensor:shrink:"):
-        return shrink(p, fn, sig, lay, int(step.rsplit(":", 1)[1]))
-    if step == "kernel:count":
-        return count(p, fn, sig, lay)
-    if step == "kernel:scale":
-        return probe_loops.scale(p, fn, sig, lay, name, is_global)
-    return {"skipped": f"unknown step {step}"}
-
-
 def _views(ndim: int) -> dict[str, tuple[View, View]]:
     """kind -> (the view, a contiguous tensor of the same logical shape)."""
     if ndim == 1:
@@ -329,7 +309,9 @@ def strides(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout) -> Msg:
     base = next(iter(views.values()))[1]
     tps = tensor_params(sig)
 
-    def once(k: int | None, view: View | None, vals: list[int] | None) -> tuple[Msg, list[bytes]]:
+    def once(
+        k: int | None, view: View | None, vals: list[int] | None
+    ) -> tuple[Msg, list[bytes | None]]:
         call = Call(p, sig, lay)
         try:
             for i in tps:
@@ -346,14 +328,7 @@ def strides(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout) -> Msg:
         return dict(first[0], skipped=f"the call with contiguous {base.shape} tensors failed")
     if not _same(first, once(None, None, None)):
         return dict(first[0], varies=True)
-    before = Call(p, sig, lay)
-    written = set()
-    try:
-        for j, i in enumerate(tps):
-            if before.tensor(i, base).logical() != first[1][j]:
-                written.add(i)
-    finally:
-        before.done()
+    written = {i for i, out in zip(tps, first[1]) if out is not None}
     mismatches: list[Msg] = []
     refusals: list[Msg] = []
     tried = 0
@@ -424,7 +399,7 @@ def count(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout) -> Msg:
     huge = COUNT_SHAPE[lay.ndim]
     hview = View(huge, contiguous(huge).strides, COUNT_REAL)
 
-    def once(view: View, bump: int) -> tuple[Msg, list[bytes]]:
+    def once(view: View, bump: int) -> tuple[Msg, list[bytes | None]]:
         call = Call(p, sig, lay, guarded=view is hview)
         try:
             for i in tps:

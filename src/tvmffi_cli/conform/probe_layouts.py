@@ -121,9 +121,14 @@ class Memory:
         pages = (nbytes + PAGE - 1) // PAGE
         key = (pages, padded)
         free = self._free.setdefault(key, [])
-        base = free.pop() if free else self._map(pages, padded)
+        if free:
+            base = free.pop()
+            ctypes.memset(
+                base - PAGE if padded else base, 0, (pages + 2 if padded else pages) * PAGE
+            )
+        else:
+            base = self._map(pages, padded)  # zeroed by the kernel
         self._used.append((key, base))
-        ctypes.memset(base - PAGE if padded else base, 0, (pages + 2 if padded else pages) * PAGE)
         return base + pages * PAGE - nbytes
 
     def _map(self, pages: int, padded: bool) -> int:

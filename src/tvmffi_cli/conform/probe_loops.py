@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ..abi.structs import TVMFFIAny
+from ..abi.symbols import FUNC_PREFIX
 from . import sigs
 from .probe_kernel import BASE_SHAPE, Call, Caller, Layout, Msg, layout, tensor_params
 from .probe_layouts import FLOAT32, contiguous, itemsize, tensor_any
@@ -62,10 +63,27 @@ def _handle(p: Any, name: str, is_global: bool) -> int | None:
     memo: dict[tuple[str, bool], int | None] = p.__dict__.setdefault("_fn_handles", {})
     key = (name, is_global)
     if key not in memo:
-        from .probe_extra import function_handle
-
-        memo[key] = function_handle(p, name, is_global)
+        memo[key] = _function_handle(p, name, is_global)
     return memo[key]
+
+
+def _function_handle(p: Any, name: str, is_global: bool) -> int | None:
+    """A Function object calling the export `__tvm_ffi_<name>` (or the
+    registered global), owned for the worker's life: the C call loops
+    (tvmffi_rt_time_calls) take one."""
+    if is_global:
+        h = p.rt.get_global_handle(name)
+        if h:
+            p._keep.append(h)
+        return int(h) if h else None
+    addr = p.symbol(FUNC_PREFIX + name)
+    if not addr:
+        return None
+    out = ctypes.c_void_p()
+    if p.c.TVMFFIFunctionCreate(None, addr, None, ctypes.byref(out)) != 0 or not out.value:
+        p.take_error()
+        return None
+    return int(out.value)
 
 
 class _Loop:

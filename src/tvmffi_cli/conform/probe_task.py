@@ -36,7 +36,7 @@ from ..abi.constants import kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from ..sandbox import zygote
-from . import probe_extra, probe_kernel, probe_threads, probe_types, sigs
+from . import probe_extra, probe_kernel, probe_steps, probe_types, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
@@ -377,8 +377,8 @@ class Prober(ProbeValues):
         self.padded = variant == "padded"
         owned: list[bytes] = []
         try:
-            if probe_kernel.owns(base):
-                return probe_kernel.run_step(self, name, base, sig, addr, is_global)
+            if probe_steps.owns(base):
+                return probe_steps.run_step(self, name, base, sig, addr, is_global)
             if base == "threads":
                 if not valid_ok:
                     return {
@@ -386,11 +386,9 @@ class Prober(ProbeValues):
                         if sig is not None
                         else "the zero-argument call did not succeed"
                     }
-                if sig is not None:  # each thread with values of its own, where it can
-                    got = probe_threads.threads(self, addr, sig, name, threads, self.parallel)
-                    if got is not None:
-                        return got
-                self.padded = True  # tensor-bounds owns accesses past the data
+                got = probe_steps.threads(self, name, sig, addr, threads)
+                if got is not None:  # each thread with values of its own
+                    return got
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
                 return self.call_threads(addr, raws, threads)
             extra: Msg = {}
@@ -467,14 +465,15 @@ class Prober(ProbeValues):
         )
         valid_ok = bool(req.get("valid_ok", False))
         if sig is None:  # a call that succeeded before a crash restarted us
-            valid_ok = valid_ok or bool({"zero-args", "objects:search"} & set(req.get("ok", ())))
+            done = req.get("ok", ())
+            valid_ok = valid_ok or any(s == "zero-args" or s.startswith("objects:") for s in done)
         for i, step in enumerate(todo):
             self.step, self.step_started = step, time.monotonic()
             obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
             self.step = None
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
-            elif step == "objects:search" and obs.get("rc") == 0:
+            elif step == "objects:search" and obs.get("sub"):
                 valid_ok = True
             obs["event"] = "obs"
             obs["step"] = step

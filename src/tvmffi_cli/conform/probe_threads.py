@@ -29,11 +29,12 @@ from .probe_memory import ANY, CannotSynthesize
 from .probe_values import VALID_FLOAT, pod
 
 #: Rounds: every thread makes one call per round, the rounds start together.
-ROUNDS = 3
-#: A call should take this long (ns) for the scheduler to preempt it: the
-#: tensors grow 4x at a time until a call does, up to CAP elements.
-CALL_NS = 3_000_000
-CAP = 1 << 21
+ROUNDS = 2
+#: A call should take this long (ns) for the scheduler to preempt it (its
+#: time slice is 0.75 to 3 ms): the tensors grow until a call does, up to
+#: CAP elements.
+CALL_NS = 2_000_000
+CAP = 1 << 20
 
 
 class _Args:
@@ -41,11 +42,12 @@ class _Args:
     those the call writes (restored before every call: a kernel may add to
     its output)."""
 
-    def __init__(self, raws: list[bytes], tensors: list[Tensor]) -> None:
+    def __init__(self, raws: list[bytes], tensors: list[Tensor], filled: list[bytes]) -> None:
         raw = b"".join(raws).ljust(ANY, b"\0")
         self.n = len(raws)
         self.args = (ctypes.c_char * len(raw)).from_buffer_copy(raw)
         self.tensors = tensors
+        self.filled = filled  # the bytes each tensor was given
         self.pristine: list[bytes | None] = [None] * len(tensors)
         self.ns = 0  # how long the last call took
 
@@ -71,7 +73,7 @@ def threads(
     owned: list[bytes] = []
     try:
         shape = BASE_SHAPE[lay.ndim]
-        got = _alone(p, fn, sig, lay, shape, n, keep, owned)
+        got = _alone(p, fn, sig, lay, shape, n, keep, owned, repeat=True)
         if got is None or len(set(got[1])) == 1:
             return None
         if tps:
@@ -125,17 +127,22 @@ def _grow(
     keep: list[Any],
     owned: list[bytes],
 ) -> tuple[int, ...]:
-    """The shape whose call takes about CALL_NS (thread 0's values), by
-    steps of 4x from the base shape: a slow kernel keeps a small one."""
-    shape = BASE_SHAPE[lay.ndim]
+    """The shape whose call takes about CALL_NS (thread 0's values): one call
+    at 16 times the base size, then as many more elements as a linear kernel
+    needs, up to CAP; a kernel slow at the base size keeps it."""
+    base = BASE_SHAPE[lay.ndim]
+    if ns * 16 >= CALL_NS:
+        return base
+    mid: tuple[int, ...] = (base[0] * 16,) if lay.ndim == 1 else (base[0] * 4, base[1] * 4)
+    a = _thread_args(p, sig, lay, mid, 0, keep, owned)
+    if _once(p, fn, a) is None:
+        return base
+    shape, ns = mid, a.ns
     while ns < CALL_NS:
-        bigger = (shape[0] * 4, *shape[1:]) if lay.ndim == 1 else (shape[0] * 2, shape[1] * 2)
+        bigger = (shape[0] * 2,) if lay.ndim == 1 else (shape[0] * 2, shape[1])
         if contiguous(bigger).numel > CAP:
             break
-        a = _thread_args(p, sig, lay, bigger, 0, keep, owned)
-        if _once(p, fn, a) is None:
-            break
-        shape, ns = bigger, a.ns
+        shape, ns = bigger, ns * 2
     return shape
 
 
@@ -148,25 +155,25 @@ def _alone(
     n: int,
     keep: list[Any],
     owned: list[bytes],
+    repeat: bool = False,
 ) -> tuple[list[_Args], list[tuple[Any, ...]]] | None:
     """Each thread's arguments and what its call gives alone, or None when
     one of these calls fails. Tensors the call changes are the outputs: they
-    are restored before every later call, and compared after it."""
+    are restored before every later call, and compared after it. repeat:
+    also None when a call repeated gives another result."""
     per = [_thread_args(p, sig, lay, shape, i, keep, owned) for i in range(n)]
-    expected = []
+    expected: list[tuple[Any, ...]] = []
     for a in per:
-        before = [t.memory() for t in a.tensors]
         got = _once(p, fn, a)
         if got is None or got[0] != 0:
             return None
         after = [t.memory() for t in a.tensors]
-        a.pristine = [b if b != x else None for b, x in zip(before, after)]
-        expected.append(_once(p, fn, a))  # the outputs restored: the call repeated
-        if expected[-1] != got[:2] + tuple(
-            x if b is not None else None for b, x in zip(a.pristine, after)
-        ):
-            return None  # the same call alone gives two results
-    return per, expected  # type: ignore[return-value]
+        a.pristine = [b if b != x else None for b, x in zip(a.filled, after)]
+        written = tuple(x if b is not None else None for b, x in zip(a.pristine, after))
+        expected.append((*got[:2], *written))
+        if repeat and _once(p, fn, a) != expected[-1]:
+            return None  # the same call alone gives two results: nothing to compare
+    return per, expected
 
 
 def _thread_args(
@@ -180,17 +187,19 @@ def _thread_args(
 ) -> _Args:
     call = Call(p, sig, lay)
     view = contiguous(shape)
-    tensors = []
+    tensors, filled = [], []
     for i in tensor_params(sig):
         period = encode(lay.dtype, [value(i, q, seed) for q in range(23)])
         t = Tensor(call.mem, lay.dtype, view, True)
-        t.fill_bytes(period * (view.span // 23 + 1))
+        raw = (period * (view.span // 23 + 1))[: view.span * t.size]
+        t.fill_bytes(raw)
         call.tensors[i] = t
         tensors.append(t)
+        filled.append(raw)
     for i, param in enumerate(sig.params):
         if param["type"] == "float":
             call.scalars[i] = pod(sigs.K_FLOAT, struct.pack("<d", VALID_FLOAT + 0.25 * seed))
-    return _Args(_args(p, call, owned, keep), tensors)
+    return _Args(_args(p, call, owned, keep), tensors, filled)
 
 
 def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:

@@ -1,0 +1,73 @@
+"""The kernel probes' steps (child side): which step runs what, for the
+probe worker (probe_task.py). Each step records facts; checks_kernel.py
+judges them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import probe_kernel, probe_loops, probe_threads, sigs
+from .probe_kernel import Caller, Msg, layout, tensor_params
+
+#: Steps of the "kernel:all" sweep (one message; one step each after a crash).
+SWEEP = [
+    "kernel:strides",
+    "tensor:shrink:0",
+    "tensor:shrink:1",
+    "tensor:shrink:2",
+    "tensor:shrink:3",
+    "kernel:heap",
+    "kernel:scale",
+]
+#: Steps this module (and probe_loops.py) runs.
+OWN = ("objects:search", "kernel:", "tensor:shrink:")
+
+
+def owns(step: str) -> bool:
+    return step.startswith(OWN)
+
+
+def run_step(
+    p: Any, name: str, step: str, sig: sigs.Sig | None, fn: Caller, is_global: bool = False
+) -> Msg:
+    if step == "objects:search":
+        return probe_kernel.search_step(p, name, fn)
+    if sig is None:
+        return {"skipped": "no signature (no metadata, and the search found none)"}
+    if step == "kernel:heap":
+        return probe_loops.heap(p, name, fn, sig, is_global)
+    if not tensor_params(sig):
+        return {"skipped": "no tensor parameter"}
+    if step.startswith("tensor:shrink:"):
+        k, n = int(step.rsplit(":", 1)[1]), len(tensor_params(sig))
+        if n < 2 or k >= n:
+            return {"skipped": "fewer than two tensor arguments" if n < 2 else f"no tensor {k}"}
+    lay = layout(p, name, fn, sig)
+    if lay is None:
+        return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}
+    if lay.ndim > 2:
+        return {"skipped": f"a {lay.ndim}-d kernel"}
+    if step == "kernel:strides":
+        return probe_kernel.strides(p, fn, sig, lay)
+    if step.startswith("tensor:shrink:"):
+        return probe_kernel.shrink(p, fn, sig, lay, int(step.rsplit(":", 1)[1]))
+    if step == "kernel:count":
+        return probe_kernel.count(p, fn, sig, lay)
+    if step == "kernel:scale":
+        return probe_loops.scale(p, fn, sig, lay, name, is_global)
+    return {"skipped": f"unknown step {step}"}
+
+
+def threads(p: Any, name: str, sig: sigs.Sig | None, fn: Caller, n: int) -> Msg | None:
+    """The thread probe with arguments of each thread's own, or None: the
+    prober then makes n identical calls with valid arguments, their tensors
+    in ordinary memory (accesses past the data are tensor-bounds' finding)
+    and of the kernel's number of dimensions."""
+    if sig is not None:
+        got = probe_threads.threads(p, fn, sig, name, n, p.parallel)
+        if got is not None:
+            return got
+    p.padded = True
+    if sig is not None and tensor_params(sig):
+        p.base_ndim = probe_kernel.base_ndim(p, name, fn, sig)
+    return None
