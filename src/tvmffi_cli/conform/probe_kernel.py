@@ -277,6 +277,27 @@ def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
     return got
 
 
+def depends(p: Any, name: str, fn: Caller, sig: sigs.Sig, lay: Layout) -> bool:
+    """Do the result or the tensors a call writes depend on the values of its
+    tensors? Two calls with other values tell. A kernel that reads only
+    shapes and dtypes can show no strided-view, scaling or thread bug: those
+    probes skip it (the 300-function benchmark's tensor functions are such)."""
+    memo: dict[str, bool] = p.__dict__.setdefault("_depends", {})
+    if name not in memo:
+        got = []
+        for seed in (0, 1):
+            call = Call(p, sig, lay)
+            try:
+                for i in tensor_params(sig):
+                    call.tensor(i, contiguous(BASE_SHAPE[lay.ndim]), seed=seed)
+                obs, outs = call.run(fn, full=False)
+            finally:
+                call.done()
+            got.append((obs.get("rc"), obs.get("fingerprint"), outs))
+        memo[name] = got[0] != got[1]
+    return memo[name]
+
+
 def base_ndim(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> int:
     lay = layout(p, name, fn, sig)
     return lay.ndim if lay is not None else 1

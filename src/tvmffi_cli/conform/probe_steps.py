@@ -47,6 +47,10 @@ def run_step(
         return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}
     if lay.ndim > 2:
         return {"skipped": f"a {lay.ndim}-d kernel"}
+    if step in ("kernel:strides", "kernel:scale") and not probe_kernel.depends(
+        p, name, fn, sig, lay
+    ):
+        return {"skipped": "the result and what the call writes do not depend on tensor values"}
     if step == "kernel:strides":
         return probe_kernel.strides(p, fn, sig, lay)
     if step.startswith("tensor:shrink:"):

@@ -1,7 +1,8 @@
 """Threads calling with arguments of their own (child side of thread-safety).
 
-n threads each call the function with tensors of its own values (and floats
-of its own) and must each get what the same call gives alone. Two things
+For a function taking tensors whose values matter, n threads each call it
+with tensors of its own values (and floats of its own) and must each get
+what the same call gives alone. Two things
 make a shared scratch buffer show on every run rather than now and then:
 
 - distinct values: threads passing the same values write the same bytes
@@ -22,8 +23,18 @@ import time
 from typing import Any, Callable
 
 from . import sigs
-from .probe_kernel import BASE_SHAPE, Call, Caller, Layout, Msg, layout, tensor_params, value
-from .probe_layouts import FLOAT32, Tensor, contiguous, encode
+from .probe_kernel import (
+    BASE_SHAPE,
+    Call,
+    Caller,
+    Layout,
+    Msg,
+    depends,
+    layout,
+    tensor_params,
+    value,
+)
+from .probe_layouts import Tensor, contiguous, encode
 from .probe_loops import _args
 from .probe_memory import ANY, CannotSynthesize
 from .probe_values import VALID_FLOAT, pod
@@ -64,11 +75,11 @@ def threads(
     calls alone all give one result: the caller then compares n identical
     calls (Prober.call_threads)."""
     tps = tensor_params(sig)
-    floats = [i for i, t in enumerate(sig.params) if t["type"] == "float"]
     lay = layout(p, name, fn, sig) if tps else None
-    if not floats and (not tps or lay is None or lay.ndim > 2):
-        return None
-    lay = lay or Layout(1, FLOAT32)
+    # Kernels only: a call of a few microseconds on scalars leaves no window
+    # a pinned thread could be preempted in, and identical calls do.
+    if lay is None or lay.ndim > 2 or not depends(p, name, fn, sig, lay):
+        return None  # (or every thread's values would give the same result)
     keep: list[Any] = []
     owned: list[bytes] = []
     try:
