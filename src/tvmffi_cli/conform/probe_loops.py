@@ -18,12 +18,14 @@ from typing import Any
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import FUNC_PREFIX
 from . import sigs
-from .probe_kernel import BASE_SHAPE, Call, Caller, Layout, Msg, layout, tensor_params
+from .probe_kernel import BASE_SHAPE, Call, Caller, Layout, Msg, layout, tensor_params, time_left
 from .probe_layouts import FLOAT32, contiguous, itemsize, tensor_any
 from .probe_memory import _LIBC, ANY, CannotSynthesize
 
 #: Heap probe: warm-up calls, then two halves of CALLS calls each.
 WARMUP, CALLS = 8, 32
+#: ... skipped when they would take longer than this (s), judged by one call.
+LOOP_S = 0.5
 #: Scaling probe: elements at n and 4n; rounds of each (least kept).
 SCALE_N, SCALE_ROUNDS = 256, 5
 
@@ -147,8 +149,14 @@ def heap(p: Any, name: str, fn: Caller, sig: sigs.Sig, is_global: bool = False) 
         raws = _args(p, call, owned, keep)
         loop = _Loop(p, h, raws)
         objs = p._objects(raws)
-        if not loop.run(WARMUP):
+        t0 = time.perf_counter()
+        if not loop.run(1):
             return {"skipped": "the call with valid arguments failed"}
+        took = time.perf_counter() - t0
+        if took * (WARMUP + 2 * CALLS) > min(LOOP_S, time_left(p) / 2):
+            return {"skipped": f"a call takes {took * 1000:.0f} ms: too slow to repeat"}
+        if not loop.run(WARMUP - 1):
+            return {"skipped": "the call with valid arguments failed when repeated"}
         refs0 = [p.strong(o) for o in objs]
         live0, m0 = p.live(), heap_in_use()
         ok = loop.run(CALLS)
@@ -194,7 +202,12 @@ def scale(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout, name: str, is_global: 
                 mod = 100 if itemsize(lay.dtype) == 1 else n
                 call.tensor(i, contiguous((n,)), [(q * 37) % mod + 1 for q in range(n)])
             loops.append(_Loop(p, h, _args(p, call, owned, keep)))
-        if not (loops[0].run(2) and loops[1].run(2)):
+        t0 = time.perf_counter()
+        if not loops[0].run(1):
+            return {"skipped": f"a call with {SCALE_N} elements failed"}
+        if (time.perf_counter() - t0) * 16 * 2 * SCALE_ROUNDS > min(2 * LOOP_S, time_left(p) / 2):
+            return {"skipped": f"a call with {SCALE_N} elements is too slow to time at 4x"}
+        if not (loops[0].run(1) and loops[1].run(2)):
             return {"skipped": f"a call with {SCALE_N} or {4 * SCALE_N} elements failed"}
         # Enough calls per round that a round takes about 0.2 ms at n.
         calls = 1
