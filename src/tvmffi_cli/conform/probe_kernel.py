@@ -35,6 +35,8 @@ Msg = Dict[str, Any]
 Caller = Callable[[Any, int, int, int], int]
 
 TENSOR_TYPES = ("ffi.Tensor", "DLTensor*")
+#: Codes tried for a global registered without a signature.
+GLOBAL_CODES = ("t", "tt", "ttt")
 #: Layouts tried for a typed kernel, in order: (ndim, (code, bits)).
 _LAYOUTS = [
     (1, FLOAT32),
@@ -175,7 +177,7 @@ def _refusal(what: str, obs: Msg) -> Msg:
 
 
 # -- signature and layout ---------------------------------------------------------------
-def found_sig(p: Any, name: str, fn: Caller) -> sigs.Sig | None:
+def found_sig(p: Any, name: str, fn: Caller, is_global: bool = False) -> sigs.Sig | None:
     """The signature the search step found for a function without metadata.
     A restarted child reads it off the step that recorded it
     ("objects:search:<code>:<dtype>", among the steps that succeeded); None
@@ -188,7 +190,7 @@ def found_sig(p: Any, name: str, fn: Caller) -> sigs.Sig | None:
         elif "objects:search" in p.skipped_steps:
             return None
         else:
-            memo[name] = _search(p, fn)[0]
+            memo[name] = _search(p, name, fn, is_global)[0]
     got = memo[name]
     return None if got is None else sigs.code_sig(got[0])
 
@@ -208,42 +210,53 @@ def _parse_found(step: str) -> tuple[str, Layout] | None:
     return code, Layout(sigs.code_ndim(code), (c, bits))
 
 
-def _search(p: Any, fn: Caller) -> tuple[tuple[str, Layout] | None, int]:
+def _search(
+    p: Any, name: str, fn: Caller, is_global: bool
+) -> tuple[tuple[str, Layout] | None, int]:
     """((first accepted code, its tensors' layout), calls made). The codes
-    the zero-argument error names are tried with every dtype of _LAYOUTS
-    (an int8 kernel), the others with float32."""
-    # The zero-argument call again, for its error; not after a restart that
-    # followed it (it may be what crashed).
-    zero = quick(p, fn, []) if "zero-args" not in p.skipped_steps else {}
-    hints = sigs.hint_codes((zero.get("error") or {}).get("message"))
-    tried = 0
-    for code in sigs.search_order(hints):
+    the zero-argument error names (that call's error, in this child) are
+    tried with every dtype of _LAYOUTS (an int8 kernel), the others with
+    float32. A global registered without a signature (a packed function:
+    nothing states a contract) is tried with 1 to 3 tensors only."""
+    zero = p.zero_error[1] if p.zero_error and p.zero_error[0] == name else None
+    hints = [] if is_global else sigs.hint_codes((zero or {}).get("message"))
+    order = sigs.search_order(hints)
+    if is_global:
+        order = [c for c in order if c in GLOBAL_CODES]
+    tried = [0]
+
+    def accepts(code: str, lay: Layout) -> bool:
+        call = Call(p, sigs.code_sig(code), lay)
+        try:
+            obs, _ = call.run(fn, full=False)
+        except CannotSynthesize:
+            return False
+        finally:
+            call.done()
+        tried[0] += 1
+        return obs.get("rc") == 0
+
+    for code in order:
         ndim = sigs.code_ndim(code)
-        dtypes = (
-            [dt for nd, dt in _LAYOUTS if nd == ndim]
-            if code in hints and "t" in code.lower()
-            else [FLOAT32]
-        )
-        for dt in dtypes:
+        hinted = code in hints and "t" in code.lower()
+        for dt in [dt for nd, dt in _LAYOUTS if nd == ndim] if hinted else [FLOAT32]:
             lay = Layout(ndim, dt)
-            call = Call(p, sigs.code_sig(code), lay)
-            try:
-                obs, _ = call.run(fn, full=False)
-            except CannotSynthesize:
-                continue
-            finally:
-                call.done()
-            tried += 1
-            if obs.get("rc") == 0:
-                return (code, lay), tried
-    return None, tried
+            if accepts(code, lay):
+                # Tensors alone, and more accepted: a function of any number
+                # of tensors (one that skips its first) gets three.
+                while not hinted and set(code) == {"t"} and len(code) < 3:
+                    if not accepts(code + "t", lay):
+                        break
+                    code += "t"
+                return (code, lay), tried[0]
+    return None, tried[0]
 
 
-def search_step(p: Any, name: str, fn: Caller) -> Msg:
+def search_step(p: Any, name: str, fn: Caller, is_global: bool = False) -> Msg:
     """The search; the call it found, observed whole (references, protocol),
     is recorded as its own step "objects:search:<code>:<dtype>" (a sweep of
     one), whose name gives the signature to a child restarted later."""
-    found, tried = _search(p, fn)
+    found, tried = _search(p, name, fn, is_global)
     p.__dict__.setdefault("_found", {})[name] = found
     if found is None:
         return {"skipped": f"no signature accepted among {tried} tried", "tried": tried}

@@ -23,17 +23,31 @@ SWEEP = [
 OWN = ("objects:search", "kernel:", "tensor:shrink:")
 
 
+#: Why a global registered without a signature gets no kernel probe.
+UNSIGNED = (
+    "a global registered without a signature (a packed function, internal plumbing more "
+    "often than a kernel): the kernel probes need a declared signature or an export"
+)
+
+
 def owns(step: str) -> bool:
     return step.startswith(OWN)
+
+
+def unsigned_global(p: Any, name: str, is_global: bool) -> bool:
+    """A global whose signature came from the search, not from a declaration."""
+    return is_global and name in p.__dict__.get("_found", {})
 
 
 def run_step(
     p: Any, name: str, step: str, sig: sigs.Sig | None, fn: Caller, is_global: bool = False
 ) -> Msg:
     if step == "objects:search":
-        return probe_kernel.search_step(p, name, fn)
+        return probe_kernel.search_step(p, name, fn, is_global)
     if sig is None:
         return {"skipped": "no signature (no metadata, and the search found none)"}
+    if unsigned_global(p, name, is_global):
+        return {"skipped": UNSIGNED}
     if step == "kernel:heap":
         return probe_loops.heap(p, name, fn, sig, is_global)
     if not tensor_params(sig):
@@ -62,12 +76,14 @@ def run_step(
     return {"skipped": f"unknown step {step}"}
 
 
-def threads(p: Any, name: str, sig: sigs.Sig | None, fn: Caller, n: int) -> Msg | None:
+def threads(
+    p: Any, name: str, sig: sigs.Sig | None, fn: Caller, n: int, is_global: bool
+) -> Msg | None:
     """The thread probe with arguments of each thread's own, or None: the
     prober then makes n identical calls with valid arguments, their tensors
     in ordinary memory (accesses past the data are tensor-bounds' finding)
     and of the kernel's number of dimensions."""
-    if sig is not None:
+    if sig is not None and not unsigned_global(p, name, is_global):
         got = probe_threads.threads(p, fn, sig, name, n, p.parallel)
         if got is not None:
             return got

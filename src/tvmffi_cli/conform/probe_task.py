@@ -58,6 +58,7 @@ class Prober(ProbeValues):
         self.split: set[str] = set()  # sweep steps to run one variant per step
         self.skipped_steps: set[str] = set()  # steps of this function not to run again
         self.ok_steps: set[str] = set()  # ... of them, those whose call succeeded
+        self.zero_error: tuple[str, Msg | None] | None = None  # (function, its zero-args error)
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -317,9 +318,7 @@ class Prober(ProbeValues):
             steps.extend(probe_extra.variant_steps("kernel", self.split))
         else:
             steps.append("kernel:heap")
-        steps.append("threads")
-        if tensors:
-            steps.append("kernel:count")  # last: a good kernel dies of it
+        steps.extend(["threads", "kernel:count"] if tensors else ["threads"])  # count dies last
         return steps, sig, note
 
     def global_sig(self, name: str) -> sigs.Sig | None:
@@ -359,7 +358,7 @@ class Prober(ProbeValues):
             return {"skipped": why}
         if sig is None and step.startswith(("tensor:", "kernel:", "threads")):
             # Without metadata: the signature the search found, if any.
-            sig = probe_kernel.found_sig(self, name, addr)
+            sig = probe_kernel.found_sig(self, name, addr, is_global)
             if sig is None and step != "threads":
                 return {"skipped": "no metadata, and the signature search found none"}
         if step == "tensor:all" and sig is not None and not probe_kernel.tensor_params(sig):
@@ -386,7 +385,7 @@ class Prober(ProbeValues):
                         if sig is not None
                         else "the zero-argument call did not succeed"
                     }
-                got = probe_steps.threads(self, name, sig, addr, threads)
+                got = probe_steps.threads(self, name, sig, addr, threads, is_global)
                 if got is not None:  # each thread with values of its own
                     return got
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
@@ -475,6 +474,8 @@ class Prober(ProbeValues):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
             elif step == "objects:search" and obs.get("sub"):
                 valid_ok = True
+            if step == "zero-args":  # its error names the signature to search first
+                self.zero_error = (name, obs.get("error"))
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None

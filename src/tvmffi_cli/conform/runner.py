@@ -178,7 +178,9 @@ class Prober:
                     # Same call, tensor data in ordinary memory: if that one
                     # survives, the fault was an access past the tensor's data.
                     rerun = step + "/padded"
-                    died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=[]))
+                    # (the signature the search found, for a function without metadata)
+                    found = [s for s in f.obs if s.startswith("objects:search:")]
+                    died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=found))
                     c["tensor_oob"] = died is None and rerun in f.obs
         except RuntimeError as e:
             f.tool_error = str(e)
