@@ -33,7 +33,9 @@ class FunctionFacts:
         for step, o in self.obs.items():
             if "/" in step or step in ("metadata", "doc") or "skipped" in o:
                 continue
-            if step in ("threads", "kernel:heap", "kernel:scale"):
+            if step in ("threads", "kernel:heap", "kernel:scale") or step.startswith(
+                "kernel:layout"
+            ):
                 continue  # not one call each (checks_kernel.py judges them)
             yield step, o
 
@@ -54,6 +56,8 @@ def _explained(step: str, c: Obs) -> bool:
         return True  # thread-safety reports it (an error only with --threads)
     if step == "kernel:count":
         return True  # a kernel counting in 64 bits reads past the 64 real elements
+    if step == "kernel:layout":
+        return True  # contiguous tensors of 9 dtypes: the valid call and the variants tell
     if step == "objects:search":
         return True  # calls with guessed arguments (no metadata), like objects:*
     if c.get("tensor_oob"):

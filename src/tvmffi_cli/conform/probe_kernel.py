@@ -274,14 +274,24 @@ def search_step(p: Any, name: str, fn: Caller, is_global: bool = False) -> Msg:
 
 def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
     """The first layout (ndim, dtype) a call with contiguous tensors of it
-    succeeds with; that of the search's call for a signature it found."""
+    succeeds with; that of the search's call for a signature it found. The
+    "kernel:layout" step looks for it and records it in a step name
+    ("kernel:layout:<ndim>:<dtype>"): a child restarted later reads it off
+    the steps that succeeded; after that step crashed there is none."""
     memo: dict[str, Layout | None] = p.__dict__.setdefault("_layouts", {})
     if name in memo:
         return memo[name]
     got: Layout | None = None
     found = p.__dict__.get("_found", {}).get(name)
+    done = [s for s in p.ok_steps if s.startswith("kernel:layout:")]
     if found is not None:
         got = found[1]
+    elif done:
+        _, _, nd, dt = done[0].split(":", 3)
+        parsed = _parse_found(f"objects:search:{'t' if nd == '1' else 'T'}:{dt}")
+        got = None if parsed is None else parsed[1]
+    elif "kernel:layout" in p.skipped_steps:
+        got = None
     elif tensor_params(sig):
         for ndim, dt in _LAYOUTS:
             call = Call(p, sig, Layout(ndim, dt))
@@ -296,6 +306,14 @@ def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
                 break
     memo[name] = got
     return got
+
+
+def layout_step(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Msg:
+    lay = layout(p, name, fn, sig)
+    if lay is None:
+        return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}
+    step = f"kernel:layout:{lay.ndim}:{format_dtype(lay.dtype[0], lay.dtype[1], 1)}"
+    return {"sub": {step: {"rc": 0, "layout": lay.words()}}}
 
 
 def depends(p: Any, name: str, fn: Caller, sig: sigs.Sig, lay: Layout) -> bool:

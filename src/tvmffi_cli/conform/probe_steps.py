@@ -56,6 +56,8 @@ def run_step(
         k, n = int(step.rsplit(":", 1)[1]), len(tensor_params(sig))
         if n < 2 or k >= n:
             return {"skipped": "fewer than two tensor arguments" if n < 2 else f"no tensor {k}"}
+    if step == "kernel:layout":
+        return probe_kernel.layout_step(p, name, fn, sig)
     lay = layout(p, name, fn, sig)
     if lay is None:
         return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}

@@ -313,7 +313,8 @@ class Prober(ProbeValues):
                 steps.append(f"wrong-type:{i}")
         steps.append("valid")
         tensors = any(p["type"] in _TENSOR_TYPES for p in sig.params)
-        if tensors:
+        if tensors:  # the kernel's layout first: the tensor variants take its ndim
+            steps.append("kernel:layout")
             steps.extend(probe_extra.variant_steps("tensor", self.split))
             steps.extend(probe_extra.variant_steps("kernel", self.split))
         else:
