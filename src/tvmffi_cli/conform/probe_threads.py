@@ -7,11 +7,12 @@ make a shared scratch buffer show on every run rather than now and then:
 
 - distinct values: threads passing the same values write the same bytes
   into a shared buffer, and the race is invisible;
-- the threads are pinned to one CPU for the probe, and each call is made
-  long enough (larger tensors, up to CALL_NS) to be preempted by the
-  scheduler several times: the calls of different threads then interleave
-  inside each other whatever the load of the machine, instead of only when
-  two of them happen to run on two free cores at once.
+- the threads are pinned to one CPU for the probe, ask for a short time
+  slice (SLICE_NS), and each call is made long enough (larger tensors, up
+  to CALL_NS) to be preempted by the scheduler several times: the calls of
+  different threads then interleave inside each other whatever the load of
+  the machine, instead of only when two of them happen to run on two free
+  cores at once.
 """
 
 from __future__ import annotations
@@ -36,16 +37,60 @@ from .probe_kernel import (
 )
 from .probe_layouts import Tensor, contiguous, encode
 from .probe_loops import _args
-from .probe_memory import ANY, CannotSynthesize
+from .probe_memory import _LIBC, ANY, CannotSynthesize
 from .probe_values import VALID_FLOAT, pod
 
 #: Rounds: every thread makes one call per round, the rounds start together.
 ROUNDS = 2
-#: A call should take this long (ns) for the scheduler to preempt it (its
-#: time slice is 0.75 to 3 ms): the tensors grow until a call does, up to
-#: CAP elements.
+#: A call should take this long (ns) for the scheduler to preempt it (the
+#: default time slice is 0.75 to 3 ms): the tensors grow until a call
+#: does, up to CAP elements.
 CALL_NS = 2_000_000
 CAP = 1 << 20
+
+
+class _SchedAttr(ctypes.Structure):
+    """struct sched_attr of sched_setattr(2), its first version (48 bytes)."""
+
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("policy", ctypes.c_uint32),
+        ("flags", ctypes.c_uint64),
+        ("nice", ctypes.c_int32),
+        ("priority", ctypes.c_uint32),
+        ("runtime", ctypes.c_uint64),
+        ("deadline", ctypes.c_uint64),
+        ("period", ctypes.c_uint64),
+    ]
+
+
+#: Linux system call numbers of sched_setattr / sched_getattr.
+_SCHED_ATTR_CALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
+#: The time slice the pinned threads ask for (ns): since Linux 6.12 a normal
+#: thread's sched_runtime is its slice, so a call of a millisecond is
+#: preempted several times by the other threads; older kernels ignore it.
+SLICE_NS = 100_000
+
+
+def _short_slice(restore: _SchedAttr | None = None) -> _SchedAttr | None:
+    """Ask for a short time slice for the calling thread (or give back the
+    attributes `restore` held); returns the attributes it had, or None when
+    the kernel (or the sandbox) refuses."""
+    import platform
+
+    nrs = _SCHED_ATTR_CALLS.get(platform.machine())
+    if nrs is None:
+        return None
+    if restore is not None:
+        _LIBC.syscall(nrs[0], 0, ctypes.byref(restore), 0)
+        return None
+    was = _SchedAttr()
+    if _LIBC.syscall(nrs[1], 0, ctypes.byref(was), ctypes.sizeof(was), 0) != 0:
+        return None
+    want = _SchedAttr(ctypes.sizeof(_SchedAttr), was.policy, 0, was.nice, was.priority, SLICE_NS)
+    if was.policy != 0 or _LIBC.syscall(nrs[0], 0, ctypes.byref(want), 0) != 0:
+        return None  # not SCHED_OTHER, or refused: the default slice
+    return was
 
 
 class _Args:
@@ -103,6 +148,7 @@ def threads(
                 os.sched_setaffinity(0, {cpu})
             except OSError:
                 pass  # not pinned: the calls still overlap on a free machine
+            slice_was = _short_slice()
             try:
                 for r in range(ROUNDS):
                     got = _once(p, fn, per[i])
@@ -112,6 +158,7 @@ def threads(
                         return
                 out[i] = {"rc": 0, "rounds": ROUNDS}
             finally:
+                _short_slice(slice_was)
                 try:
                     os.sched_setaffinity(0, mine)
                 except OSError:
