@@ -62,11 +62,14 @@ BASE = Variant((kDLFloat, 32, 1))
 
 
 def _dtype_variants() -> dict[str, Variant]:
-    out: dict[str, Variant] = {}
+    # The base tensor itself first: a function without metadata has no
+    # "valid" call with guarded float32 tensors of its own (the signature
+    # search calls with ordinary memory).
+    out: dict[str, Variant] = {_format_dtype(*BASE.dtype): BASE}
     for code, name in sorted(DTYPE_NAMES.items()):
         bits = FIXED_BITS.get(name) or _BITS.get(code, 8)
         if (code, bits) == (kDLFloat, 32):
-            continue  # the base tensor of every call
+            continue  # the base tensor, above
         out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
     for code, bits in _MORE_WIDTHS:
         out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
