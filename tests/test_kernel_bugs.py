@@ -106,12 +106,12 @@ def test_wrong_field_offsets_are_caught(report):
     (row,) = [x for x in doc["results"] if x["check"] == "type-layout"]
     assert row["status"] == "fail" and row["severity"] == "error", row
     assert set(row["details"]["types"]) == {BAD_TYPE}, build  # kb.GoodPair and kb.Counter pass
-    assert "field b (offset 28, size 8): offset is not a multiple of its alignment 8" in row[
-        "message"
-    ]
-    assert "field c (offset 4096, size 8): ends at 4104, past the object's 40 bytes" in row[
-        "message"
-    ]
+    assert (
+        "field b (offset 28, size 8): offset is not a multiple of its alignment 8" in row["message"]
+    )
+    assert (
+        "field c (offset 4096, size 8): ends at 4104, past the object's 40 bytes" in row["message"]
+    )
 
 
 def test_every_good_function_passes(report):
