@@ -21,6 +21,7 @@ per function in the probe child; a restarted child finds it again.
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Sequence
@@ -28,7 +29,7 @@ from typing import Any, Callable, Dict, Sequence
 from ..abi.dtypes import format_dtype, kDLBfloat, kDLFloat, kDLInt, kDLUInt, parse_dtype
 from ..errors import InputError
 from . import sigs
-from .probe_layouts import FLOAT32, Memory, Tensor, View, contiguous, tensor_any
+from .probe_layouts import FLOAT32, Memory, Tensor, View, contiguous, encode, tensor_any
 from .probe_memory import ANY, CannotSynthesize
 
 Msg = Dict[str, Any]
@@ -78,6 +79,13 @@ def value(arg: int, k: int, seed: int = 0) -> int:
     return (seed * 7 + arg * 13 + k * 5) % 23 + 1
 
 
+@functools.lru_cache(maxsize=64)
+def _pattern(dtype: tuple[int, int], arg: int, seed: int, n: int) -> bytes:
+    """The bytes of n elements of `value` (the same tensors are built for
+    every function: encoded once)."""
+    return encode(dtype, [value(arg, k, seed) for k in range(n)])
+
+
 # -- calls ----------------------------------------------------------------------------
 class Call:
     """One call's arguments: tensors of chosen views (the others of the
@@ -102,9 +110,12 @@ class Call:
         seed: int = 0,
     ) -> Tensor:
         t = Tensor(self.mem, self.lay.dtype, view, self.padded)
-        if values is None:
-            values = [value(i, k, seed) for k in range(min(view.numel, view.span))]
-        t.fill(values, poison)
+        if values is None and view.dense and not poison:
+            t.fill_bytes(_pattern(self.lay.dtype, i, seed, min(view.numel, view.span)))
+        else:
+            if values is None:
+                values = [value(i, k, seed) for k in range(min(view.numel, view.span))]
+            t.fill(values, poison)
         self.tensors[i] = t
         return t
 
