@@ -119,6 +119,7 @@ KNOWN_ERRORS: dict[str, set[tuple[str, str]]] = {
                 "vm.builtin.apply_softmax_with_temperature",
                 "vm.builtin.attention_kv_cache_create",
                 "vm.builtin.make_prim_value",
+                "vm.builtin.multinomial_from_uniform",
                 "vm.builtin.sample_top_p_from_logits",
                 "vm.builtin.sample_top_p_from_prob",
                 "vm.builtin.tensor_to_shape",
