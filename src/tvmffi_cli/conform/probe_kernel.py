@@ -229,7 +229,8 @@ def _search(
     tried with every dtype of _LAYOUTS (an int8 kernel), the others with
     float32. A global registered without a signature (a packed function:
     nothing states a contract) is tried with 1 to 3 tensors only."""
-    zero = p.zero_error[1] if p.zero_error and p.zero_error[0] == name else None
+    last = p.__dict__.get("zero_error")  # (function, error) of this child's zero-args call
+    zero = last[1] if last and last[0] == name else None
     hints = [] if is_global else sigs.hint_codes((zero or {}).get("message"))
     order = sigs.search_order(hints)
     if is_global:
@@ -301,7 +302,10 @@ def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
         _, _, nd, dt = done[0].split(":", 3)
         parsed = _parse_found(f"objects:search:{'t' if nd == '1' else 'T'}:{dt}")
         got = None if parsed is None else parsed[1]
-    elif "kernel:layout" in p.skipped_steps:
+    elif "kernel:layout" in p.skipped_steps or "valid" in p.crashed_steps:
+        # A function that dies on valid arguments may die or not on other
+        # contiguous tensors, by what memory it reads wildly: no layout, and
+        # no kernel probe (no-crash reports the crash).
         got = None
     elif tensor_params(sig):
         for ndim, dt in _LAYOUTS:
@@ -320,6 +324,8 @@ def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
 
 
 def layout_step(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Msg:
+    if "valid" in p.crashed_steps:
+        return {"skipped": "the call with valid arguments did not return (see no-crash)"}
     lay = layout(p, name, fn, sig)
     if lay is None:
         return {"skipped": "no call with contiguous tensors succeeded (1-d or 2-d, 9 dtypes)"}

@@ -157,6 +157,7 @@ class Tensor:
     pointer; elements start at base + offset * itemsize)."""
 
     def __init__(self, mem: Memory, dtype: tuple[int, int], view: View, padded: bool) -> None:
+        self.mem = mem
         self.dtype = dtype
         self.view = view
         self.size = itemsize(dtype)
@@ -208,6 +209,17 @@ class Tensor:
         return ctypes.string_at(self.first, self.view.span * self.size)
 
 
+def int64s(mem: Memory, values: Sequence[int]) -> int:
+    """Address of int64 `values` ending at a guard page: a tensor's shape or
+    strides. A kernel reading shape[ndim] (taking a 1-d tensor for a 2-d
+    one) faults there on every run, instead of reading whatever memory
+    follows, which makes it crash or not from one run to the next."""
+    raw = struct.pack(f"<{len(values)}q", *values)
+    addr = mem.take(len(raw))
+    ctypes.memmove(addr, raw, len(raw))
+    return addr
+
+
 def tensor_any(p: Any, t: Tensor, as_ptr: bool, keep: list[Any]) -> bytes:
     """Raw bytes of an Any for tensor t: a borrowed DLTensor* (as_ptr) or an
     owned ffi.Tensor (TVMFFITensorFromDLPack; the caller releases it). The
@@ -219,12 +231,10 @@ def tensor_any(p: Any, t: Tensor, as_ptr: bool, keep: list[Any]) -> bytes:
     d.device.device_type, d.device.device_id = kDLCPU, 0
     d.ndim = len(v.shape)
     d.dtype.code, d.dtype.bits, d.dtype.lanes = t.dtype[0], t.dtype[1], 1
-    shape = (c_int64 * len(v.shape))(*v.shape)
-    strides = (c_int64 * len(v.shape))(*v.strides)
-    d.shape = shape
-    d.strides = strides
+    d.shape = ctypes.cast(int64s(t.mem, v.shape), ctypes.POINTER(c_int64))
+    d.strides = ctypes.cast(int64s(t.mem, v.strides), ctypes.POINTER(c_int64))
     d.byte_offset = v.offset * t.size
-    keep.extend([m, shape, strides])
+    keep.append(m)
     if as_ptr:
         return struct.pack("<iIQ", kTVMFFIDLTensorPtr, 0, ctypes.addressof(m))
     out = c_void_p()

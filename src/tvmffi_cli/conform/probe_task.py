@@ -58,7 +58,7 @@ class Prober(ProbeValues):
         self.split: set[str] = set()  # sweep steps to run one variant per step
         self.skipped_steps: set[str] = set()  # steps of this function not to run again
         self.ok_steps: set[str] = set()  # ... of them, those whose call succeeded
-        self.zero_error: tuple[str, Msg | None] | None = None  # (function, its zero-args error)
+        self.crashed_steps: set[str] = set()  # ... of them, those that did not return
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -447,8 +447,8 @@ class Prober(ProbeValues):
         if only:
             steps = list(only)
         skip = set(req.get("skip", ()))
-        self.skipped_steps = skip
-        self.ok_steps = set(req.get("ok", ()))
+        self.skipped_steps, self.ok_steps = skip, set(req.get("ok", ()))
+        self.crashed_steps = set(req.get("crashed", ()))
         todo = [s for s in steps if s not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step

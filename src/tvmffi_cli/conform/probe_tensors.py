@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import struct
-from ctypes import byref, c_int64, c_void_p
+from ctypes import POINTER, byref, c_int64, c_void_p
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..abi.devices import kDLCPU, kDLCUDA
 from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLInt, kDLOpaqueHandle
 from ..abi.dtypes import format_dtype as _format_dtype
 from ..abi.structs import DLManagedTensor
+from .probe_layouts import Memory, int64s
 from .probe_memory import _LIBC, CannotSynthesize
 
 PAGE = mmap.PAGESIZE
@@ -144,6 +145,8 @@ class TensorPool:
         # so each is built once and restored before every use.
         self._cache: dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]] = {}
         self._uses = 0
+        self._parts: list[tuple[int, bytes]] = []
+        self.meta = Memory()  # shapes and strides; never handed out again
 
     def _map(self) -> int:
         size = (2 * SLOTS + 1) * PAGE
@@ -182,8 +185,7 @@ class TensorPool:
         got = self._cache.get(key)
         if got is None:
             m = self._build(name, self.page(False), False, base_ndim)
-            parts = self.keep[-3:]
-            got = (self.keep[-4], [(ctypes.addressof(x), bytes(x)) for x in parts])
+            got = (self.keep[-2], self._parts)
             self._cache[key] = got
             return m
         page, parts = got
@@ -207,12 +209,18 @@ class TensorPool:
         t.device.device_type, t.device.device_id = v.device, 0
         t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype
-        shape = (c_int64 * ndim)(*dims)
-        t.shape = shape
-        st = (c_int64 * ndim)(*strides)
-        t.strides = st
+        # shape and strides end at guard pages (probe_layouts.int64s).
+        shape, st = int64s(self.meta, dims), int64s(self.meta, strides)
+        t.shape = ctypes.cast(shape, POINTER(c_int64))
+        t.strides = ctypes.cast(st, POINTER(c_int64))
         t.byte_offset = v.offset
-        self.keep.extend([page, m, shape, st])
+        self.keep.extend([page, m])
+        # (address, pristine bytes) of the struct, shape and strides
+        self._parts = [
+            (ctypes.addressof(m), bytes(m)),
+            (shape, ctypes.string_at(shape, 8 * ndim)),
+            (st, ctypes.string_at(st, 8 * ndim)),
+        ]
         return ctypes.addressof(m)
 
 

@@ -146,7 +146,7 @@ class Prober:
                 valid_ok = (f.obs.get("valid") or {}).get("rc") == 0
                 ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
                 req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
-                req["split"] = sorted(split)
+                req["split"], req["crashed"] = sorted(split), sorted(f.crashes)
                 died = self._run(f, req)
                 if died is None:
                     break
