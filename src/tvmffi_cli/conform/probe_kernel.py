@@ -14,8 +14,10 @@ function's signature (from metadata, or found by search without it):
   (probe_steps.py runs each step)
 
 Steps record facts (calls, outputs, refusals); checks_kernel.py judges them.
-The base layout (ndim and dtype a kernel accepts) is found by calls and kept
-per function in the probe child; a restarted child finds it again.
+The base layout (ndim and dtype a kernel accepts) is looked for once, by the
+kernel:layout step, and the signature by objects:search; each is recorded
+in a step name ("kernel:layout:2:float32", "objects:search:ttf:float32"),
+which a child restarted after a crash reads back instead of calling again.
 """
 
 from __future__ import annotations
