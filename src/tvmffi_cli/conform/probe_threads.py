@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import threading
 import time
 from typing import Any, Callable
 
@@ -41,7 +42,7 @@ from .probe_memory import _LIBC, ANY, CannotSynthesize
 from .probe_values import VALID_FLOAT, pod
 
 #: Rounds: every thread makes one call per round, the rounds start together.
-ROUNDS = 2
+ROUNDS = 6
 #: A call should take this long (ns) for the scheduler to preempt it (the
 #: default time slice is 0.75 to 3 ms): the tensors grow until a call
 #: does, up to CAP elements.
@@ -63,6 +64,9 @@ class _SchedAttr(ctypes.Structure):
         ("period", ctypes.c_uint64),
     ]
 
+
+_LIBC.memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+_LIBC.memcmp.restype = ctypes.c_int
 
 #: Linux system call numbers of sched_setattr / sched_getattr.
 _SCHED_ATTR_CALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
@@ -105,7 +109,8 @@ class _Args:
         self.tensors = tensors
         self.filled = filled  # the bytes each tensor was given
         self.pristine: list[bytes | None] = [None] * len(tensors)
-        self.ns = 0  # how long the last call took
+        self.ns = 0  # the CPU time the last call took
+        self.want: list[Any] = []  # per tensor: the outputs the call alone gives (C buffers)
 
 
 def threads(
@@ -139,8 +144,15 @@ def threads(
                 if got is None:
                     return None
         per, expected = got
-        out: list[Msg] = [{} for _ in range(n)]
+        for a, want in zip(per, expected):
+            a.want = [
+                None if w is None else ctypes.create_string_buffer(w, len(w)) for w in want[2:]
+            ]
+        out: list[Msg] = [{"rc": 0, "rounds": ROUNDS} for _ in range(n)]
         cpu = min(os.sched_getaffinity(0))
+        # Every round starts all threads at once, each thread's Python work
+        # done: the calls then run inside each other on the one CPU.
+        start = threading.Barrier(n)
 
         def work(i: int) -> None:
             mine = os.sched_getaffinity(0)
@@ -151,12 +163,17 @@ def threads(
             slice_was = _short_slice()
             try:
                 for r in range(ROUNDS):
-                    got = _once(p, fn, per[i])
-                    if got != expected[i]:
-                        out[i] = {"rc": -1 if got is None or got[0] != 0 else 0, "rounds": r + 1}
-                        out[i]["mismatch"] = {"round": r + 1, "got": _what(got, expected[i], sig)}
+                    a = per[i]
+                    _restore(a)
+                    try:
+                        start.wait(timeout=p.timeout)
+                    except threading.BrokenBarrierError:
                         return
-                out[i] = {"rc": 0, "rounds": ROUNDS}
+                    got = _round(p, fn, a, expected[i], sig)
+                    if got is not None and "mismatch" not in out[i]:
+                        out[i]["mismatch"] = {"round": r + 1, "got": got}
+                        if got == "an error":
+                            out[i]["rc"] = -1
             finally:
                 _short_slice(slice_was)
                 try:
@@ -260,6 +277,35 @@ def _thread_args(
     return _Args(_args(p, call, owned, keep), tensors, filled)
 
 
+def _restore(a: _Args) -> None:
+    for t, raw in zip(a.tensors, a.pristine):
+        if raw is not None:
+            t.fill_bytes(raw)
+
+
+def _round(p: Any, fn: Caller, a: _Args, want: tuple[Any, ...], sig: sigs.Sig) -> str | None:
+    """One concurrent call (its outputs restored before): None when it gave
+    what the call alone gives, else how it differed. The outputs are
+    compared in C (memcmp, without the GIL): no thread holds the others up."""
+    result = (ctypes.c_char * ANY)()
+    rc = fn(None, ctypes.addressof(a.args), a.n, ctypes.addressof(result))
+    res = bytes(result)
+    if rc != 0:
+        p.take_error()
+        return "an error"
+    if p.result_problems(res, True):
+        return "a malformed result"
+    fp = p.fingerprint(res)
+    p.release(res)
+    if fp != want[1]:
+        return "another result"
+    tps = tensor_params(sig)
+    for j, (t, w) in enumerate(zip(a.tensors, a.want)):
+        if w is not None and _LIBC.memcmp(t.first, w, len(w)) != 0:
+            return f"other values in tensor argument {tps[j]}"
+    return None
+
+
 def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
     """(rc, result fingerprint, the outputs after the call); None when the
     result is malformed (result-invariants reports it)."""
@@ -267,9 +313,11 @@ def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
         if raw is not None:
             t.fill_bytes(raw)
     result = (ctypes.c_char * ANY)()
-    t0 = time.perf_counter_ns()
+    # CPU time of this thread: the call's own cost, whatever else the
+    # machine runs (wall time under load would keep the tensors too small)
+    t0 = time.thread_time_ns()
     rc = fn(None, ctypes.addressof(a.args), a.n, ctypes.addressof(result))
-    a.ns = time.perf_counter_ns() - t0
+    a.ns = time.thread_time_ns() - t0
     res = bytes(result)
     if rc != 0:
         p.take_error()
@@ -283,16 +331,3 @@ def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
         fp,
         *(t.memory() if raw is not None else None for t, raw in zip(a.tensors, a.pristine)),
     )
-
-
-def _what(got: tuple[Any, ...] | None, want: tuple[Any, ...], sig: sigs.Sig) -> str:
-    """How a concurrent call differed from the same call alone."""
-    if got is None or got[0] != 0:
-        return "an error"
-    if got[1] != want[1]:
-        return "another result"
-    tps = tensor_params(sig)
-    for j, (a, b) in enumerate(zip(got[2:], want[2:])):
-        if a != b:
-            return f"other values in tensor argument {tps[j]}"
-    return "another result"

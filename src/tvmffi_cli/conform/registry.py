@@ -421,10 +421,10 @@ CHECKS: list[Check] = [
         "(`--threads N`, default 4) gives N results identical to each other and to the "
         "single-threaded result, with no crash and unchanged reference counts. A function "
         "taking tensors whose values matter is called instead with arguments of each "
-        "thread's own (tensor and float values), for 2 rounds, each thread getting what the "
+        "thread's own (tensor and float values), for 6 rounds, each thread getting what the "
         "same call alone gives: a static scratch buffer shared by the threads shows. For "
         "that the threads are pinned to one CPU with a 100 us time slice (Linux 6.12+), and "
-        "the tensors grow (up to 2^20 elements) until a call takes about 2 ms, so calls "
+        "the tensors grow (up to 2^20 elements) until a call takes about 2 ms of CPU, so calls "
         "are preempted inside each other on every run. The ABI does not promise thread "
         "safety: this is a warning unless `--threads` is given, then an error.",
         why="Kernels are called from many threads (data loaders, servers); hidden shared "
