@@ -48,10 +48,10 @@ def run_step(
         return {"skipped": "no signature (no metadata, and the search found none)"}
     if unsigned_global(p, name, is_global):
         return {"skipped": UNSIGNED}
+    if not tensor_params(sig):  # the kernel probes, the heap's too, are for kernels
+        return {"skipped": "no tensor parameter"}
     if step == "kernel:heap":
         return probe_loops.heap(p, name, fn, sig, is_global)
-    if not tensor_params(sig):
-        return {"skipped": "no tensor parameter"}
     if step.startswith("tensor:shrink:"):
         k, n = int(step.rsplit(":", 1)[1]), len(tensor_params(sig))
         if n < 2 or k >= n:

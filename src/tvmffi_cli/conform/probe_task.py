@@ -317,8 +317,6 @@ class Prober(ProbeValues):
             steps.append("kernel:layout")
             steps.extend(probe_extra.variant_steps("tensor", self.split))
             steps.extend(probe_extra.variant_steps("kernel", self.split))
-        else:
-            steps.append("kernel:heap")
         steps.extend(["threads", "kernel:count"] if tensors else ["threads"])  # count dies last
         return steps, sig, note
 

@@ -90,8 +90,9 @@ KERNEL_CHECKS: list[Check] = [
         ERROR,
         FUNCTION,
         PROBE,
-        what="The function is called with valid arguments (those of `valid-call`, or the "
-        "signature search's) 8 times, then twice 32 times, in a C loop of tvmffi's runtime; "
+        what="A function taking tensors is called with valid arguments (contiguous tensors of "
+        "the layout it accepts, valid values for the rest) 8 times, then twice 32 times, in "
+        "a C loop of tvmffi's runtime; "
         "the bytes malloc has handed out (glibc `mallinfo2`: small and mmap'ed chunks) "
         "must not grow by 16 bytes per call or more in both halves (skipped for a call of "
         "28 ms or more). Growth held by leaked "
