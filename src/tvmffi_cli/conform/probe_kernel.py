@@ -121,7 +121,9 @@ class Call:
         self.tensors[i] = t
         return t
 
-    def run(self, fn: Caller, full: bool = True) -> tuple[Msg, list[bytes | None]]:
+    def run(
+        self, fn: Caller, full: bool = True, outs: bool = True
+    ) -> tuple[Msg, list[bytes | None]]:
         """Call once: (observation, per tensor argument the elements the call
         left in it when it changed them, else None: what the call wrote).
         full: the probe's whole observation (Prober.call: references,
@@ -146,15 +148,15 @@ class Call:
                 else:
                     raw = p.make(t, owned)
                 raws.append(raw)
-            order = sorted(self.tensors)
+            order = sorted(self.tensors) if outs else []
             before = [self.tensors[i].snapshot() for i in order]
             obs = p.call(fn, raws, True) if full else quick(p, fn, raws)
             after = [self.tensors[i].snapshot() for i in order]
-            outs = [a if a != b else None for a, b in zip(after, before)]
+            written = [a if a != b else None for a, b in zip(after, before)]
         finally:
             for o in owned:
                 p.release(o)
-        return obs, outs
+        return obs, written
 
     def done(self) -> None:
         self.mem.reset()
@@ -233,7 +235,8 @@ def _search(
     nothing states a contract) is tried with 1 to 3 tensors only."""
     last = p.__dict__.get("zero_error")  # (function, error) of this child's zero-args call
     zero = last[1] if last and last[0] == name else None
-    hints = [] if is_global else sigs.hint_codes((zero or {}).get("message"))
+    message = None if is_global else (zero or {}).get("message")
+    hints, named = sigs.hint_codes(message), sigs.signature_codes(message)
     order = sigs.search_order(hints)
     if is_global:
         order = [c for c in order if c in GLOBAL_CODES]
@@ -242,7 +245,7 @@ def _search(
     def accepts(code: str, lay: Layout) -> bool:
         call = Call(p, sigs.code_sig(code), lay)
         try:
-            obs, _ = call.run(fn, full=False)
+            obs, _ = call.run(fn, full=False, outs=False)
         except CannotSynthesize:
             return False
         finally:
@@ -252,13 +255,14 @@ def _search(
 
     for code in order:
         ndim = sigs.code_ndim(code)
-        hinted = code in hints and "t" in code.lower()
-        for dt in [dt for nd, dt in _LAYOUTS if nd == ndim] if hinted else [FLOAT32]:
+        # the signature the function names, with each dtype (an int8 kernel)
+        each = code in named and "t" in code.lower()
+        for dt in [dt for nd, dt in _LAYOUTS if nd == ndim] if each else [FLOAT32]:
             lay = Layout(ndim, dt)
             if accepts(code, lay):
                 # Tensors alone, and more accepted: a function of any number
                 # of tensors (one that skips its first) gets three.
-                while not hinted and set(code) == {"t"} and len(code) < 3:
+                while not hints and set(code) == {"t"} and len(code) < 3:
                     if not accepts(code + "t", lay):
                         break
                     code += "t"
@@ -313,7 +317,7 @@ def layout(p: Any, name: str, fn: Caller, sig: sigs.Sig) -> Layout | None:
         for ndim, dt in _LAYOUTS:
             call = Call(p, sig, Layout(ndim, dt))
             try:
-                obs, _ = call.run(fn, full=False)
+                obs, _ = call.run(fn, full=False, outs=False)
             except CannotSynthesize:
                 continue
             finally:

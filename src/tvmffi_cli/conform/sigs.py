@@ -277,37 +277,35 @@ def code_ndim(code: str) -> int:
     return 2 if "T" in code else 1
 
 
+def signature_codes(message: str | None) -> list[str]:
+    """The signature a typed C++ function names in its argument error
+    ("`f(0: DLTensor*, 1: float) -> void`": "tf", then "Tf"), when a code
+    letter stands for each of its parameters; else []."""
+    text = (message or "")[:4096]
+    start = text.find("(0: ")
+    end = text.find(")", start)
+    if start < 0 or end < 0:
+        return []
+    letters = []
+    for part in text[start + 1 : end].split(","):
+        letter = _HINT_LETTERS.get(part.partition(":")[2].strip())
+        if letter is None:
+            return []
+        letters.append(letter)
+    code = "".join(letters)
+    return [code, code.replace("t", "T")] if "t" in code else [code]
+
+
 def hint_codes(message: str | None) -> list[str]:
     """Candidates read off the error a call with no arguments raised: the
-    signature typed C++ functions print ("`f(0: DLTensor*, 1: float) ->
-    void`": "tf", then "Tf"), else the arity they state ("expects 2
-    arguments", "Expected 2 but got 0"): the candidates of that length.
-    Library text: only a hint, every candidate is still called."""
-    if not message:
-        return []
-    text = message[:4096]
-    out: list[str] = []
-    start = text.find("(0: ")
-    if start >= 0:
-        end = text.find(")", start)
-        letters: list[str] = []
-        for part in text[start + 1 : end].split(","):
-            _, _, t = part.partition(":")
-            letter = _HINT_LETTERS.get(t.strip())
-            if letter is None:
-                letters = []
-                break
-            letters.append(letter)
-        if letters and end > start:
-            code = "".join(letters)
-            out.append(code)
-            if "t" in code:
-                out.append(code.replace("t", "T"))
-            return out
-    arity = _stated_arity(text)
-    if arity is not None:
-        out = [c for c in SEARCH_CODES if len(c) == arity]
-    return out
+    signature it names (signature_codes), else every code of the arity it
+    states ("expects 2 arguments", "Expected 2 but got 0"). Library text:
+    only a hint, every candidate is still called."""
+    named = signature_codes(message)
+    if named:
+        return named
+    arity = _stated_arity((message or "")[:4096])
+    return [] if arity is None else [c for c in SEARCH_CODES if len(c) == arity]
 
 
 def _stated_arity(text: str) -> int | None:
@@ -319,5 +317,6 @@ def _stated_arity(text: str) -> int | None:
 
 
 def search_order(hints: list[str]) -> list[str]:
-    """The codes to try: the hinted ones first, then the others."""
-    return list(dict.fromkeys([*hints, *SEARCH_CODES]))
+    """The codes to try: those the error hints at (its signature, or every
+    code of the arity it states: the function said what it takes), else all."""
+    return list(dict.fromkeys(hints)) if hints else list(SEARCH_CODES)
