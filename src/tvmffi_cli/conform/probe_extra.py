@@ -50,19 +50,29 @@ OBJECT_STEPS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Steps of the "kernel:all" sweep of the kernel probes (probe_steps.py).
+KERNEL_SWEEP = [
+    "kernel:strides",
+    "tensor:shrink:0",
+    "tensor:shrink:1",
+    "tensor:shrink:2",
+    "tensor:shrink:3",
+    "kernel:heap",
+    "kernel:scale",
+]
+
 #: Object steps run as one sweep ("objects:all") for functions without metadata.
 SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
 
 
 def sweep(prefix: str) -> list[str]:
     """The steps of the sweep "<prefix>:all"."""
-    from .probe_steps import SWEEP
     from .probe_tensors import VARIANTS
 
     if prefix == "objects":
         return SWEPT_OBJECTS
     if prefix == "kernel":
-        return SWEEP
+        return KERNEL_SWEEP
     return [f"{prefix}:{v}" for v in VARIANTS]
 
 

@@ -4,21 +4,12 @@ judges them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 from . import probe_kernel, probe_loops, probe_threads, sigs
+from .probe_extra import variant_steps
 from .probe_kernel import Caller, Msg, layout, tensor_params
 
-#: Steps of the "kernel:all" sweep (one message; one step each after a crash).
-SWEEP = [
-    "kernel:strides",
-    "tensor:shrink:0",
-    "tensor:shrink:1",
-    "tensor:shrink:2",
-    "tensor:shrink:3",
-    "kernel:heap",
-    "kernel:scale",
-]
 #: Steps this module (and probe_loops.py) runs.
 OWN = ("objects:search", "kernel:", "tensor:shrink:")
 
@@ -28,6 +19,18 @@ UNSIGNED = (
     "a global registered without a signature (a packed function, internal plumbing more "
     "often than a kernel): the kernel probes need a declared signature or an export"
 )
+
+
+def followups(step: str, split: Collection[str], is_global: bool) -> list[str]:
+    """Steps to run after `step` succeeded: after the signature search found
+    one with tensors ("objects:search:<code>:<dtype>"), the tensor variants
+    and, for an export, the kernel probes (the count last); none else."""
+    if not step.startswith("objects:search:") or "t" not in step.split(":")[2].lower():
+        return []
+    steps = variant_steps("tensor", split)
+    if not is_global:
+        steps += [*variant_steps("kernel", split), "kernel:count"]
+    return steps
 
 
 def owns(step: str) -> bool:

@@ -38,6 +38,7 @@ from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
 from ..sandbox import zygote
 from . import probe_extra, probe_kernel, probe_steps, probe_types, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
+from .probe_threads import Crew
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
 
 #: One JSON message: a request from the parent, or an event / observation for it.
@@ -54,7 +55,7 @@ class Prober(ProbeValues):
         self.step: str | None = None
         self.step_started: float | None = None
         self.timeout = 10.0
-        self._crew: _Crew | None = None  # threads kept for the "threads" step
+        self._crew: Crew | None = None  # threads kept for the "threads" step
         self.split: set[str] = set()  # sweep steps to run one variant per step
         self.skipped_steps: set[str] = set()  # steps of this function not to run again
         self.ok_steps: set[str] = set()  # ... of them, those whose call succeeded
@@ -213,9 +214,7 @@ class Prober(ProbeValues):
             if err is not None:
                 out[i]["error"] = err
 
-        if self._crew is None or self._crew.size != n:
-            self._crew = _Crew(n)
-        self._crew.run(work)
+        self.parallel(n, work)
         for i in range(n):
             res = bytes(results[i])
             if out[i]["rc"] == 0 and not self.result_problems(res, True):
@@ -228,7 +227,7 @@ class Prober(ProbeValues):
     def parallel(self, n: int, job: Callable[[int], None]) -> None:
         """job(i) in n threads released together (kept for the worker's life)."""
         if self._crew is None or self._crew.size != n:
-            self._crew = _Crew(n)
+            self._crew = Crew(n)
         self._crew.run(job)
 
     @staticmethod
@@ -300,10 +299,9 @@ class Prober(ProbeValues):
             # probes; threads repeat the call found (or the zero-argument one).
             steps.extend(["objects:1", "objects:4"])
             steps.extend(probe_extra.variant_steps("objects", self.split))
-            steps.append("objects:search")
-            steps.extend(probe_extra.variant_steps("tensor", self.split))
-            steps.extend(probe_extra.variant_steps("kernel", self.split))
-            steps.extend(["threads", "kernel:count"])
+            # (a signature with tensors adds the tensor and kernel steps:
+            # probe_steps.followups)
+            steps.extend(["objects:search", "threads"])
             return steps, sig, note
         n = len(sig.params)
         if n >= 2:
@@ -448,6 +446,8 @@ class Prober(ProbeValues):
         self.skipped_steps, self.ok_steps = skip, set(req.get("ok", ()))
         self.crashed_steps = set(req.get("crashed", ()))
         todo = [s for s in steps if s not in skip]
+        for s in sorted(self.ok_steps) if not only else ():  # a signature found before a crash
+            todo += [x for x in probe_steps.followups(s, self.split, is_global) if x not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
         # starts, and a crash leaves it as the last word (half the messages).
@@ -475,6 +475,10 @@ class Prober(ProbeValues):
                 valid_ok = True
             if step == "zero-args":  # its error names the signature to search first
                 self.zero_error = (name, obs.get("error"))
+            for s in obs.get("sub") or () if not only else ():
+                todo += [
+                    x for x in probe_steps.followups(s, self.split, is_global) if x not in skip
+                ]
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None
@@ -502,36 +506,6 @@ def _parse(raw: bytes) -> sigs.Sig | None:
         return sigs.parse_metadata(raw.decode("utf-8"))[1]
     except (sigs.SchemaError, UnicodeDecodeError):
         return None
-
-
-class _Crew:
-    """n threads kept for the whole worker: starting fresh threads for every
-    function cost more than the rest of its probe. A barrier releases them
-    together for each job, a second one waits for all of them to finish."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._job: Callable[[int], None] | None = None
-        self._go = threading.Barrier(size + 1)
-        self._done = threading.Barrier(size + 1)
-        for i in range(size):
-            threading.Thread(target=self._loop, args=(i,), daemon=True).start()
-
-    def _loop(self, i: int) -> None:
-        while True:
-            self._go.wait()
-            job = self._job
-            try:
-                if job is not None:
-                    job(i)
-            finally:
-                self._done.wait()
-
-    def run(self, job: Callable[[int], None]) -> None:
-        self._job = job
-        self._go.wait()
-        self._done.wait()
-        self._job = None
 
 
 def serve(chan: Any) -> None:

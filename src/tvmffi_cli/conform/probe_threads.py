@@ -331,3 +331,33 @@ def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
         fp,
         *(t.memory() if raw is not None else None for t, raw in zip(a.tensors, a.pristine)),
     )
+
+
+class Crew:
+    """n threads kept for the whole worker: starting fresh threads for every
+    function cost more than the rest of its probe. A barrier releases them
+    together for each job, a second one waits for all of them to finish."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._job: Callable[[int], None] | None = None
+        self._go = threading.Barrier(size + 1)
+        self._done = threading.Barrier(size + 1)
+        for i in range(size):
+            threading.Thread(target=self._loop, args=(i,), daemon=True).start()
+
+    def _loop(self, i: int) -> None:
+        while True:
+            self._go.wait()
+            job = self._job
+            try:
+                if job is not None:
+                    job(i)
+            finally:
+                self._done.wait()
+
+    def run(self, job: Callable[[int], None]) -> None:
+        self._job = job
+        self._go.wait()
+        self._done.wait()
+        self._job = None
