@@ -22,6 +22,14 @@ static int get_f32_tensor(const TVMFFIAny* a, DLTensor** out) {
     TVMFFIErrorSetRaisedFromCStr("ValueError", "expected a CPU tensor");
     return -1;
   }
+  /* A view (a slice, a transpose) is refused: the loops below walk memory in order. */
+  int64_t want = 1;
+  for (int i = (*out)->ndim - 1; i >= 0; want *= (*out)->shape[i--]) {
+    if ((*out)->strides && (*out)->shape[i] > 1 && (*out)->strides[i] != want) {
+      TVMFFIErrorSetRaisedFromCStr("ValueError", "expected a compact tensor");
+      return -1;
+    }
+  }
   return 0;
 }
 

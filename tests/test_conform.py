@@ -90,9 +90,11 @@ def test_zoo_every_check_of_the_registry_is_exercised(zoo, build_lib):
         "declared-runtime",
     }
     # The CUDA checks have their own fixtures (the stand-in driver's kernels,
-    # tests/test_gpu_standin.py; on a GPU tests/test_gpu_device.py).
+    # tests/test_gpu_standin.py; on a GPU tests/test_gpu_device.py); the kernel
+    # probes' checks have their planted bugs in tests/test_kernel_bugs.py.
     cuda = {"device-call", "device-mismatch", "device-bounds", "stream-use", "memcheck"}
-    assert caught | library_level | cuda == set(registry.BY_ID)
+    kernel = {"type-layout", *(c.id for c in registry.KERNEL_CHECKS)}
+    assert caught | library_level | cuda | kernel == set(registry.BY_ID)
 
 
 @pytest.mark.parametrize(

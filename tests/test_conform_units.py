@@ -218,16 +218,20 @@ def test_tensor_crashes_are_attributed():
     f.crashes = {"tensor:complex64": {"signal": "SIGABRT", "hang": False, "output": "what(): x"}}
     r = checks_probe.check_no_crash(f)
     assert r.status == "fail" and "complex64 tensor" in r.message and r.output == "what(): x"
-    # byte_offset ignored, and nothing else: a warning.
+    # byte_offset ignored, and nothing else: an error, said in words.
     f.crashes = {"tensor:offset": {"signal": "SIGSEGV", "hang": False, "tensor_oob": True}}
     r = checks_probe.check_tensor_bounds(f)
-    assert r.status == "fail" and r.severity == "warning" and "byte_offset" in r.message
-    # Untyped: a crash on the plain tensor call says nothing (no declared types),
-    # on a variant after the plain call succeeded it is a finding.
-    f.crashes = {"tensors:1": {"signal": "SIGABRT", "hang": False}}
+    assert r.status == "fail" and r.severity == "error" and "ignores byte_offset" in r.message
+    # Untyped: a crash in the signature search says nothing (guessed arguments),
+    # on a variant of the signature it found it is a finding.
+    f.crashes = {"objects:search": {"signal": "SIGABRT", "hang": False}}
     assert checks_probe.check_no_crash(f).status == "pass"
-    f.crashes = {"tensors:1:complex64": {"signal": "SIGABRT", "hang": False}}
+    f.crashes = {"tensor:complex64": {"signal": "SIGABRT", "hang": False}}
     assert checks_probe.check_no_crash(f).status == "fail"
+    # Past a shorter tensor of mismatched shapes: tensor-shapes, not tensor-bounds.
+    f.crashes = {"tensor:shrink:1": {"signal": "SIGSEGV", "hang": False, "tensor_oob": True}}
+    assert checks_probe.check_tensor_bounds(f).status == "pass"
+    assert checks_probe.check_no_crash(f).status == "pass"
 
 
 def test_library_output_is_bounded_and_drops_the_worker_stack():

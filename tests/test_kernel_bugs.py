@@ -1,8 +1,9 @@
-"""The kernel-bug suite (issue 20): bugs C++ kernel authors write, planted in
-fixtures/conform/kernel_bugs.cc with the official macros, next to
+"""The kernel-bug suite (issues 20 and 28): bugs C++ kernel authors write,
+planted in fixtures/conform/kernel_bugs.cc with the official macros, next to
 well-behaved functions (a deliberate cache among them). Built with and without
 TVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1: every bug is caught by its check in both
-builds, every good function passes every check (no error-severity finding)."""
+builds (without metadata the signature search finds what the kernels take),
+every good function passes every check (no finding at all)."""
 
 import xml.etree.ElementTree as ET
 
@@ -22,9 +23,29 @@ BUGS = {
     "bug_throw": "no-crash",  # exception escaping extern "C"
     "kb.bug_null_deref": "no-crash",  # NULL deref, a global without a signature
     "kb.bug_keep_arg_global": "arg-refcount",  # a typed global (GlobalDef().def)
+    # issue 28
+    "bug_strides_2d": "tensor-strides",  # 2-d y = 2x over flat memory
+    "bug_strides_sum": "tensor-strides",  # 1-d sum over flat memory
+    "bug_no_shape_check": "tensor-shapes",  # y's length never checked
+    "bug_int_numel": "element-count",  # int n = x.numel()
+    "bug_heap_leak": "heap-growth",  # malloc per call, never freed
+    "bug_icheck_dtype": "error-kind",  # ICHECK on the user's dtype
+    "bug_byte_offset": "tensor-bounds",  # data_ptr() without byte_offset: an error now
+    "bug_scale_past": "tensor-bounds",  # (tensor, float): found by search without metadata
+    "bug_2d_read_past": "tensor-bounds",  # 2-d only: found by search without metadata
+    "bug_half_as_float": "tensor-bounds",  # float16/bfloat16 read as float32
+    "bug_int8_as_int32": "tensor-bounds",  # int8 read as int32
 }
+#: Bugs whose check is a warning by design (--strict or --threads fail them).
+WARNS = {
+    "bug_quadratic": "scaling",  # O(n^2) rank
+    "bug_static_scratch": "thread-safety",  # a static scratch buffer shared by threads
+}
+#: A type registered by hand with wrong field offsets: a library-level finding.
+BAD_TYPE = "kb.BadPair"
 GOOD = """good_add_one good_sum good_total good_cache_first good_cached_table good_doubled
-good_greet good_map_size good_make_counter kb.good_total_global""".split()
+good_greet good_map_size good_make_counter kb.good_total_global good_strided_scale good_axpy
+good_reverse good_sorted_sum good_contiguous_only""".split()
 #: Reads args[0] with no arguments, registered without a signature: a warning only.
 LAX = "kb.lax_first_arg"
 
@@ -66,12 +87,54 @@ def test_every_planted_bug_is_caught_by_its_check(report):
     assert not missed, f"{build}: not caught: {missed}"
 
 
+def test_every_warned_bug_is_warned_by_its_check(report):
+    build, _lib, _r, doc, _ = report
+    fns = _by_function(doc)
+    missed = {
+        f: c
+        for f, c in WARNS.items()
+        if not any(
+            x["check"] == c and x["status"] == "fail" and x["severity"] == "warning"
+            for x in fns.get(f, [])
+        )
+    }
+    assert not missed, f"{build}: not warned: {missed}"
+
+
+def test_wrong_field_offsets_are_caught(report):
+    build, _lib, _r, doc, _ = report
+    (row,) = [x for x in doc["results"] if x["check"] == "type-layout"]
+    assert row["status"] == "fail" and row["severity"] == "error", row
+    assert set(row["details"]["types"]) == {BAD_TYPE}, build  # kb.GoodPair and kb.Counter pass
+    assert (
+        "field b (offset 28, size 8): offset is not a multiple of its alignment 8" in row["message"]
+    )
+    assert (
+        "field c (offset 4096, size 8): ends at 4104, past the object's 40 bytes" in row["message"]
+    )
+
+
 def test_every_good_function_passes(report):
     build, _lib, _r, doc, _ = report
     fns = _by_function(doc)
     assert set(GOOD) <= set(fns)
-    bad = {f: _errors(fns[f]) for f in GOOD if _errors(fns[f])}
+    bad = {
+        f: {x["check"] for x in fns[f] if x["status"] in ("fail", "error")}
+        for f in GOOD
+        if any(x["status"] in ("fail", "error") for x in fns[f])
+    }
     assert not bad, f"{build}: {bad}"
+    # The kernel probes ran on the good kernels (they pass, not skip).
+    for f, check in [
+        ("good_strided_scale", "tensor-strides"),
+        ("good_axpy", "tensor-shapes"),
+        ("good_add_one", "element-count"),
+        ("good_reverse", "thread-safety"),
+        ("good_sorted_sum", "scaling"),
+        ("good_sum", "heap-growth"),
+    ]:
+        row = {x["check"]: x for x in fns[f]}[check]
+        assert row["status"] == "pass", (build, f, row)
     # The cache passes with a note, not silently.
     refs = {x["check"]: x for x in fns["good_cache_first"]}["arg-refcount"]
     assert refs["status"] == "pass" and "kept once" in refs["message"]

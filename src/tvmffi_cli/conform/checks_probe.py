@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Collection
 
-from . import sigs
+from . import checks_kernel, sigs
 from .checks_crash import (
     FunctionFacts,
     Obs,
@@ -483,7 +483,12 @@ def check_thread_safety(f: FunctionFacts) -> Result:
         return Result("thread-safety", f.name, SKIP, why)
     if "skipped" in o:
         return Result("thread-safety", f.name, SKIP, o["skipped"])
-    ref = (f.obs.get("valid") or f.obs.get("zero-args") or {}).get("fingerprint")
+    if o.get("distinct"):
+        return checks_kernel.thread_verdict(f, o)
+    # A signature found by search: the threads' arguments are not those of
+    # any single call observed, so they only have to agree with each other.
+    found = checks_kernel.search_found(f)
+    ref = None if found else (f.obs.get("valid") or f.obs.get("zero-args") or {}).get("fingerprint")
     calls = o.get("calls") or []
     rcs = [c.get("rc") for c in calls]
     fps = [c.get("fingerprint") for c in calls]
@@ -546,6 +551,12 @@ PROBE_CHECKS: dict[str, Callable[[FunctionFacts], Result | None]] = {
     "result-invariants": check_result_invariants,
     "no-leak": check_no_leak,
     "tensor-bounds": check_tensor_bounds,
+    "tensor-strides": checks_kernel.check_tensor_strides,
+    "tensor-shapes": checks_kernel.check_tensor_shapes,
+    "element-count": checks_kernel.check_element_count,
+    "heap-growth": checks_kernel.check_heap_growth,
+    "error-kind": checks_kernel.check_error_kind,
+    "scaling": checks_kernel.check_scaling,
     "no-crash": check_no_crash,
     "no-hang": check_no_hang,
     "valid-call": check_valid_call,

@@ -35,10 +35,9 @@ _SAFE_CALL = ctypes.CFUNCTYPE(
 #: Probe steps with object arguments for functions without metadata:
 #: step -> the kinds of the arguments passed. One-argument calls with the
 #: containers C++ signatures take most (Array<int64_t>, Map<String, int64_t>,
-#: ...) reach typed parameters that a String never passes; "tensors:N" calls
-#: with N guarded float32 tensors (probe_tensors.py), and when one of those
-#: succeeds, the same call is repeated with every tensor variant
-#: ("tensors:N:<variant>", see tensor_followups).
+#: ...) reach typed parameters that a String never passes. Calls with tensors
+#: are the signature search's ("objects:search", probe_kernel.py): the
+#: signature it finds gets the typed tensor and kernel probes.
 OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:1": ("str",),
     "objects:4": ("str", "array", "tensor", "function"),
@@ -48,20 +47,19 @@ OBJECT_STEPS: dict[str, tuple[str, ...]] = {
     "objects:array-str": ("array-str",),
     "objects:map": ("map",),
     "objects:nested": ("nested",),
-    "tensors:1": ("tensor",),
-    "tensors:2": ("tensor", "tensor"),
-    "tensors:3": ("tensor", "tensor", "tensor"),
 }
 
 
-def tensor_followups(step: str, split: Collection[str] = ()) -> list[str]:
-    """Steps to run after `step` succeeded: the tensor variants of a
-    successful untyped tensor call, as one sweep step ("tensors:1:all")
-    unless a sweep crashed (in `split`): then one step per variant."""
-    if step.startswith("tensors:") and step.count(":") == 1:
-        return variant_steps(step, split)
-    return []
-
+#: Steps of the "kernel:all" sweep of the kernel probes (probe_steps.py).
+KERNEL_SWEEP = [
+    "kernel:strides",
+    "tensor:shrink:0",
+    "tensor:shrink:1",
+    "tensor:shrink:2",
+    "tensor:shrink:3",
+    "kernel:heap",
+    "kernel:scale",
+]
 
 #: Object steps run as one sweep ("objects:all") for functions without metadata.
 SWEPT_OBJECTS = [s for s in OBJECT_STEPS if s not in ("objects:1", "objects:4")]
@@ -73,6 +71,8 @@ def sweep(prefix: str) -> list[str]:
 
     if prefix == "objects":
         return SWEPT_OBJECTS
+    if prefix == "kernel":
+        return KERNEL_SWEEP
     return [f"{prefix}:{v}" for v in VARIANTS]
 
 

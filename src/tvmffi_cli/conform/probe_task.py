@@ -35,7 +35,7 @@ from typing import Any, Callable, Collection, Dict, cast
 from ..abi.constants import kTVMFFIInt, kTVMFFIStaticObjectBegin
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import DOC_PREFIX, METADATA_PREFIX
-from . import probe_extra, probe_gpu, sigs
+from . import probe_extra, probe_gpu, probe_kernel, probe_steps, probe_types, sigs
 from .probe_memory import ANY, CannotSynthesize, GuardArena, report_faults
 from .probe_proc import Crew, ours, payload_i64
 from .probe_values import _SAFE_CALL, ProbeValues, _RawApi, payload_u64, type_index_of
@@ -61,6 +61,9 @@ class Prober(ProbeValues):
         self._crew: Crew | None = None  # threads kept for the "threads" step
         self.split: set[str] = set()  # sweep steps to run one variant per step
         self.gpu = probe_gpu.Gpu()  # CUDA, initialized by the first GPU step only
+        self.skipped_steps: set[str] = set()  # steps of this function not to run again
+        self.ok_steps: set[str] = set()  # ... of them, those whose call succeeded
+        self.crashed_steps: set[str] = set()  # ... of them, those that did not return
 
     # -- loading ---------------------------------------------------------------------
     def load(self, path: str) -> Msg:
@@ -72,6 +75,7 @@ class Prober(ProbeValues):
         report_faults(self.arena.guard, self.arena.page)
         describe: Any = None
         before = probe_extra.global_names(self)
+        types_from = probe_types.type_end(self)
         loader = self._rt("tvmffi_rt_library_load")
         if loader is not None:
             mod = c_void_p()
@@ -100,12 +104,16 @@ class Prober(ProbeValues):
             return {"ok": False, "error": str(e)}
         after = probe_extra.global_names(self)
         new = sorted(set(after) - set(before)) if before is not None and after else []
+        types_to = probe_types.type_end(self)
         return {
             "ok": True,
             "describe": describe,
             "runtime": str(self.rt.path),
             "instrumented": self._rt("tvmffi_rt_live_objects") is not None,
             "globals": new,
+            "types": None
+            if types_from is None or types_to is None
+            else probe_types.layouts(self, types_from, types_to),
         }
 
     def symbol(self, name: str) -> int | None:
@@ -223,9 +231,7 @@ class Prober(ProbeValues):
             if err is not None:
                 out[i]["error"] = err
 
-        if self._crew is None or self._crew.size != n:
-            self._crew = Crew(n)
-        self._crew.run(work)
+        self.parallel(n, work)
         for i in range(n):
             res = bytes(results[i])
             if out[i]["rc"] == 0 and not self.result_problems(res, True):
@@ -236,6 +242,12 @@ class Prober(ProbeValues):
         after = [self.strong(o) for o in objs]
         self._restore(objs, before, after, extra=n)
         return {"calls": out, "refcounts": [[b, a] for b, a in zip(before, after)]}
+
+    def parallel(self, n: int, job: Callable[[int], None]) -> None:
+        """job(i) in n threads released together (kept for the worker's life)."""
+        if self._crew is None or self._crew.size != n:
+            self._crew = Crew(n)
+        self._crew.run(job)
 
     @staticmethod
     def _objects(raws: list[bytes]) -> list[int]:
@@ -302,10 +314,14 @@ class Prober(ProbeValues):
             if is_global:
                 note = "a global function without metadata"
             # Untyped: object arguments find kept/dropped references and
-            # written argument arrays; threads repeat the zero-argument call.
+            # written argument arrays; a search finds a signature with
+            # tensors or scalars, which gets the typed tensor and kernel
+            # probes; threads repeat the call found (or the zero-argument one).
             steps.extend(["objects:1", "objects:4"])
             steps.extend(probe_extra.variant_steps("objects", self.split))
-            steps.append("threads")
+            # (a signature with tensors adds the tensor and kernel steps:
+            # probe_steps.followups)
+            steps.extend(["objects:search", "threads"])
             return steps, sig, note
         n = len(sig.params)
         if n >= 2:
@@ -314,9 +330,12 @@ class Prober(ProbeValues):
             if sigs.wrong_kind(p) is not None:
                 steps.append(f"wrong-type:{i}")
         steps.append("valid")
-        if any(p["type"] in _TENSOR_TYPES for p in sig.params):
+        tensors = any(p["type"] in _TENSOR_TYPES for p in sig.params)
+        if tensors:  # the kernel's layout first: the tensor variants take its ndim
+            steps.append("kernel:layout")
             steps.extend(probe_extra.variant_steps("tensor", self.split))
-        steps.append("threads")
+            steps.extend(probe_extra.variant_steps("kernel", self.split))
+        steps.extend(["threads", "kernel:count"] if tensors else ["threads"])  # count dies last
         return steps, sig, note
 
     def global_sig(self, name: str) -> sigs.Sig | None:
@@ -361,6 +380,13 @@ class Prober(ProbeValues):
         addr, why = probe_extra.caller(self, name, is_global)
         if addr is None:
             return {"skipped": why}
+        if sig is None and step.startswith(("tensor:", "kernel:", "threads")):
+            # Without metadata: the signature the search found, if any.
+            sig = probe_kernel.found_sig(self, name, addr, is_global)
+            if sig is None and step != "threads":
+                return {"skipped": "no metadata, and the signature search found none"}
+        if step == "tensor:all" and sig is not None and not probe_kernel.tensor_params(sig):
+            return {"skipped": "no tensor parameter"}
         if step.endswith(":all"):
             # Every tensor variant in one step: one message instead of one per
             # variant. A crash here makes the parent split it (variant_steps).
@@ -374,6 +400,8 @@ class Prober(ProbeValues):
         self.padded = variant == "padded"
         owned: list[bytes] = []
         try:
+            if probe_steps.owns(base):
+                return probe_steps.run_step(self, name, base, sig, addr, is_global)
             if base == "threads":
                 if not valid_ok:
                     return {
@@ -381,6 +409,9 @@ class Prober(ProbeValues):
                         if sig is not None
                         else "the zero-argument call did not succeed"
                     }
+                got = probe_steps.threads(self, name, sig, addr, threads, is_global)
+                if got is not None:  # each thread with values of its own
+                    return got
                 raws = [self.make(p, owned) for p in sig.params] if sig is not None else []
                 return self.call_threads(addr, raws, threads)
             extra: Msg = {}
@@ -404,6 +435,7 @@ class Prober(ProbeValues):
             elif base.startswith("tensor:"):
                 assert sig is not None  # planned only for a function with a signature
                 self.variant = base.split(":", 1)[1]
+                self.base_ndim = probe_kernel.base_ndim(self, name, addr, sig)
                 raws = [self.make(p, owned) for p in sig.params]
             elif base.startswith(("objects:", "tensors:")):
                 raws = probe_extra.object_args(self, base, owned)
@@ -422,7 +454,7 @@ class Prober(ProbeValues):
         except CannotSynthesize as e:
             return {"skipped": str(e)}
         finally:
-            self.variant, self.padded = "", False
+            self.variant, self.padded, self.base_ndim = "", False, 1
             for o in owned:
                 self.release(o)
 
@@ -439,9 +471,11 @@ class Prober(ProbeValues):
         if only:
             steps = list(only)
         skip = set(req.get("skip", ()))
-        # Follow-up steps of steps that succeeded before a crash restarted us.
-        more = [x for s in req.get("ok", ()) for x in probe_extra.tensor_followups(s, self.split)]
-        todo = [s for s in steps + more if s not in skip]
+        self.skipped_steps, self.ok_steps = skip, set(req.get("ok", ()))
+        self.crashed_steps = set(req.get("crashed", ()))
+        todo = [s for s in steps if s not in skip]
+        for s in sorted(self.ok_steps) if not only else ():  # a signature found before a crash
+            todo += [x for x in probe_steps.followups(s, self.split, is_global) if x not in skip]
         # Each message names the step that runs next ("next"), so no separate
         # "start" message is needed: it still reaches the pipe before that step
         # starts, and a crash leaves it as the last word (half the messages).
@@ -457,6 +491,9 @@ class Prober(ProbeValues):
             }
         )
         valid_ok = bool(req.get("valid_ok", False))
+        if sig is None:  # a call that succeeded before a crash restarted us
+            done = req.get("ok", ())
+            valid_ok = valid_ok or any(s == "zero-args" or s.startswith("objects:") for s in done)
         for i, step in enumerate(todo):
             self.watch(step)
             obs = self.run_step(name, step, sig, getters, valid_ok, is_global, threads)
@@ -464,12 +501,14 @@ class Prober(ProbeValues):
             if step == "valid" or (step == "zero-args" and sig is None):
                 valid_ok = obs.get("rc") == 0 and not obs.get("result_problems")
                 valid_ok = valid_ok and not obs.get("cuda_error")  # its kernel failed
-            if not only:
-                for s, o in (obs.get("sub") or {step: obs}).items():
-                    if o.get("rc") == 0:
-                        todo.extend(
-                            x for x in probe_extra.tensor_followups(s, self.split) if x not in skip
-                        )
+            elif step == "objects:search" and obs.get("sub"):
+                valid_ok = True
+            if step == "zero-args":  # its error names the signature to search first
+                self.zero_error = (name, obs.get("error"))
+            for s in obs.get("sub") or () if not only else ():
+                todo += [
+                    x for x in probe_steps.followups(s, self.split, is_global) if x not in skip
+                ]
             obs["event"] = "obs"
             obs["step"] = step
             obs["next"] = todo[i + 1] if i + 1 < len(todo) else None

@@ -18,15 +18,16 @@ from __future__ import annotations
 import ctypes
 import mmap
 import struct
-from ctypes import byref, c_int64, c_void_p
+from ctypes import POINTER, byref, c_int64, c_void_p
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..abi.constants import kTVMFFIDLTensorPtr, kTVMFFITensor
 from ..abi.devices import kDLCPU, kDLCUDA
-from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLOpaqueHandle
+from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLInt, kDLOpaqueHandle
 from ..abi.dtypes import format_dtype as _format_dtype
 from ..abi.structs import DLManagedTensor
+from .probe_layouts import Memory, int64s
 from .probe_memory import _LIBC, CannotSynthesize, note_device_range
 
 PAGE = mmap.PAGESIZE
@@ -36,21 +37,23 @@ SLOTS = 96
 #: Distinct tensors per variant (a call with several tensor arguments gets
 #: distinct memory for each).
 COPIES = 4
-#: Bytes of one tensor's shape-and-strides slot, and slots in the region.
-META_SLOT = 256
-META_SLOTS = 256
 #: Bytes before the first element in the "offset" variant (the data pointer
 #: itself then points into the guard page: honouring byte_offset is required).
 OFFSET = 64
 
 #: Bits used for each type code (one representative width per code).
 _BITS = {0: 32, 1: 8, kDLFloat: 64, kDLOpaqueHandle: 64, 4: 16, 5: 64, kDLBool: 8}
+#: Widths kernels switch on besides those: 8- and 64-bit ints, half floats
+#: (a kernel reading every element as 4 bytes overruns a 16-bit tensor).
+_MORE_WIDTHS = ((kDLInt, 8), (kDLInt, 64), (kDLFloat, 16))
 
 
 @dataclass(frozen=True)
 class Variant:
     dtype: tuple[int, int, int]
-    ndim: int = 1
+    #: 0: the dimensions of the function's base layout (1, or 2 for a kernel
+    #: that takes only 2-d tensors: ProbeValues.base_ndim)
+    ndim: int = 0
     strided: bool = False
     offset: int = 0
     device: int = kDLCPU
@@ -60,11 +63,16 @@ BASE = Variant((kDLFloat, 32, 1))
 
 
 def _dtype_variants() -> dict[str, Variant]:
-    out: dict[str, Variant] = {}
+    # The base tensor itself first: a function without metadata has no
+    # "valid" call with guarded float32 tensors of its own (the signature
+    # search calls with ordinary memory).
+    out: dict[str, Variant] = {_format_dtype(*BASE.dtype): BASE}
     for code, name in sorted(DTYPE_NAMES.items()):
         bits = FIXED_BITS.get(name) or _BITS.get(code, 8)
         if (code, bits) == (kDLFloat, 32):
-            continue  # the base tensor of every call
+            continue  # the base tensor, above
+        out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
+    for code, bits in _MORE_WIDTHS:
         out[_format_dtype(code, bits, 1)] = Variant((code, bits, 1))
     return out
 
@@ -82,6 +90,8 @@ VARIANTS: dict[str, Variant] = {
 
 def describe(name: str) -> str:
     """Words for a variant in findings."""
+    if name.startswith("shrink:"):
+        return f"tensor argument {name.split(':')[1]} shorter than the others"
     v = VARIANTS.get(name)
     if v is None:
         return "a float32 tensor"
@@ -96,22 +106,22 @@ def describe(name: str) -> str:
     return f"a {name} tensor"
 
 
-def _shape(v: Variant, nbytes: int) -> tuple[list[int], list[int]]:
+def _shape(v: Variant, nbytes: int, ndim: int) -> tuple[list[int], list[int]]:
     """(shape, strides); strides always explicit (the official TensorView
     refuses a NULL strides pointer; DLPack 1.x producers fill it)."""
     bits = v.dtype[1] * max(v.dtype[2], 1)
     n = max(1, nbytes * 8 // max(bits, 1))
-    if v.ndim == 1:
+    if ndim == 1:
         return [n], [1]
-    side = max(1, int(round(n ** (1.0 / v.ndim))))
-    while side**v.ndim > n:
+    side = max(1, int(round(n ** (1.0 / ndim))))
+    while side**ndim > n:
         side -= 1
-    dims = [side] * v.ndim
+    dims = [side] * ndim
     if not v.strided:
-        return dims, [side**k for k in reversed(range(v.ndim))]
+        return dims, [side**k for k in reversed(range(ndim))]
     # Column-major: element (i, j) at i + j*side; a kernel assuming row-major
     # order still stays inside the data, one ignoring strides may not.
-    strides = [side**k for k in range(v.ndim)]
+    strides = [side**k for k in range(ndim)]
     return dims, strides
 
 
@@ -129,18 +139,17 @@ class TensorPool:
     def __init__(self) -> None:
         self.base: int | None = None
         self.i = 0
-        # Shapes and strides live in a zeroed region of their own, each pair
-        # in a slot of META_SLOT bytes: reading past them (a kernel assuming
-        # more dimensions) reads zeros, the same in every run, not whatever
-        # the heap held next to a Python object.
-        self.meta: int | None = None
-        self.meta_i = 0
         self.keep: list[Any] = []  # DLManagedTensor structs, shapes: live as long as we do
         # (variant, copy) -> (page, [(address, pristine bytes)] of the struct,
         # shape and strides): building ctypes structs cost more than the call,
         # so each is built once and restored before every use.
         self._cache: dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]] = {}
         self._uses = 0
+        self._parts: list[tuple[int, bytes]] = []
+        # Shapes and strides end at guard pages (probe_layouts.int64s): a
+        # kernel reading past them (assuming more dimensions) faults in every
+        # run, instead of reading whatever the heap held next to them.
+        self.meta = Memory()  # never handed out again
         #: nbytes -> address of device memory for the CUDA variant, once the
         #: probe child has a CUDA device (conform/probe_gpu.py); else the
         #: variant's data pointer is a guard page (not CPU memory either).
@@ -175,24 +184,23 @@ class TensorPool:
         ctypes.memset(addr, 0, PAGE)
         return addr
 
-    def managed(self, name: str, padded: bool = False) -> int:
+    def managed(self, name: str, padded: bool = False, base_ndim: int = 1) -> int:
         """Address of a DLManagedTensor of variant `name` (no deleter: we own it),
-        its data zeroed and its fields as built (a callee may have written them)."""
+        its data zeroed and its fields as built (a callee may have written them).
+        base_ndim: the dimensions of a variant that does not fix them."""
         if padded:
-            return self._build(name, self.page(True), True)
+            return self._build(name, self.page(True), True, base_ndim)
         if VARIANTS.get(name, BASE).device != kDLCPU:
             # Never from the cache: its data is device memory of this process's
             # CUDA context (or a stand-in pointer before CUDA started), which a
             # tensor built earlier (in the zygote, before the fork) does not have.
-            return self._build(name, self.page(False), False)
+            return self._build(name, self.page(False), False, base_ndim)
         self._uses += 1
-        key = (name, self._uses % COPIES)
+        key = (f"{name}/{base_ndim}", self._uses % COPIES)
         got = self._cache.get(key)
         if got is None:
-            m = self._build(name, self.page(False), False)
-            page, struct_, slot = self.keep[-3:]
-            parts = [(m, bytes(struct_)), (slot, ctypes.string_at(slot, META_SLOT))]
-            got = (page, parts)
+            m = self._build(name, self.page(False), False, base_ndim)
+            got = (self.keep[-2], self._parts)
             self._cache[key] = got
             return m
         page, parts = got
@@ -201,9 +209,10 @@ class TensorPool:
             ctypes.memmove(addr, raw, len(raw))
         return parts[0][0]
 
-    def _build(self, name: str, page: int, padded: bool) -> int:
+    def _build(self, name: str, page: int, padded: bool, base_ndim: int) -> int:
         v = VARIANTS.get(name, BASE)
-        dims, strides = _shape(v, PAGE)
+        ndim = v.ndim or base_ndim
+        dims, strides = _shape(v, PAGE, ndim)
         m = DLManagedTensor()
         t = m.dl_tensor
         bits = v.dtype[1] * max(v.dtype[2], 1)
@@ -216,15 +225,20 @@ class TensorPool:
             else:
                 t.data = self._no_host_memory(used)
         t.device.device_type, t.device.device_id = v.device, 0
-        t.ndim = v.ndim
+        t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = v.dtype
-        slot = self._meta_slot()
-        ctypes.memmove(slot, struct.pack(f"<{v.ndim}q", *dims), 8 * v.ndim)
-        ctypes.memmove(slot + META_SLOT // 2, struct.pack(f"<{v.ndim}q", *strides), 8 * v.ndim)
-        t.shape = ctypes.cast(slot, ctypes.POINTER(c_int64))
-        t.strides = ctypes.cast(slot + META_SLOT // 2, ctypes.POINTER(c_int64))
+        # shape and strides end at guard pages (probe_layouts.int64s).
+        shape, st = int64s(self.meta, dims), int64s(self.meta, strides)
+        t.shape = ctypes.cast(shape, POINTER(c_int64))
+        t.strides = ctypes.cast(st, POINTER(c_int64))
         t.byte_offset = v.offset
-        self.keep.extend([page, m, slot])
+        self.keep.extend([page, m])
+        # (address, pristine bytes) of the struct, shape and strides
+        self._parts = [
+            (ctypes.addressof(m), bytes(m)),
+            (shape, ctypes.string_at(shape, 8 * ndim)),
+            (st, ctypes.string_at(st, 8 * ndim)),
+        ]
         return ctypes.addressof(m)
 
     def _no_host_memory(self, nbytes: int) -> int:
@@ -241,31 +255,12 @@ class TensorPool:
             note_device_range(int(addr), size)
         return self.fake_device[0]
 
-    def _meta_slot(self) -> int:
-        """A zeroed slot for a tensor's shape (first half) and strides (second)."""
-        if self.meta is None:
-            addr: int | None = _LIBC.mmap(
-                None,
-                META_SLOT * META_SLOTS,
-                mmap.PROT_READ | mmap.PROT_WRITE,
-                mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-            if addr in (None, ctypes.c_void_p(-1).value):
-                raise CannotSynthesize("mmap of the tensor shapes failed")
-            self.meta = int(addr)
-        slot = self.meta + META_SLOT * (self.meta_i % META_SLOTS)
-        self.meta_i += 1
-        ctypes.memset(slot, 0, META_SLOT)
-        return slot
-
 
 def tensor_any(p: Any, name: str, padded: bool, as_ptr: bool = False) -> bytes:
     """Raw bytes of an Any holding a guarded tensor of variant `name`: an owned
     ffi.Tensor (TVMFFITensorFromDLPack), or (as_ptr) a borrowed DLTensor*.
     p: the probe's ProbeValues (its `tensors` pool, raw C API and errors)."""
-    m = p.tensors.managed(name, padded)
+    m = p.tensors.managed(name, padded, p.base_ndim)
     if as_ptr:
         return struct.pack("<iIQ", kTVMFFIDLTensorPtr, 0, m)  # dl_tensor is the first field
     out = c_void_p()

@@ -114,6 +114,9 @@ class ProbeValues:
         # and whether its data sits in padded rather than guarded memory.
         self.variant = ""
         self.padded = False
+        # Dimensions of the tensors make() builds when the variant does not
+        # fix them: 2 for a kernel that takes only 2-d tensors (probe_kernel.py).
+        self.base_ndim = 1
 
     # -- runtime access --------------------------------------------------------
     def _rt(self, name: str) -> Callable[..., Any] | None:
@@ -377,6 +380,45 @@ class ProbeValues:
             probs.append("the result object is dead: already freed (strong reference count 0)")
         return probs
 
+    def _tensor_elements(self, cell: DLTensor) -> bytes:
+        """Shape and elements of a CPU tensor as its strides and byte_offset
+        give them (a view and its contiguous copy digest alike); elements
+        only up to 2^20 bytes, read only where readable."""
+        ndim = min(cell.ndim, 16)
+        shape_p = ctypes.cast(cell.shape, c_void_p).value
+        if ndim <= 0 or not shape_p or not self.readable(shape_p, 8 * ndim):
+            return b""
+        dims = struct.unpack(f"<{ndim}q", ctypes.string_at(shape_p, 8 * ndim))
+        out = repr(dims).encode()
+        n = 1
+        for d in dims:
+            n *= max(d, 0)
+        size = (cell.dtype.bits * cell.dtype.lanes + 7) // 8
+        if cell.device.device_type != kDLCPU or not cell.data or not 0 < n * size <= 1 << 20:
+            return out
+        dense = list(dims)
+        acc = 1
+        for k in reversed(range(ndim)):
+            dense[k], acc = acc, acc * dims[k]
+        strides = dense  # NULL strides: row-major contiguous
+        strides_p = ctypes.cast(cell.strides, c_void_p).value
+        if strides_p and self.readable(strides_p, 8 * ndim):
+            strides = list(struct.unpack(f"<{ndim}q", ctypes.string_at(strides_p, 8 * ndim)))
+        first = cell.data + cell.byte_offset
+        if strides == dense:
+            return out + (
+                ctypes.string_at(first, n * size) if self.readable(first, n * size) else b""
+            )
+        if n > 1 << 16:
+            return out
+        offsets = [0]
+        for d, st in zip(dims, strides):
+            offsets = [o + i * st for o in offsets for i in range(d)]
+        lo, hi = min(offsets), max(offsets)
+        if not self.readable(first + lo * size, (hi - lo + 1) * size):
+            return out
+        return out + b"".join(ctypes.string_at(first + o * size, size) for o in offsets)
+
     def fingerprint(self, raw: bytes, depth: int = 0) -> str:
         """A stable digest of a result's value (not its identity)."""
         h = hashlib.sha1()
@@ -405,21 +447,8 @@ class ProbeValues:
                 h.update(ctypes.string_at(data, 8 * size))
         elif ti == sigs.K_TENSOR:
             raw_cell = ctypes.string_at(abi.cell_address(p), ctypes.sizeof(DLTensor))
-            cell = DLTensor.from_buffer_copy(raw_cell)
-            data, dev_t = cell.data, cell.device.device_type
             h.update(raw_cell[DLTensor.device.offset : DLTensor.shape.offset])
-            shape_p = ctypes.cast(cell.shape, c_void_p).value
-            ndim = min(cell.ndim, 16)
-            n = 1
-            if shape_p and self.readable(shape_p, 8 * ndim):
-                dims = struct.unpack(f"<{ndim}q", ctypes.string_at(shape_p, 8 * ndim))
-                h.update(repr(dims).encode())
-                for d in dims:
-                    n *= max(d, 0)
-            bits, lanes = cell.dtype.bits, cell.dtype.lanes
-            nbytes = n * ((bits * lanes + 7) // 8)
-            if dev_t == kDLCPU and data and 0 < nbytes <= 1 << 20 and self.readable(data, nbytes):
-                h.update(ctypes.string_at(data, nbytes))
+            h.update(self._tensor_elements(DLTensor.from_buffer_copy(raw_cell)))
         elif ti == sigs.K_ARRAY and depth < 3:
             try:
                 size_raw = self.call_global("ffi.ArraySize", [raw])

@@ -169,7 +169,7 @@ class Prober:
                 valid_ok = _valid_ok(f)
                 ok = sorted(s for s, ob in f.obs.items() if ob.get("rc") == 0)
                 req = dict(base, skip=sorted(skip), valid_ok=valid_ok, no_metadata=no_meta, ok=ok)
-                req["split"] = sorted(split)
+                req["split"], req["crashed"] = sorted(split), sorted(f.crashes)
                 died = self._run(f, req, budget)
                 if died is None:
                     break
@@ -238,7 +238,9 @@ class Prober:
                 # Same call, tensor data in ordinary memory: if that one
                 # survives, the fault was an access past the tensor's data.
                 rerun = step + "/padded"
-                died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=[]), budget)
+                # (the signature the search found, for a function without metadata)
+                found = [s for s in f.obs if s.startswith("objects:search:")]
+                died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=found), budget)
                 c["tensor_oob"] = died is None and rerun in f.obs
 
     def _budget(self, deadline: float | None) -> float | None:

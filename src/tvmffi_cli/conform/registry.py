@@ -9,34 +9,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from .registry_base import ERROR, FUNCTION, LIBRARY, LOAD, PROBE, STATIC, WARNING, WHEEL, Check
+from .registry_kernel import KERNEL_CHECKS, TYPE_LAYOUT
 from .registry_gpu import GPU_CHECKS
 
-ERROR = "error"
-WARNING = "warning"
-
-LIBRARY = "library"  # one result for the whole file
-FUNCTION = "function"  # one result per exported function (or per offending symbol)
-WHEEL = "wheel"  # one result per wheel given as input
-
-STATIC = "static"  # reads the file only
-LOAD = "load"  # loads the library in a worker process
-PROBE = "probe"  # calls functions in a worker process
-
-
-@dataclass(frozen=True)
-class Check:
-    id: str
-    title: str
-    severity: str
-    scope: str
-    stage: str
-    what: str
-    why: str
-    fix: str
-
+# The words of a record, for the modules that read the table.
+__all__ = ["ERROR", "FUNCTION", "LIBRARY", "LOAD", "PROBE", "STATIC", "WARNING", "WHEEL"]
+__all__ += ["Check", "KERNEL_CHECKS", "TYPE_LAYOUT"]
 
 CHECKS: list[Check] = [
     Check(
@@ -222,6 +203,7 @@ CHECKS: list[Check] = [
         fix="Do not touch other libraries' state (the runtime, CUDA, Python) from static "
         "destructors; release global objects explicitly or leak them on purpose.",
     ),
+    TYPE_LAYOUT,
     Check(
         "metadata-json",
         "Metadata getters return valid JSON with a parsable type_schema",
@@ -295,9 +277,9 @@ CHECKS: list[Check] = [
         "released reference. A function named for registering (`register`, `Register...`) "
         "that returns None and keeps one reference to each object argument per call is the "
         "pattern of a registry (TVM's RegisterReducer keeps what it is given by design): a "
-        "warning naming the pattern. Functions without metadata are called with a String, an int, "
-        "Arrays of ints, floats, strings and arrays, a Map, 1 to 3 Tensors and a Function "
-        "to find out.",
+        "warning naming the pattern. Functions without metadata are called with a String, an "
+        "int, Arrays of ints, floats, strings and arrays, a Map, a Function and the tensors "
+        "of the signature search (see `tensor-bounds`) to find out.",
         why="Arguments are borrowed views. A callee that keeps an extra reference on every "
         "call leaks the object; one that releases a reference frees the caller's object under "
         "it.",
@@ -375,15 +357,21 @@ CHECKS: list[Check] = [
         "(and a byte_offset variant points `data` into the lower guard page), so reading "
         "or writing one element past either end faults inside the call; the same call with "
         "the data in ordinary memory tells such a fault from any other. Tensors are probed "
-        "with every DLPack type code, 1 to 3 dimensions, strides and a byte offset; a "
-        "typed tensor parameter gets them all, a function without metadata gets them once "
-        "a call with 1-3 float32 tensors succeeded.",
+        "with every DLPack type code (and int8, int64, float16 besides the codes' usual "
+        "widths), 1 to 3 dimensions (the kernel's own number of dimensions for the dtype "
+        "variants: a kernel that takes only 2-d tensors gets 2-d int8), strides and a byte "
+        "offset. A typed tensor parameter gets them all. A function without metadata gets "
+        "them once a signature search found a call it accepts: 1 to 3 tensors of 1 or 2 "
+        "dimensions, alone or followed by an int or a float, or ints and floats alone "
+        "(the signature a typed C++ function names in its argument error is tried first). "
+        "Ignoring `byte_offset` is an error like any other access outside the data.",
         why="Memory next to a tensor belongs to other tensors or the allocator: an "
         "off-by-one write corrupts them silently, a read returns garbage.",
         fix="Loop to `numel` (the product of the shape), index with the strides and add "
         "`byte_offset` to `data`; check `ndim`, `dtype` and `device` first and raise when "
         "they are not what the kernel handles.",
     ),
+    *KERNEL_CHECKS,
     Check(
         "no-crash",
         "No crash",
@@ -437,9 +425,14 @@ CHECKS: list[Check] = [
         "(`--threads N`, default 4) gives N results identical to each other and to the "
         "single-threaded result, with no crash and unchanged reference counts; int results "
         "that differ because each is the reference count of an argument during its call (a "
-        "use count, such as `testing.object_use_count`) pass with that reason. The ABI "
-        "does not promise thread safety: this is a warning unless `--threads` is given, "
-        "then an error.",
+        "use count, such as `testing.object_use_count`) pass with that reason. A function "
+        "taking tensors whose values matter is called instead with arguments of each "
+        "thread's own (tensor and float values), for 6 rounds, each thread getting what the "
+        "same call alone gives: a static scratch buffer shared by the threads shows. For "
+        "that the threads are pinned to one CPU with a 100 us time slice (Linux 6.12+), and "
+        "the tensors grow (up to 2^20 elements) until a call takes about 2 ms of CPU, so calls "
+        "are preempted inside each other on every run. The ABI does not promise thread "
+        "safety: this is a warning unless `--threads` is given, then an error.",
         why="Kernels are called from many threads (data loaders, servers); hidden shared "
         "state gives racy results.",
         fix="Avoid writable static state, or guard it; keep per-call state on the stack.",

@@ -25,6 +25,7 @@ from . import (
     checks_gpu,
     checks_probe,
     checks_static,
+    checks_types,
     checks_version,
     exit_check,
     registry,
@@ -41,7 +42,7 @@ from .workers import Event, Spares, Worker, WorkerDied
 Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
-LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean"})
+LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean", "type-layout"})
 
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
@@ -164,6 +165,8 @@ def run(
         if "library-load" in ids:
             results.append(load)
         loaded = died is None and bool(ev.get("ok"))
+        if "type-layout" in ids:
+            results.append(checks_types.check_type_layout(ev.get("types"), loaded))
         globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
         targets = exports + [g for g in globals_ if not o.only or g in o.only]
         jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))

@@ -239,3 +239,84 @@ def return_ok(t: TypeDict, type_index: int) -> bool:
     if key in ("ffi.List", "ffi.Dict", "ffi.Module", "ffi.Error"):
         return type_index >= K_OBJECT
     return type_index >= K_OBJECT
+
+
+# --- signatures of functions without metadata, found by search ----------------
+# A code names one candidate signature, a letter per parameter: "t" a 1-d
+# float32 tensor, "T" a 2-d one, "i" an int, "f" a float. The probe tries
+# them in order (conform/probe_kernel.py) and keeps the first that a call
+# accepts; "T" codes give every tensor 2 dimensions.
+_CODE_TYPES = {"t": "ffi.Tensor", "T": "ffi.Tensor", "i": "int", "f": "float"}
+
+#: Candidates, most common first: tensors alone, tensors and a trailing
+#: scalar, 2-d tensors, then scalars alone.
+SEARCH_CODES = (
+    "t tt ttt T TT TTT tf ttf tttf ti tti ttti Tf TTf Ti TTi i f ii ff iii if fi"
+).split()
+
+#: How a parameter type reads in a typed C++ function's argument errors
+#: ("`f(0: DLTensor*, 1: float) -> void`"), as a code letter.
+_HINT_LETTERS = {
+    "DLTensor*": "t",
+    "Tensor": "t",
+    "ffi.Tensor": "t",
+    "TensorView": "t",
+    "int": "i",
+    "bool": "i",
+    "float": "f",
+    "double": "f",
+}
+
+
+def code_sig(code: str) -> Sig:
+    """The Sig a search code stands for (return type unknown: Any)."""
+    return Sig([{"type": _CODE_TYPES[c], "args": []} for c in code], {"type": "Any", "args": []})
+
+
+def code_ndim(code: str) -> int:
+    return 2 if "T" in code else 1
+
+
+def signature_codes(message: str | None) -> list[str]:
+    """The signature a typed C++ function names in its argument error
+    ("`f(0: DLTensor*, 1: float) -> void`": "tf", then "Tf"), when a code
+    letter stands for each of its parameters; else []."""
+    text = (message or "")[:4096]
+    start = text.find("(0: ")
+    end = text.find(")", start)
+    if start < 0 or end < 0:
+        return []
+    letters = []
+    for part in text[start + 1 : end].split(","):
+        letter = _HINT_LETTERS.get(part.partition(":")[2].strip())
+        if letter is None:
+            return []
+        letters.append(letter)
+    code = "".join(letters)
+    return [code, code.replace("t", "T")] if "t" in code else [code]
+
+
+def hint_codes(message: str | None) -> list[str]:
+    """Candidates read off the error a call with no arguments raised: the
+    signature it names (signature_codes), else every code of the arity it
+    states ("expects 2 arguments", "Expected 2 but got 0"). Library text:
+    only a hint, every candidate is still called."""
+    named = signature_codes(message)
+    if named:
+        return named
+    arity = _stated_arity((message or "")[:4096])
+    return [] if arity is None else [c for c in SEARCH_CODES if len(c) == arity]
+
+
+def _stated_arity(text: str) -> int | None:
+    """N of "expects N argument(s)" / "Expected N but got" in an error."""
+    import re
+
+    m = re.search(r"[Ee]xpect(?:s|ed)? (\d{1,2})\b(?: arguments?| but got)", text)
+    return int(m.group(1)) if m else None
+
+
+def search_order(hints: list[str]) -> list[str]:
+    """The codes to try: those the error hints at (its signature, or every
+    code of the arity it states: the function said what it takes), else all."""
+    return list(dict.fromkeys(hints)) if hints else list(SEARCH_CODES)
