@@ -103,7 +103,9 @@ def _tensor(t: str, variant: str, padded: bool) -> Arg:
     from ..abi.dtypes import format_dtype
 
     v: Variant = VARIANTS.get(variant, BASE)
-    dims, strides = _shape(v, PAGE)
+    # (a kernel found 2-d by the signature search gets 2-d tensors in the probe
+    # child; the step name does not say so, and this shows the 1-d form)
+    dims, strides = _shape(v, PAGE, v.ndim or 1)
     a: Arg = {
         "type": t,
         "dtype": format_dtype(*v.dtype),

@@ -331,4 +331,3 @@ def _once(p: Any, fn: Caller, a: _Args) -> tuple[Any, ...] | None:
         fp,
         *(t.memory() if raw is not None else None for t, raw in zip(a.tensors, a.pristine)),
     )
-

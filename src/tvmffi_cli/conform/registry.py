@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .registry_base import ERROR, FUNCTION, LIBRARY, LOAD, PROBE, STATIC, WARNING, WHEEL, Check
-from .registry_kernel import KERNEL_CHECKS, TYPE_LAYOUT
 from .registry_gpu import GPU_CHECKS
+from .registry_kernel import KERNEL_CHECKS, TYPE_LAYOUT
 
 # The words of a record, for the modules that read the table.
 __all__ = ["ERROR", "FUNCTION", "LIBRARY", "LOAD", "PROBE", "STATIC", "WARNING", "WHEEL"]
