@@ -66,19 +66,19 @@ def test_borrowed_result_then_a_good_function_in_one_worker():
 
 
 def test_a_crash_that_needs_earlier_calls_says_so(run_j1):
-    rows = verdicts(run_j1, {"third_call_crashes"})
-    status, _sev, msg = rows[("no-crash", "third_call_crashes")]
+    rows = verdicts(run_j1, {"second_call_crashes"})
+    status, _sev, msg = rows[("no-crash", "second_call_crashes")]
     assert status == "fail"
     assert "only after earlier calls of the function in the same process" in msg
     assert "called alone it returns" in msg
     # one clause per cause: the steps after the first are named, not described again
     assert msg.count("called alone it returns") == 1
     # and no tensor-bounds blame: the crash is not the tensor's
-    assert rows[("tensor-bounds", "third_call_crashes")][0] != "fail"
+    assert rows[("tensor-bounds", "second_call_crashes")][0] != "fail"
     res = next(
         x
         for x in run_j1["results"]
-        if x["check"] == "no-crash" and x["function"] == "third_call_crashes"
+        if x["check"] == "no-crash" and x["function"] == "second_call_crashes"
     )
     assert res["fix"].startswith("The crash needs earlier calls")
     assert "reproduce" in res and res["reproduce"].split()[1] == "conform"
@@ -107,7 +107,7 @@ def test_verdicts_are_the_same_whatever_the_order_and_jobs(run_j1):
     _r, j2 = conform_json(library(), "-j", "2", "--timeout", "2")
     assert verdicts(j2) == verdicts(run_j1)
     # a function checked alone gets the verdicts it gets among the others
-    for fn in ("trips_on_poison", "third_call_crashes", "returns_borrowed"):
+    for fn in ("trips_on_poison", "second_call_crashes", "returns_borrowed"):
         _r, alone = conform_json(library(), "--function", fn, "--timeout", "2")
         assert verdicts(alone) == verdicts(run_j1, {fn}), fn
 

@@ -72,6 +72,10 @@ def _explained(step: str, c: Obs) -> bool:
         return True  # a kernel counting in 64 bits reads past the 64 real elements
     if step == "kernel:layout":
         return True  # contiguous tensors of 9 dtypes: the valid call and the variants tell
+    if c.get("alone") is False and step.startswith(("objects:", "tensors:")):
+        # The same guessed arguments returned alone: the crash needs earlier
+        # calls of the function (state it keeps), whatever it takes.
+        return False
     if step == "objects:search":
         return True  # calls with guessed arguments (no metadata), like objects:*
     if c.get("tensor_oob"):

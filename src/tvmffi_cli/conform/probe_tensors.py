@@ -34,6 +34,8 @@ PAGE = mmap.PAGESIZE
 #: Data pages in the pool: one per cached tensor (COPIES per variant); a
 #: tensor a library keeps stays readable: its page is refilled, never unmapped.
 SLOTS = 96
+#: Readable pages on each side of a padded (re-run) tensor's data page.
+PADDED_SLACK = 8
 #: Distinct tensors per variant (a call with several tensor arguments gets
 #: distinct memory for each).
 COPIES = 4
@@ -172,11 +174,13 @@ class TensorPool:
         return int(addr) + (1 + slack) * PAGE
 
     def page(self, padded: bool) -> int:
-        """A zeroed data page: guarded on both sides, or (padded) with a page of
-        readable slack on both sides (then guard pages: what a call reads
+        """A zeroed data page: guarded on both sides, or (padded) with
+        PADDED_SLACK pages of readable slack on both sides (then guard pages: what a call reads
         further away is the same in every run)."""
         if padded:
-            return self._map(1, 1)  # fresh zero pages; kept mapped, as the pool is
+            # Fresh zero pages, kept mapped as the pool is; slack for a kernel
+            # that reads the data as a wider dtype (int8 read as int64: 8x).
+            return self._map(1, PADDED_SLACK)
         if self.base is None:
             self.base = self._map()
         addr = self.base + 2 * (self.i % SLOTS) * PAGE

@@ -209,6 +209,9 @@ class Prober:
     ) -> None:
         """Run crashed calls again to pin each crash on its cause."""
         valid_ok = _valid_ok(f)
+        # (the signature the search found, for a function without metadata:
+        # a re-run in a new probe child reads it back from these steps)
+        found = [s for s in f.obs if s.startswith("objects:search:")]
         for step, c in list(f.crashes.items()):
             if c["hang"] or step in (*_GETTERS, AFTER_CALLS) or "/" in step:
                 continue
@@ -217,13 +220,12 @@ class Prober:
                 return
             if c.get("after"):
                 # Other calls of this function ran first in that process.
-                again = dict(base, only=[step + "/alone"], valid_ok=valid_ok, ok=[])
+                again = dict(base, only=[step + "/alone"], valid_ok=valid_ok, ok=found)
                 died = self._run(f, dict(again, no_metadata=no_meta), budget)
-                if died is None and "skipped" in (f.obs.get(step + "/alone") or {}):
-                    continue  # not run alone (nothing to tell)
-                c["alone"] = died is not None  # it failed alone too
-                if not c["alone"]:
-                    continue  # returned alone: not a fault of this call's arguments
+                if died is not None or "skipped" not in (f.obs.get(step + "/alone") or {}):
+                    c["alone"] = died is not None  # it failed alone too
+                    if not c["alone"]:
+                        continue  # returned alone: not a fault of this call's arguments
             if step in ("zero-args", "too-few") and c.get("fault"):
                 c["oob"] = c["fault"] == "args-guard"  # the fault address says
             elif step in ("zero-args", "too-few") and c["signal"] in _SEGV:
@@ -238,8 +240,6 @@ class Prober:
                 # Same call, tensor data in ordinary memory: if that one
                 # survives, the fault was an access past the tensor's data.
                 rerun = step + "/padded"
-                # (the signature the search found, for a function without metadata)
-                found = [s for s in f.obs if s.startswith("objects:search:")]
                 died = self._run(f, dict(base, only=[rerun], valid_ok=False, ok=found), budget)
                 c["tensor_oob"] = died is None and rerun in f.obs
 

@@ -437,7 +437,7 @@ def _hint_text(library: PathLike, label: str, done: set[str | None]) -> str:
     if not left:
         return ""
     return (
-        f"; the {label} runtime cannot host it: pass --runtime {left[0]} or another "
+        f"; it did not load on the {label} runtime: try --runtime {left[0]} or another "
         f"release of its range {_range_text(library)} (`tvmffi inspect "
         f"--verify-range` loads it on each; tvmffi fetches the one you name)"
     )
