@@ -84,7 +84,7 @@ KNOWN_ERRORS: dict[str, set[tuple[str, str]]] = {
     },
     "libtvm_runtime.so": {
         # reads a CUDA tensor's data as host memory (official: the same)
-        ("no-crash", "cache_flush_cpu_non_first_arg"),
+        ("device-mismatch", "cache_flush_cpu_non_first_arg"),
         # assumes 2-D tensors without checking ndim (official: the same)
         ("no-crash", "vm.builtin.multinomial_from_uniform"),
         # TVM sizes a sub-byte element as a whole byte: a packed float4

@@ -137,7 +137,9 @@ def test_introspect_task_shape(build_lib, official_include):
         "module",
         "errors",
         "warnings",
+        "cuda_devices",
     }
+    assert rep["cuda_devices"] is None  # asked only for a library with CUDA code
     assert rep["errors"] == []
     assert "add" in rep["functions"] and "point_norm" in rep["functions"]
     assert not any(n.startswith("_") for n in rep["functions"])

@@ -56,8 +56,12 @@ def cache_dir() -> Path:
 
 def wheel_dirs() -> list[Path]:
     """Where a downloaded apache-tvm-ffi wheel may already be: our own
-    wheels/ first, then the shared wheel cache."""
+    wheels/ first, then the shared wheel cache. A runtime cache named by
+    TVMFFI_RUNTIME_CACHE alone is the whole cache (isolated: nothing else is
+    read unless TVMFFI_WHEEL_CACHE names the shared one too)."""
     env = os.environ.get(WHEEL_CACHE_ENV)
+    if not env and os.environ.get(CACHE_ENV):
+        return [cache_dir() / "wheels"]
     shared = Path(env).expanduser() if env else Path.home() / ".cache" / "tvmffi" / "wheels"
     return [cache_dir() / "wheels", shared]
 
