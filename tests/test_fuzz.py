@@ -247,7 +247,7 @@ def test_tensor_literal_bad_dimension_is_input_error(text):
 
 def test_tensor_literal_dimensions_still_parse():
     spec = literals.parse_tensor_literal("float32[ 2 , 3 ]:ones")
-    assert spec["shape"] == [2, 3] and spec["fill"] == "ones"
+    assert spec.shape == (2, 3) and spec.fill == "ones"
 
 
 @pytest.mark.parametrize(

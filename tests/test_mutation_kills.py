@@ -36,6 +36,7 @@ BENCH_LIVE = r"""
 import json, sys
 from tvmffi_cli.call import bench_task
 from tvmffi_cli.call import task as call_task
+from tvmffi_cli.call.messages import CallRequest
 from tvmffi_cli.ffi.runtime import get_runtime
 
 path = sys.argv[1]
@@ -51,7 +52,7 @@ def bench(repeat):
 
 def open_only():
     n = rt.live_objects()
-    call_task.open_function({"path": path, "func": "describe"})
+    call_task.open_function(CallRequest(path, "describe", (), ""))
     return rt.live_objects() - n
 
 bench(10)  # warm: the first load of the library

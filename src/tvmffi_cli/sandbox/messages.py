@@ -29,6 +29,88 @@ class MessageError(ValueError):
     """An object on the channel is not the message expected there."""
 
 
+class Fields:
+    """One JSON object of a task's messages, read field by field with its type
+    checked (call/messages.py): MessageError names the first field that is
+    missing or of another type. `what` says whose object it is."""
+
+    __slots__ = ("obj", "what")
+
+    def __init__(self, obj: object, what: str) -> None:
+        if not isinstance(obj, dict):
+            raise MessageError(f"{what}: not a JSON object")
+        self.obj: dict[str, object] = obj
+        self.what = what
+
+    def bad(self, key: str, expected: str) -> MessageError:
+        got = type(self.obj[key]).__name__ if key in self.obj else "missing"
+        return MessageError(f"{self.what}: field {key!r} is {got}, expected {expected}")
+
+    def has(self, key: str) -> bool:
+        return key in self.obj
+
+    def text(self, key: str) -> str:
+        v = self.obj.get(key)
+        if not isinstance(v, str):
+            raise self.bad(key, "a string")
+        return v
+
+    def text_or_none(self, key: str) -> str | None:
+        return None if self.obj.get(key) is None else self.text(key)
+
+    def integer(self, key: str) -> int:
+        v = self.obj.get(key)
+        # bool is an int to isinstance; an int field takes no bool
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise self.bad(key, "an integer")
+        return v
+
+    def integer_or_none(self, key: str) -> int | None:
+        return None if self.obj.get(key) is None else self.integer(key)
+
+    def count(self, key: str) -> int:
+        v = self.integer(key)
+        if v < 0:
+            raise self.bad(key, "a count (>= 0)")
+        return v
+
+    def number(self, key: str) -> float:
+        v = self.obj.get(key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise self.bad(key, "a number")
+        return v
+
+    def flag(self, key: str, default: bool | None = None) -> bool:
+        v = self.obj.get(key, default)
+        if not isinstance(v, bool):
+            raise self.bad(key, "true or false")
+        return v
+
+    def items(self, key: str) -> list[object]:
+        v = self.obj.get(key)
+        if not isinstance(v, list):
+            raise self.bad(key, "a list")
+        return v
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        v = self.items(key)
+        if not all(isinstance(s, str) for s in v):
+            raise self.bad(key, "a list of strings")
+        return tuple(s for s in v if isinstance(s, str))
+
+    def integers(self, key: str) -> tuple[int, ...]:
+        v = self.items(key)
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            raise self.bad(key, "a list of integers")
+        return tuple(x for x in v if isinstance(x, int))
+
+    def fields(self, key: str) -> Fields:
+        """The JSON object under `key`."""
+        if not isinstance(self.obj.get(key), dict):
+            raise self.bad(key, "a JSON object")
+        return Fields(self.obj[key], f"{self.what}.{key}")
+
+
 @dataclass(frozen=True)
 class Config:
     """How the worker sets itself up (limits, confinement, scratch)."""
