@@ -289,7 +289,12 @@ def test_positional_bad_json_hints_at_str():
     # text as it is; without a schema the hint stands (call/task.py).
     (s,) = specs("[1, 2")
     assert s.spec is None and s.raw == "[1, 2" and "--str" in s.error
-    assert encode_spec(s) == {"kind": "unread", "raw": "[1, 2", "positional": True, "error": s.error}
+    assert encode_spec(s) == {
+        "kind": "unread",
+        "raw": "[1, 2",
+        "positional": True,
+        "error": s.error,
+    }
     assert A.spec_for_type(s.raw, {"type": "ffi.String"}) == StrArg("[1, 2")
     from tvmffi_cli.call.task import materialize
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 import base64
 import json
 import math
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple, Union
 
-from ..sandbox.messages import Fields, MessageError
+from ..sandbox.messages import Fields, Frozen, MessageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,8 +72,7 @@ _FLOAT_WORDS = ("NaN", "Infinity", "-Infinity")
 # the descriptions
 
 
-@dataclass(frozen=True)
-class Scalar:
+class Scalar(Frozen):
     """None, bool, int, float, DataType, Device or void*: its JSON value (a
     float's NaN and infinities as "NaN"/"Infinity"/"-Infinity", a void* as
     "0x..", a DataType or Device as its text)."""
@@ -83,8 +81,7 @@ class Scalar:
     value: Union[None, bool, int, float, str] = None
 
 
-@dataclass(frozen=True)
-class Text:
+class Text(Frozen):
     """A str; `size` is its length when `value` holds only its first MAX_STR."""
 
     value: str
@@ -92,8 +89,7 @@ class Text:
     type: ClassVar[str] = "str"
 
 
-@dataclass(frozen=True)
-class Blob:
+class Blob(Frozen):
     """Bytes: `size` of them, the first MAX_STR in base64."""
 
     size: int
@@ -102,14 +98,12 @@ class Blob:
     type: ClassVar[str] = "bytes"
 
 
-@dataclass(frozen=True)
-class ShapeValue:
+class ShapeValue(Frozen):
     value: Tuple[int, ...]
     type: ClassVar[str] = "Shape"
 
 
-@dataclass(frozen=True)
-class Items:
+class Items(Frozen):
     """An Array or a List; `size` is its length when only MAX_ITEMS are here."""
 
     type: str
@@ -117,8 +111,7 @@ class Items:
     size: Optional[int] = None
 
 
-@dataclass(frozen=True)
-class Pairs:
+class Pairs(Frozen):
     """A Map or a Dict as (key, value) pairs; `size` as Items'."""
 
     type: str
@@ -126,8 +119,7 @@ class Pairs:
     size: Optional[int] = None
 
 
-@dataclass(frozen=True)
-class TensorValue:
+class TensorValue(Frozen):
     """A Tensor (owned) or DLTensor* (a view). dtype, shape, strides (None:
     compact) and device as read; data (its elements, when at most
     SMALL_TENSOR_ELEMENTS) and preview (NumPy's text) when it is readable on
@@ -149,24 +141,21 @@ class TensorValue:
         return self.shape is not None and (self.error is None or self.device is not None)
 
 
-@dataclass(frozen=True)
-class ErrorValue:
+class ErrorValue(Frozen):
     kind: str
     message: str
     backtrace: Optional[str] = None  # None when none was recorded (never "")
     type: ClassVar[str] = "Error"
 
 
-@dataclass(frozen=True)
-class Handle:
+class Handle(Frozen):
     """A Function, or a Module (kind: its kind, None when its getter failed)."""
 
     type: str
     kind: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class ObjectValue:
+class ObjectValue(Frozen):
     """Any other object: its type key and fields. truncated: nested deeper
     than MAX_DEPTH (nothing more was read)."""
 
@@ -439,6 +428,16 @@ def decode_desc(obj: object, depth: int = 0) -> Desc:
     (an unknown type, a field of the wrong type, nesting past MAX_DEPTH)."""
     if depth > MAX_DEPTH + 1:
         raise MessageError("value description: nested deeper than describe() goes")
+    if type(obj) is dict and len(obj) == 2:  # the common forms, checked as below, faster
+        t, v = obj.get("type"), obj.get("value", obj.get("items"))
+        if t == "int" and type(v) is int or t == "float" and type(v) is float:
+            return Scalar(t, v)
+        if t == "bool" and type(v) is bool:
+            return Scalar(t, v)
+        if t == "str" and type(v) is str:
+            return Text(v)
+        if (t == "Array" or t == "List") and type(v) is list:
+            return Items(t, tuple([decode_desc(x, depth + 1) for x in v]))
     f = Fields(obj, "value description")
     t = f.text("type")
     if t in _SCALARS:

@@ -151,10 +151,13 @@ def _run_in_child(job: CallJob, bench: bool) -> Union[CallOk, BenchOk, Raised, C
     phase = "load"
     reply: Union[CallOk, BenchOk, Raised, Refused]
     try:
-        from ..ffi.cuda import driver_read_paths
+        from ..abi.cuda import DRIVER_ENV
 
         reads = [inputs, *load_read_paths(path), path]
-        reads += driver_read_paths()  # a driver named by TVMFFI_CUDA_DRIVER (tests)
+        if os.environ.get(DRIVER_ENV):  # a driver named by TVMFFI_CUDA_DRIVER (tests)
+            from ..ffi.cuda import driver_read_paths  # ctypes tables: only then
+
+            reads += driver_read_paths()
         if request.runtime:
             reads.append(request.runtime)
         with sandbox.Worker(

@@ -19,10 +19,9 @@ tampered worker). CallJob, ChildFailure and the parent's observations
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence, Tuple, Union, final
 
-from ..sandbox.messages import Fields, MessageError
+from ..sandbox.messages import Fields, Frozen, MessageError
 from .describe import Desc, JsonDict, decode_desc, encode_desc
 from .specs import ArgSpec, decode_spec, encode_spec
 
@@ -34,8 +33,7 @@ if TYPE_CHECKING:
 # requests
 
 
-@dataclass(frozen=True)
-class LoadRequest:
+class LoadRequest(Frozen):
     """Only load the library; a later CallRequest in the same worker reuses it."""
 
     path: str
@@ -43,8 +41,7 @@ class LoadRequest:
     tensor_mode: str
 
 
-@dataclass(frozen=True)
-class CallRequest:
+class CallRequest(Frozen):
     """One call (call.task) or one benchmark (call.bench_task, which reads
     repeat, rounds and target_round_ns: None calibrates, call/calibrate.py).
     runtime: the libtvm_ffi.so hosting the library (None: tvmffi's); stream:
@@ -71,8 +68,7 @@ class CallRequest:
         return LoadRequest(self.path, self.runtime, self.tensor_mode)
 
 
-@dataclass(frozen=True)
-class CallJob:
+class CallJob(Frozen):
     """A call as the parent runs it: the request, the runtime chosen for it
     (ffi/hosts.py; the --json documents' "runtime") and the timeout."""
 
@@ -86,21 +82,18 @@ class CallJob:
 
 
 @final
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(Frozen):
     status: ClassVar[str] = "loaded"
 
 
 @final
-@dataclass(frozen=True)
-class LoadFailed:
+class LoadFailed(Frozen):
     message: str
     status: ClassVar[str] = "load_failed"
 
 
 @final
-@dataclass(frozen=True)
-class Refused:
+class Refused(Frozen):
     """The request cannot run: no such function, arguments that cannot be
     passed (exit 2), or a result tvmffi cannot read (exit 1)."""
 
@@ -109,14 +102,12 @@ class Refused:
     status: ClassVar[str] = "input_error"
 
 
-@dataclass(frozen=True)
-class Cause:
+class Cause(Frozen):
     kind: str
     message: str
 
 
-@dataclass(frozen=True)
-class CudaFault:
+class CudaFault(Frozen):
     """A CUDA error after the call returned: the driver's code; sticky: the
     context is unusable afterwards."""
 
@@ -124,16 +115,14 @@ class CudaFault:
     sticky: bool
 
 
-@dataclass(frozen=True)
-class MemoryReached:
+class MemoryReached(Frozen):
     """The worker's memory came near --memory-limit (bytes): observed by the parent."""
 
     limit: int
     peak: int
 
 
-@dataclass(frozen=True)
-class RaisedError:
+class RaisedError(Frozen):
     """What the function raised (or its CUDA work, asynchronously: `cuda`).
     memory_limit_reached and sandbox_denied are the parent's observations,
     never read from the worker's reply."""
@@ -147,8 +136,7 @@ class RaisedError:
     sandbox_denied: Tuple[Denial, ...] = ()
 
 
-@dataclass(frozen=True)
-class CudaInfo:
+class CudaInfo(Frozen):
     """The CUDA device of a call (ffi/cuda.py Context.describe) and its stream."""
 
     device: str
@@ -170,15 +158,13 @@ class CudaInfo:
 
 
 @final
-@dataclass(frozen=True)
-class Raised:
+class Raised(Frozen):
     error: RaisedError
     cuda: Optional[CudaInfo] = None
     status: ClassVar[str] = "raised"
 
 
-@dataclass(frozen=True)
-class OutFile:
+class OutFile(Frozen):
     """An --out file: `what` (arg<i> or result), its path (None: not written,
     `error` says why) and, while staged, the SHA-256 the worker wrote."""
 
@@ -197,8 +183,7 @@ class OutFile:
 
 
 @final
-@dataclass(frozen=True)
-class CallOk:
+class CallOk(Frozen):
     """The function returned: how it was found ("export" | "global"), its
     result and arguments after the call, what was assumed reading inputs,
     the CUDA device, the --out files (None: no --out)."""
@@ -213,8 +198,7 @@ class CallOk:
     status: ClassVar[str] = "ok"
 
 
-@dataclass(frozen=True)
-class Stats:
+class Stats(Frozen):
     """Nanoseconds per call over the rounds."""
 
     min: float
@@ -231,8 +215,7 @@ class Stats:
         return {"min": self.min, "median": self.median, "max": self.max}
 
 
-@dataclass(frozen=True)
-class BenchGpu:
+class BenchGpu(Frozen):
     """A benchmark timed by CUDA events (call/bench_gpu.py): the host's launch
     time, the tensor bytes per call and the bandwidth (None: no device time)."""
 
@@ -243,8 +226,7 @@ class BenchGpu:
 
 
 @final
-@dataclass(frozen=True)
-class BenchOk:
+class BenchOk(Frozen):
     resolved: str
     calls: int
     timer: str  # "c" | "ctypes" | "cuda-events"
@@ -260,8 +242,7 @@ Reply = Union[Loaded, LoadFailed, Refused, Raised, CallOk, BenchOk]
 Message = Union[LoadRequest, CallRequest, Reply]
 
 
-@dataclass(frozen=True)
-class ChildFailure:
+class ChildFailure(Frozen):
     """The worker failed as a process: kind "Crash" (signal or exit_status),
     "Timeout" (timeout), "LoadError" or "Tampered"; message: one line naming
     the function; stderr: the tail of what the worker wrote on stderr."""
@@ -477,14 +458,13 @@ def _bench_ok(f: Fields) -> BenchOk:
             raise f.bad("cuda", "the CUDA device of a benchmark timed by CUDA events")
         bw = None if f.obj.get("bandwidth_gbps") is None else f.number("bandwidth_gbps")
         gpu = BenchGpu(_stats(f.fields("host_ns_per_call")), f.count("bytes_per_call"), bw, cuda)
-    round_ns = f.integers("round_ns")
     return BenchOk(
         resolved=f.text("resolved"),
         calls=f.count("calls"),
         timer=f.text("timer"),
         calls_per_round=f.count("calls_per_round"),
         rounds=f.count("rounds"),
-        round_ns=round_ns,
+        round_ns=f.integers("round_ns"),
         ns_per_call=_stats(f.fields("ns_per_call")),
         gpu=gpu,
     )

@@ -10,32 +10,27 @@ function's type schema. encode_spec is their JSON form in a CallRequest
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Optional, Tuple, Union
 
-from ..sandbox.messages import Fields, MessageError
+from ..sandbox.messages import Fields, Frozen, MessageError
 from .describe import JsonDict
 
 
-@dataclass(frozen=True)
-class NoneArg:
+class NoneArg(Frozen):
     kind: ClassVar[str] = "none"
 
 
-@dataclass(frozen=True)
-class IntArg:
+class IntArg(Frozen):
     value: int  # in the int64 range
     kind: ClassVar[str] = "int"
 
 
-@dataclass(frozen=True)
-class BoolArg:
+class BoolArg(Frozen):
     value: bool
     kind: ClassVar[str] = "bool"
 
 
-@dataclass(frozen=True)
-class FloatArg:
+class FloatArg(Frozen):
     text: str  # repr() of the double: exact, and JSON-safe for NaN and infinities
     kind: ClassVar[str] = "float"
 
@@ -44,14 +39,12 @@ class FloatArg:
         return float(self.text)
 
 
-@dataclass(frozen=True)
-class StrArg:
+class StrArg(Frozen):
     value: str
     kind: ClassVar[str] = "str"
 
 
-@dataclass(frozen=True)
-class BytesArg:
+class BytesArg(Frozen):
     """Bytes given as hex digits, or the file at `path` (read in the worker)."""
 
     hex: Optional[str] = None
@@ -59,34 +52,29 @@ class BytesArg:
     kind: ClassVar[str] = "bytes"
 
 
-@dataclass(frozen=True)
-class DtypeArg:
+class DtypeArg(Frozen):
     value: str  # canonical spelling (abi/dtypes.py)
     kind: ClassVar[str] = "dtype"
 
 
-@dataclass(frozen=True)
-class DeviceArg:
+class DeviceArg(Frozen):
     value: str
     device_type: int
     device_id: int
     kind: ClassVar[str] = "device"
 
 
-@dataclass(frozen=True)
-class ShapeArg:
+class ShapeArg(Frozen):
     value: Tuple[int, ...]
     kind: ClassVar[str] = "shape"
 
 
-@dataclass(frozen=True)
-class ArrayArg:
+class ArrayArg(Frozen):
     items: Tuple[Spec, ...]
     kind: ClassVar[str] = "array"
 
 
-@dataclass(frozen=True)
-class MapArg:
+class MapArg(Frozen):
     items: Tuple[Tuple[Spec, Spec], ...]
     kind: ClassVar[str] = "map"
 
@@ -94,8 +82,7 @@ class MapArg:
 TENSOR_SOURCES = ("literal", "npy", "npz")
 
 
-@dataclass(frozen=True)
-class TensorArg:
+class TensorArg(Frozen):
     """A tensor: source "literal" (dtype, shape, fill), "npy" (path) or "npz"
     (path, key). raw_dtype: the ml_dtypes type of a file's raw elements
     (x.npy@bfloat16); device: "cuda:N" to place it there (call/device.py);
@@ -129,8 +116,7 @@ Spec = Union[
 ]
 
 
-@dataclass(frozen=True)
-class Positional:
+class Positional(Frozen):
     """A positional argument: its command-line text, read again in the worker
     by the function's type schema when it has one (call/argv.py), else taken
     as `spec`, the type guessed from the text. spec None: the guess refused

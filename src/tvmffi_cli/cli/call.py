@@ -128,12 +128,12 @@ def run(tokens: list[str]) -> int | None:
     reply = run_in_child(job, as_json, verbose, engine.run_call)
     if isinstance(reply, int):
         return reply
-    from ..render import call as render
-
     if isinstance(reply, Raised):
         if as_json:
             emit_json(with_runtime(engine.raised_json(reply), job), request.path)
         else:
+            from ..render import call as render
+
             echo(render.raised_text(reply.error, verbose), err=True)
             note_memory(verbose)
         return EXIT_FAILED
@@ -141,6 +141,7 @@ def run(tokens: list[str]) -> int | None:
         emit_json(with_runtime(engine.call_json(reply, parsed.func, request.path), job))
     else:
         from .. import text
+        from ..render import call as render
         from ..render.common import fit_lines
 
         echo(fit_lines(text.terminal(render.call_text(reply))))

@@ -16,13 +16,66 @@ speaks its own messages over the same channel after Hello.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, Union, cast
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, cast
 
 from .kernel import Applied
 
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[type], type]:
+        return lambda cls: cls
+
+
 JsonObject = dict[str, Any]
+#: Held while a Frozen subclass is made a dataclass (two threads may build its first).
+_making = threading.Lock()
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+class Frozen:
+    """Base of the frozen dataclasses of task protocols (call/messages.py):
+    a subclass is declared as a dataclass is (annotated fields, defaults,
+    ClassVars) and mypy checks it as @dataclass(frozen=True).
+
+    It becomes one when it is first constructed: dataclasses compiles each
+    method it makes (about a millisecond a frozen class on a loaded
+    machine), and a `tvmffi call` defines some forty message classes but
+    builds a handful, at start-up (bench/bench_startup.py). Equality, hash
+    and repr are shared: over the fields, as a frozen dataclass's."""
+
+    __slots__ = ()
+    _field_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Reached only by the first construction of a subclass: making it a
+        # dataclass gives it its own __init__, which every later one calls.
+        cls = type(self)
+        with _making:
+            if "__dataclass_fields__" not in cls.__dict__:
+                made: Any = dataclasses.dataclass(cls, frozen=True, repr=False, eq=False)
+                cls._field_names = tuple(f.name for f in dataclasses.fields(made))
+        cls.__init__(self, *args, **kwargs)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, n) for n in self._field_names)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Frozen)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((self.__class__, self._values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._field_names)
+        return f"{self.__class__.__qualname__}({shown})"
 
 
 class MessageError(ValueError):
@@ -111,8 +164,7 @@ class Fields:
         return Fields(self.obj[key], f"{self.what}.{key}")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Frozen):
     """How the worker sets itself up (limits, confinement, scratch)."""
 
     sandbox: bool
@@ -130,24 +182,21 @@ class Config:
     cgroup_fd: int = -1
 
 
-@dataclass(frozen=True)
-class Hello:
+class Hello(Frozen):
     """The worker is confined and ready: its pid (in its namespace) and what applied."""
 
     pid: int
     sandbox: Applied
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(Frozen):
     """Run tvmffi_cli.<task>.run(request) in the worker."""
 
     task: str
     request: JsonObject = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class TaskError:
+class TaskError(Frozen):
     """What a task raised. known: a tvmffi error (type names its class)."""
 
     type: str
@@ -157,15 +206,13 @@ class TaskError:
     traceback: str | None = None
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(Frozen):
     ok: bool
     result: Any = None
     error: TaskError | None = None
 
 
-@dataclass(frozen=True)
-class Spawn:
+class Spawn(Frozen):
     """Fork a probe child that speaks the main lane from these frame counts
     on (the parent's: frames it sent, frames it received)."""
 
@@ -173,8 +220,7 @@ class Spawn:
     received: int
 
 
-@dataclass(frozen=True)
-class Spawned:
+class Spawned(Frozen):
     """The probe child's pid, in the worker's PID namespace (the pid the
     supervisor reports its end under)."""
 
