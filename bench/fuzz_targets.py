@@ -813,7 +813,7 @@ class ModFormatsTarget(Target):
         kind = kinds[data[0] % len(kinds)]
         blob = bytes(data[1:])
         errors = []
-        _jsonable(modformats.decode(kind, blob, 16, errors, 3))
+        _jsonable(modformats.decode(kind, blob, 16, errors, 3).to_json())
         _jsonable(errors)
         _jsonable(modformats.analyze_payload(blob))
         if len(blob) >= 4:
