@@ -78,7 +78,8 @@ from tvmffi_cli.ffi import cuda
 out = {"before": cuda.initialized_here()}
 ctx = cuda.context(0)
 out["after"] = cuda.initialized_here()
-out["desc"] = ctx.describe()
+import dataclasses
+out["desc"] = dataclasses.asdict(ctx.describe())
 b = ctx.alloc(64)
 ctx.write(b.ptr, bytes(range(64)))
 out["roundtrip"] = list(ctx.read(b.ptr, 8))

@@ -146,11 +146,11 @@ class Devices:
             return None
         d = self.ctx.describe()
         return CudaInfo(
-            str(d["device"]),
-            str(d["name"]),
-            str(d["compute_capability"]),
-            int(d["driver_version"]),
-            str(d["driver"]),
+            d.device,
+            d.name,
+            d.compute_capability,
+            d.driver_version,
+            d.driver,
             "default" if self.stream_mode == "default" else "tvmffi",
         )
 
