@@ -254,6 +254,39 @@ def test_frozen_messages_are_dataclasses_that_cannot_change():
     assert S.IntArg(1) != S.BoolArg(True) and S.IntArg(1) != (1,)
 
 
+def _every_frozen(cls=Frozen):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _every_frozen(sub)
+
+
+def test_the_shared_methods_see_the_dataclass_fields():
+    import dataclasses
+
+    for cls in _every_frozen():
+        cls._made()
+        assert cls._field_names == tuple(f.name for f in dataclasses.fields(cls)), cls
+
+
+def test_a_description_decoded_fast_is_a_dataclass_in_a_fresh_process():
+    # decode_desc builds the common forms without __init__ (Frozen._of)
+    code = (
+        "import dataclasses\n"
+        "from tvmffi_cli.call import describe as D\n"
+        "s = D.decode_desc({'type': 'Array', 'items': [{'type': 'int', 'value': 1}]})\n"
+        "print(dataclasses.replace(s.items[0], value=2), s)\n"
+        "s.items[0].value = 3\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout == (
+        "Scalar(type='int', value=2) Items(type='Array', "
+        "items=(Scalar(type='int', value=1),), size=None)\n"
+    )
+    assert r.stderr.splitlines()[-1] == (
+        "dataclasses.FrozenInstanceError: cannot assign to field 'value'"
+    )
+
+
 def _forge(reply, *more):
     lib = fixturebuild.build("call/forge_reply.c", headers="ours")
     return subprocess.run(

@@ -431,13 +431,13 @@ def decode_desc(obj: object, depth: int = 0) -> Desc:
     if type(obj) is dict and len(obj) == 2:  # the common forms, checked as below, faster
         t, v = obj.get("type"), obj.get("value", obj.get("items"))
         if t == "int" and type(v) is int or t == "float" and type(v) is float:
-            return Scalar(t, v)
+            return Scalar._of(t, v)
         if t == "bool" and type(v) is bool:
-            return Scalar(t, v)
+            return Scalar._of(t, v)
         if t == "str" and type(v) is str:
-            return Text(v)
+            return Text._of(v, None)
         if (t == "Array" or t == "List") and type(v) is list:
-            return Items(t, tuple([decode_desc(x, depth + 1) for x in v]))
+            return Items._of(t, tuple([decode_desc(x, depth + 1) for x in v]), None)
     f = Fields(obj, "value description")
     t = f.text("type")
     if t in _SCALARS:

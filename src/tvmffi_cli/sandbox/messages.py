@@ -32,6 +32,7 @@ else:
 
 
 JsonObject = dict[str, Any]
+_F = TypeVar("_F", bound="Frozen")
 #: Held while a Frozen subclass is made a dataclass (two threads may build its first).
 _making = threading.Lock()
 
@@ -42,24 +43,58 @@ class Frozen:
     a subclass is declared as a dataclass is (annotated fields, defaults,
     ClassVars) and mypy checks it as @dataclass(frozen=True).
 
-    It becomes one when it is first constructed: dataclasses compiles each
-    method it makes (about a millisecond a frozen class on a loaded
-    machine), and a `tvmffi call` defines some forty message classes but
-    builds a handful, at start-up (bench/bench_startup.py). Equality, hash
-    and repr are shared: over the fields, as a frozen dataclass's."""
+    At run time dataclasses makes only its __init__, and only when the class
+    is first constructed: it compiles each method it makes (six for a frozen
+    class, about a millisecond a class on a loaded machine), and a `tvmffi
+    call` defines some fifty message classes but builds a handful in each
+    of its two processes (bench/bench_startup.py). The rest is shared: a
+    field is set once (by __init__), equality and hash are over the fields,
+    as a frozen dataclass's."""
 
     __slots__ = ()
     _field_names: ClassVar[tuple[str, ...]] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__annotations__", {})
+        cls._field_names = tuple(
+            n for n, t in own.items() if not str(t).startswith(("ClassVar", "typing.ClassVar"))
+        )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Reached only by the first construction of a subclass: making it a
-        # dataclass gives it its own __init__, which every later one calls.
+        # Reached by the first construction of a subclass only: dataclasses
+        # gives it its own __init__, which this and every later one calls.
         cls = type(self)
+        cls._made()
+        cls.__init__(self, *args, **kwargs)
+
+    @classmethod
+    def _made(cls) -> None:
+        """Make the class a dataclass (its __init__, fields() and replace())."""
         with _making:
             if "__dataclass_fields__" not in cls.__dict__:
-                made: Any = dataclasses.dataclass(cls, frozen=True, repr=False, eq=False)
-                cls._field_names = tuple(f.name for f in dataclasses.fields(made))
-        cls.__init__(self, *args, **kwargs)
+                dataclasses.dataclass(cls, repr=False, eq=False)
+
+    @classmethod
+    def _of(cls: type[_F], *values: object) -> _F:
+        """An instance of every field's value, in order, already checked:
+        what a decoder builds by the hundred thousand (a description of a
+        long Array), without __init__'s checks of each field set."""
+        if len(values) != len(cls._field_names):
+            raise TypeError(f"{cls.__name__}: {len(values)} values for {len(cls._field_names)}")
+        if "__dataclass_fields__" not in cls.__dict__:
+            cls._made()
+        obj = object.__new__(cls)
+        obj.__dict__.update(zip(cls._field_names, values))
+        return obj
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self.__dict__ or name not in self._field_names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, n) for n in self._field_names)
