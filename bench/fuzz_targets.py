@@ -179,6 +179,14 @@ def _jsonable(obj):
     json.dumps(obj)
 
 
+def _spec_round_trip(spec):
+    """An argument spec crosses to the worker as JSON: it must come back the same."""
+    from tvmffi_cli.call.specs import decode_spec, encode_spec
+
+    if decode_spec(json.loads(json.dumps(encode_spec(spec)))) != spec:
+        raise AssertionError(f"argument spec {spec!r} does not round-trip")
+
+
 # ---------------------------------------------------------------------------
 # seeds
 
@@ -805,7 +813,7 @@ class ModFormatsTarget(Target):
         kind = kinds[data[0] % len(kinds)]
         blob = bytes(data[1:])
         errors = []
-        _jsonable(modformats.decode(kind, blob, 16, errors, 3))
+        _jsonable(modformats.decode(kind, blob, 16, errors, 3).to_json())
         _jsonable(errors)
         _jsonable(modformats.analyze_payload(blob))
         if len(blob) >= 4:
@@ -1256,8 +1264,8 @@ class LiteralsTarget(Target):
                 if _wrapped(e) is not None:
                     raise
                 continue
-            if isinstance(got, dict):
-                _jsonable(got)
+            if type(got).__module__ == "tvmffi_cli.call.specs":
+                _spec_round_trip(got)
         try:
             code, bits, lanes = L.parse_dtype(text)
         except TvmffiError:
@@ -1346,7 +1354,8 @@ class ArgvTarget(LiteralsTarget):
             pass
         try:
             spec = A.parse_argv(tokens[1:], self.OPTIONS, cwd)
-            _jsonable(spec.args)
+            for arg in spec.args:
+                _spec_round_trip(arg)
         except TvmffiError as e:
             if _wrapped(e) is not None:
                 raise
@@ -1356,7 +1365,7 @@ class ArgvTarget(LiteralsTarget):
         for i, text in enumerate(tokens[1:9]):
             t = types[i % len(types)] if types else None
             try:
-                _jsonable(A.spec_for_type(text, t, cwd))
+                _spec_round_trip(A.spec_for_type(text, t, cwd))
             except TvmffiError as e:
                 if _wrapped(e) is not None:
                     raise

@@ -36,7 +36,7 @@ def emitted(doc, request, name="call"):
     from tvmffi_cli.cli import jsonout
 
     errors = [doc["error"]] if "error" in doc else []
-    validate(jsonout.contract(doc, library=request["path"], errors=errors), name)
+    validate(jsonout.contract(doc, library=request.path, errors=errors), name)
     return doc
 
 
@@ -111,34 +111,35 @@ class InProcessCall:
         shutil.rmtree(self.inputs, ignore_errors=True)
 
     def reply(self, lib, *argv):
+        """(parsed, job, reply): the reply decoded as the CLI decodes it."""
+        from dataclasses import replace
+
         from tvmffi_cli.call import argv as A
+        from tvmffi_cli.call import files, messages
         from tvmffi_cli.cli import call as cmd
 
         parsed = A.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS, cwd=os.getcwd())
-        request = cmd.base_request(parsed, parsed.options)
-        request.pop("timeout")
-        request["runtime"] = self.runtime
-        from tvmffi_cli.call import files
-
-        files.private_inputs(request, into=self.inputs)
-        return parsed, request, self.worker.call("call.task", request, timeout=60)
+        job = cmd.base_request(parsed, parsed.options)
+        _, args = files.private_inputs(job.request.args, job.request.cwd, into=self.inputs)
+        request = replace(job.request, runtime=self.runtime, args=args)
+        got = self.worker.call("call.task", messages.encode(request), timeout=60)
+        return parsed, job, messages.decode_call_reply(got)
 
     def json(self, lib, *argv, expect="ok"):
-        from tvmffi_cli.render import call as render
+        from tvmffi_cli.call import engine
 
-        parsed, request, reply = self.reply(lib, *argv)
-        assert reply["status"] == expect, reply
+        parsed, job, reply = self.reply(lib, *argv)
+        assert reply.status == expect, reply
         if expect == "raised":
-            e = reply["error"]
-            return emitted(render.error_json(e["kind"], e["message"], e["backtrace"]), request)
+            return emitted(engine.raised_json(reply, details=False), job.request)
         if expect != "ok":
             return reply
-        doc = render.call_json(reply, parsed.func, request["path"])
-        return emitted(json.loads(json.dumps(doc, allow_nan=False)), request)
+        doc = engine.call_json(reply, parsed.func, job.request.path)
+        return emitted(json.loads(json.dumps(doc, allow_nan=False)), job.request)
 
     def text(self, lib, *argv):
         from tvmffi_cli.render import call as render
 
-        _parsed, _request, reply = self.reply(lib, *argv)
-        assert reply["status"] == "ok", reply
+        _parsed, _job, reply = self.reply(lib, *argv)
+        assert reply.status == "ok", reply
         return render.call_text(reply)

@@ -202,7 +202,7 @@ def test_schema_typed_positionals_in_kitchen(rt, call_json):  # noqa: F811
 )
 def test_schema_typed_positional_errors(args, msg, rt, call_json):  # noqa: F811
     reply = call_json(typed(), *args, expect="input_error")
-    assert msg in reply["message"] and reply["exit_code"] == 2
+    assert msg in reply.message and reply.exit_code == 2
 
 
 def test_without_schema_positionals_are_inferred(rt, call_json):  # noqa: F811

@@ -61,8 +61,8 @@ def _ours(runtime_sel):
     """Every case through the call command's parsing, task and renderer, in
     one worker; (list of canonical results, choice)."""
     from tvmffi_cli.call import argv as call_argv
+    from tvmffi_cli.call import engine, messages
     from tvmffi_cli.cli import call as cmd
-    from tvmffi_cli.render import call as render
     from tvmffi_cli.sandbox import process as sandbox
 
     lib = str(_testing_lib())
@@ -74,28 +74,28 @@ def _ours(runtime_sel):
         for func, args in CASES:
             argv = [lib, func, *[cli for cli, _py in args], "--runtime", runtime_sel, "--json"]
             parsed = call_argv.parse_argv(argv, cmd.CALL_OPTIONS, cwd=os.getcwd())
-            request = cmd.base_request(parsed, parsed.options)
-            request.pop("timeout")
-            choice = request["runtime_choice"]
+            job = cmd.base_request(parsed, parsed.options)
+            request = job.request
+            choice = job.runtime.to_json()
             if worker is None:
-                worker = sandbox.Worker(runtime=request["runtime"])
+                worker = sandbox.Worker(runtime=request.runtime)
             try:
-                reply = worker.call("call.task", request, timeout=60)
+                got = worker.call("call.task", messages.encode(request), timeout=60)
             except sandbox.ChildCrashed as e:
                 out.append(["crash", e.signal, (e.stderr or "")[-300:]])
                 continue
-            if reply["status"] == "raised":
-                e = reply["error"]
-                doc = render.error_json(e["kind"], e["message"], e["backtrace"])
-            elif reply["status"] == "ok":
-                doc = render.call_json(reply, parsed.func, request["path"])
+            reply = messages.decode_call_reply(got)
+            if isinstance(reply, messages.Raised):
+                doc = engine.raised_json(reply, details=False)
+            elif isinstance(reply, messages.CallOk):
+                doc = engine.call_json(reply, parsed.func, request.path)
             else:
-                out.append(["input_error", reply.get("message")])
+                out.append(["input_error", reply.message])
                 continue
             doc["runtime"] = choice
             # Validated as printed: with the keys every --json has (cli/jsonout.py).
             errs = [doc["error"]] if "error" in doc else []
-            shown = jsonout.contract(doc, library=request["path"], errors=errs)
+            shown = jsonout.contract(doc, library=request.path, errors=errs)
             check.validate(json.loads(json.dumps(shown, allow_nan=False)))
             out.append(ours_canonical(doc))
     finally:
@@ -288,7 +288,8 @@ def test_str_positional_takes_the_text_as_it_is(tmp_path):
     assert ours == json.loads(official.stdout) == 'root ::= [a-c]+ "x"\n'
     # where no schema reads it, the refusal stands (exit 2, the hint)
     from tvmffi_cli.call import argv
+    from tvmffi_cli.call.specs import StrArg
 
     (spec,) = argv.parse_argv([str(lib), "f", "[a-c"], {}).args
-    assert spec["kind"] == "unread" and "pass text with --str" in spec["error"]
-    assert argv.spec_for_type("[a-c", {"type": "ffi.String"}) == {"kind": "str", "value": "[a-c"}
+    assert spec.spec is None and "pass text with --str" in spec.error
+    assert argv.spec_for_type("[a-c", {"type": "ffi.String"}) == StrArg("[a-c")

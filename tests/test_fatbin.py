@@ -107,7 +107,7 @@ def test_entries_of_the_uncompressed_fixture():
     ]
     data = (FIX / "kernels.elf").read_bytes()
     off, size = section(data, ".nv_fatbin")
-    assert [s["offset"] for s in code.sections] == [off]
+    assert [s.offset for s in code.sections] == [off]
     assert [(c.offset, c.size, c.entries) for c in code.containers] == [(0, size, 3)]
     # every payload sits where the entry says: an ELF cubin, then PTX text
     assert data[code.entries[0].offset : code.entries[0].offset + 4] == b"\x7fELF"

@@ -198,7 +198,7 @@ def test_gpu_seeds_decode_in_every_layout():
     got = {}
     for kind, blob in fuzz_targets.gpu_blobs():
         errors = []
-        d = modformats.decode(kind, blob, 0, errors, 0)
+        d = modformats.decode(kind, blob, 0, errors, 0).to_json()
         assert errors == [], (kind, errors)
         got.setdefault(kind, []).append(d)
     assert got["cuda"][0]["functions"][0]["arg_types"] == ["float32", "int64", "handle"]
@@ -247,7 +247,7 @@ def test_tensor_literal_bad_dimension_is_input_error(text):
 
 def test_tensor_literal_dimensions_still_parse():
     spec = literals.parse_tensor_literal("float32[ 2 , 3 ]:ones")
-    assert spec["shape"] == [2, 3] and spec["fill"] == "ones"
+    assert spec.shape == (2, 3) and spec.fill == "ones"
 
 
 @pytest.mark.parametrize(

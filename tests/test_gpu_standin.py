@@ -78,7 +78,8 @@ from tvmffi_cli.ffi import cuda
 out = {"before": cuda.initialized_here()}
 ctx = cuda.context(0)
 out["after"] = cuda.initialized_here()
-out["desc"] = ctx.describe()
+import dataclasses
+out["desc"] = dataclasses.asdict(ctx.describe())
 b = ctx.alloc(64)
 ctx.write(b.ptr, bytes(range(64)))
 out["roundtrip"] = list(ctx.read(b.ptr, 8))
@@ -488,9 +489,9 @@ def test_device_suffix(text, device, rest):
     from tvmffi_cli.call import literals
 
     spec = literals.parse_tensor(text)
-    assert spec.get("device") == device
-    assert rest.items() <= spec.items()
-    assert literals.infer_positional(text).get("device") == device
+    assert spec.device == device
+    assert all(getattr(spec, k) == v for k, v in rest.items())
+    assert literals.infer_positional(text).spec.device == device
 
 
 def test_device_suffix_on_files(tmp_path):
@@ -498,10 +499,10 @@ def test_device_suffix_on_files(tmp_path):
 
     np.save(tmp_path / "x.npy", np.zeros(2, np.float32))
     spec = literals.parse_tensor("x.npy@bfloat16@cuda", str(tmp_path))
-    assert (spec["device"], spec["raw_dtype"], spec["source"]) == ("cuda:0", "bfloat16", "npy")
+    assert (spec.device, spec.raw_dtype, spec.source) == ("cuda:0", "bfloat16", "npy")
     np.save(tmp_path / "y@cuda.npy", np.zeros(2, np.float32))
     (tmp_path / "y@cuda").write_bytes((tmp_path / "y@cuda.npy").read_bytes())
-    assert "device" not in literals.parse_tensor("y@cuda", str(tmp_path))  # an existing file
+    assert literals.parse_tensor("y@cuda", str(tmp_path)).device is None  # an existing file
 
 
 def test_report_verdicts():

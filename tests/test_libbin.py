@@ -37,7 +37,7 @@ def test_roundtrip_exact():
         (1, "cuda", [], len(CUDA)),
         (2, "x.kind", [], 3),
     ]
-    d = lb.modules[1].details
+    d = lb.modules[1].details.to_json()
     assert d["format"] == "ptx"
     assert d["functions"] == [
         {
@@ -48,7 +48,10 @@ def test_roundtrip_exact():
         }
     ]
     assert d["payload"] == {"type": "ptx", "arch": "sm_80"}
-    assert lb.modules[2].details == {"size": 3, "preview": {"hex": "616263", "ascii": "abc"}}
+    assert lb.modules[2].details.to_json() == {
+        "size": 3,
+        "preview": {"hex": "616263", "ascii": "abc"},
+    }
 
 
 def test_layout_matches_spec_by_hand():
@@ -128,13 +131,14 @@ def test_bad_gpu_blob_reported_with_absolute_offset():
     assert e["message"].startswith("module 1 (cuda): cannot decode: ")
     blob_at = lb.modules[1].blob_offset
     assert e["offset"] == blob_at + 13  # the function-map count after fmt (8 + 5 bytes)
-    assert lb.modules[1].details["size"] == 21
+    assert lb.modules[1].details == modformats.opaque(lb.modules[1].blob)
+    assert lb.modules[1].details.size == 21
 
 
 def test_older_layout_dtype_strings_without_extra_tags():
     blob = s("cubin") + u64(1) + s("f") + s("f") + u64(1) + s("float32") + u64(1) + s("blockIdx.x")
     blob += s(b"\x7fELF")
-    d, _payload = modformats.decode_gpu("cuda", blob)
+    d = modformats.decode_gpu("cuda", blob)[0].to_json()
     assert d["functions"] == [
         {"name": "f", "arg_types": ["float32"], "launch_param_tags": ["blockIdx.x"]}
     ]
@@ -144,7 +148,9 @@ def test_older_layout_dtype_strings_without_extra_tags():
 def test_metal_source_map_tail():
     blob = s("metal") + u64(1) + s("k") + s("k") + u64(0) + u64(0) + u64(0)
     blob += u64(1) + s("k") + s("kernel void k() {}")
-    d, payload = modformats.decode_gpu("metal", blob)
+    got, payload = modformats.decode_gpu("metal", blob)
+    d = got.to_json()
+    assert got.tail.parts == (modformats.Part("k", len(blob) - 18, 18),)
     assert d["sources"] == ["k"] and d["payload_size"] == 18 and payload is None
 
 
@@ -216,5 +222,5 @@ def test_gpu_decoder_never_raises(kind, junk, edits):
     for blob in (bytes(b), junk):
         errs = []
         d = modformats.decode(kind, blob, 100, errs, 1)
-        assert isinstance(d, dict)
+        assert isinstance(d.to_json(), dict)
         assert all(e["offset"] >= 100 for e in errs)

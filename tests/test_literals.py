@@ -8,6 +8,7 @@ import pytest
 
 from tvmffi_cli.call import argv as A
 from tvmffi_cli.call import literals as L
+from tvmffi_cli.call.specs import Positional, StrArg, TensorArg, encode_spec
 from tvmffi_cli.errors import FormatError, InputError
 
 OPTS = {"--json": False, "--out": True, "-v": False}
@@ -18,7 +19,8 @@ def specs(*argv, cwd=None):
 
 
 def strip(s):
-    return {k: v for k, v in s.items() if k not in ("raw", "positional")}
+    """The JSON form of a spec; of a positional, that of the type guessed."""
+    return encode_spec(s.spec if isinstance(s, Positional) else s)
 
 
 # -- dtypes and devices --------------------------------------------------------
@@ -136,6 +138,7 @@ def test_typed_flags_keep_command_line_order():
         "--int=-7",
         "--json",
     )
+    got = [encode_spec(s) for s in got]
     assert [s["kind"] for s in got] == [
         "int",
         "float",
@@ -277,7 +280,7 @@ def test_help_flag_is_recognised_anywhere():
 )
 def test_positional_inference(text, expect):
     (s,) = specs(text)
-    assert s["positional"] is True and s["raw"] == text
+    assert isinstance(s, Positional) and s.raw == text
     assert strip(s) == expect
 
 
@@ -285,8 +288,14 @@ def test_positional_bad_json_hints_at_str():
     # Left for the type schema (read in the child): a str parameter takes the
     # text as it is; without a schema the hint stands (call/task.py).
     (s,) = specs("[1, 2")
-    assert s["kind"] == "unread" and s["raw"] == "[1, 2" and "--str" in s["error"]
-    assert A.spec_for_type(s["raw"], {"type": "ffi.String"}) == {"kind": "str", "value": "[1, 2"}
+    assert s.spec is None and s.raw == "[1, 2" and "--str" in s.error
+    assert encode_spec(s) == {
+        "kind": "unread",
+        "raw": "[1, 2",
+        "positional": True,
+        "error": s.error,
+    }
+    assert A.spec_for_type(s.raw, {"type": "ffi.String"}) == StrArg("[1, 2")
     from tvmffi_cli.call.task import materialize
 
     with pytest.raises(InputError, match="--str"):
@@ -326,7 +335,7 @@ def test_fortran_npy_keeps_its_layout(tmp_path):
 def test_npz_keys(tmp_path):
     np.savez(tmp_path / "a.npz", w=np.arange(4, dtype=np.int32), b=np.ones(2))
     s = L.parse_tensor(f"{tmp_path}/a.npz:w")
-    assert s == {"kind": "tensor", "source": "npz", "path": str(tmp_path / "a.npz"), "key": "w"}
+    assert s == TensorArg("npz", path=str(tmp_path / "a.npz"), key="w")
     np.testing.assert_array_equal(L.load_tensor(s), np.arange(4, dtype=np.int32))
     with pytest.raises(InputError, match="pick one array"):
         L.parse_tensor(str(tmp_path / "a.npz"))
@@ -476,12 +485,12 @@ def T(name, *args):
     ],
 )
 def test_schema_typed_conversion(text, typ, expect):
-    assert A.spec_for_type(text, typ) == expect
+    assert encode_spec(A.spec_for_type(text, typ)) == expect
 
 
 def test_schema_tensor_types_choose_how_tensors_pass():
-    assert A.spec_for_type("float32[2]", T("ffi.Tensor"))["owned"] is True
-    assert "owned" not in A.spec_for_type("float32[2]", T("DLTensor*"))
+    assert A.spec_for_type("float32[2]", T("ffi.Tensor")).owned is True
+    assert A.spec_for_type("float32[2]", T("DLTensor*")).owned is False
 
 
 @pytest.mark.parametrize(
@@ -503,7 +512,7 @@ def test_schema_typed_errors(text, typ, msg):
 def test_schema_typespec_objects_from_schema_module():
     schema = pytest.importorskip("tvmffi_cli.abi.typeschema", reason="schema module not present")
     spec = schema.parse_type(json.dumps(T("ffi.Array", T("ffi.Array", T("int")))))
-    assert A.spec_for_type("[[1],[2,3]]", spec) == {
+    assert encode_spec(A.spec_for_type("[[1],[2,3]]", spec)) == {
         "kind": "array",
         "items": [
             {"kind": "array", "items": [{"kind": "int", "value": 1}]},

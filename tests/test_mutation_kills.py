@@ -36,6 +36,7 @@ BENCH_LIVE = r"""
 import json, sys
 from tvmffi_cli.call import bench_task
 from tvmffi_cli.call import task as call_task
+from tvmffi_cli.call.messages import CallRequest
 from tvmffi_cli.ffi.runtime import get_runtime
 
 path = sys.argv[1]
@@ -51,7 +52,7 @@ def bench(repeat):
 
 def open_only():
     n = rt.live_objects()
-    call_task.open_function({"path": path, "func": "describe"})
+    call_task.open_function(CallRequest(path, "describe", (), ""))
     return rt.live_objects() - n
 
 bench(10)  # warm: the first load of the library
@@ -145,17 +146,10 @@ def test_cli_rejects_a_device_index_over_int32():
 
 
 def test_bench_text_labels_each_figure():
+    from tvmffi_cli.call.messages import BenchOk, Stats
     from tvmffi_cli.render.call import bench_text
 
-    reply = {
-        "status": "ok",
-        "resolved": "export",
-        "calls": 300,
-        "calls_per_round": 100,
-        "rounds": 3,
-        "round_ns": [100.0, 200.0, 900.0],
-        "ns_per_call": {"min": 1.0, "median": 2.0, "max": 9.0},
-    }
+    reply = BenchOk("export", 300, "c", 100, 3, (100, 200, 900), Stats(1.0, 2.0, 9.0))
     text = bench_text(reply, "f")
     assert text.startswith("f: 2"), text
     head, _, rest = text.partition("per call (median; min ")

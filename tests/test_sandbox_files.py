@@ -372,6 +372,7 @@ def test_staged_outputs_not_followed(tmp_path):
     import hashlib
 
     from tvmffi_cli.call.files import publish_outputs
+    from tvmffi_cli.call.messages import OutFile
     from tvmffi_cli.errors import CheckFailed
 
     key = secret_file(tmp_path, "root")
@@ -380,15 +381,16 @@ def test_staged_outputs_not_followed(tmp_path):
     os.symlink(key, stage / "arg0.npy")
     os.mkfifo(stage / "arg1.npy")
     (stage / "result.npy").write_bytes(b"ok")
-    good = {"path": str(stage / "result.npy"), "sha256": hashlib.sha256(b"ok").hexdigest()}
+    good = OutFile("result", str(stage / "result.npy"), hashlib.sha256(b"ok").hexdigest())
     digest = hashlib.sha256((SECRET + "\n").encode()).hexdigest()
     for name in ("arg0.npy", "arg1.npy"):
-        bad = {"path": str(stage / name), "sha256": digest}
+        bad = OutFile(name[:4], str(stage / name), digest)
         with pytest.raises(CheckFailed, match="not a regular file the worker staged"):
             publish_outputs(str(stage), str(out), [good, bad], force=False)
         assert os.listdir(out) == []
     got = publish_outputs(str(stage), str(out), [good], force=False)
-    assert got == [{"path": str(out / "result.npy")}] and (out / "result.npy").read_bytes() == b"ok"
+    assert got == (OutFile("result", str(out / "result.npy")),)
+    assert (out / "result.npy").read_bytes() == b"ok"
 
 
 def test_private_dir_is_mkdtemp_without_tempfile(tmp_path, monkeypatch):

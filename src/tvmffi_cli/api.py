@@ -34,6 +34,8 @@ from .ffi.coexist import RuntimeConflict, guard_official_import, official_runtim
 if TYPE_CHECKING:
     import numpy as np
 
+    from .call.describe import JsonDict
+    from .call.messages import OutFile
     from .ffi.library import Library
 
 __all__ = [
@@ -256,49 +258,38 @@ def call_function(
     than `timeout` seconds gives a CallResult with `error` set. Raises
     InputError when the function does not exist or the arguments cannot be
     passed to it."""
+    from dataclasses import replace
+
     from .call import engine
+    from .call.messages import ChildFailure, Raised
 
     with tempfile.TemporaryDirectory(prefix="tvmffi-call-") as tmp:
         from .call.pyargs import place_on, value_to_spec
 
         specs = [value_to_spec(a, tmp, f"argument {i}") for i, a in enumerate(args)]
-        place_on(specs, device)
-        request = engine.make_request(
+        job = engine.make_request(
             path,
             function,
-            specs,
+            place_on(specs, device),
             timeout=_positive(timeout, "timeout"),
             runtime=runtime,
             tensor_mode="object" if owned_tensors else "dltensor",
         )
-        out = os.path.join(tmp, "out")
-        request["out"] = out
-        request["force"] = True
-        outcome = engine.run_in_child("call.task", request)
-        lib = request["path"]
-        if isinstance(outcome, engine.ChildFailure):
-            return _failed(
-                lib,
-                function,
-                {**outcome.to_json(), "library": lib, "runtime": request.get("runtime_choice")},
-            )
-        if outcome.get("status") == "raised":
-            return _failed(
-                lib,
-                function,
-                {
-                    **engine.raised_json(outcome),
-                    "library": lib,
-                    "runtime": request.get("runtime_choice"),
-                },
-            )
+        job = replace(job, request=replace(job.request, out=os.path.join(tmp, "out"), force=True))
+        outcome = engine.run_call(job)
+        lib = job.request.path
+        runtime_doc = {"library": lib, "runtime": job.runtime.to_json()}
+        if isinstance(outcome, ChildFailure):
+            return _failed(lib, function, outcome.to_json(), runtime_doc)
+        if isinstance(outcome, Raised):
+            return _failed(lib, function, engine.raised_json(outcome), runtime_doc)
         # The staged outputs are gone with the worker; read the published copies.
-        if "published" in outcome:
-            outcome["files"] = outcome.pop("published")
-        files = outcome.pop("files", [])
-        arrays = _read_outputs(files)
+        arrays = _read_outputs(outcome.files or ())
         doc = _machine_doc(
-            {**engine.call_json(outcome, function, lib), "runtime": request.get("runtime_choice")}
+            {
+                **engine.call_json(replace(outcome, files=None), function, lib),
+                "runtime": job.runtime.to_json(),
+            }
         )
     value = arrays.pop("result", doc["result"])
     tensors = {int(k[3:]): v for k, v in arrays.items() if k.startswith("arg")}
@@ -340,10 +331,19 @@ def _machine_doc(
 _STARTED = __import__("time").perf_counter()
 
 
-def _failed(lib: str, function: str, doc: dict[str, Any]) -> CallResult:
+def _failed(lib: str, function: str, doc: JsonDict, runtime: Mapping[str, object]) -> CallResult:
+    """The CallResult of a call that raised or failed: doc is its --json
+    document ({"error": {...}}), runtime the keys every document adds."""
     e = doc["error"]
+    assert isinstance(e, dict)  # the engine's error documents
     extra = {k: v for k, v in e.items() if k not in ("kind", "message", "backtrace")}
-    err = CallError(e["kind"], e["message"], e.get("backtrace"), MappingProxyType(extra))
+    bt = e.get("backtrace")
+    err = CallError(
+        str(e["kind"]),
+        str(e["message"]),
+        bt if isinstance(bt, str) else None,
+        MappingProxyType(extra),
+    )
     return CallResult(
         library=lib,
         function=function,
@@ -354,18 +354,15 @@ def _failed(lib: str, function: str, doc: dict[str, Any]) -> CallResult:
         tensors=MappingProxyType({}),
         call_ns=None,
         error=err,
-        _doc=MappingProxyType(_machine_doc(doc)),
+        _doc=MappingProxyType(_machine_doc({**doc, **runtime})),
     )
 
 
-def _read_outputs(files: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _read_outputs(files: Sequence[OutFile]) -> dict[str, np.ndarray[Any, Any]]:
+    """The --out files as arrays, by what they hold (arg<i>, result)."""
     import numpy as np
 
-    out: dict[str, Any] = {}
-    for f in files:
-        if f.get("path"):
-            out[str(f["what"])] = np.load(f["path"], allow_pickle=False)
-    return out
+    return {f.what: np.load(f.path, allow_pickle=False) for f in files if f.path}
 
 
 def _positive(v: float, name: str) -> float:

@@ -117,6 +117,28 @@ class Wrapper:
 
 
 @dataclass(frozen=True)
+class FatbinSection:
+    """A section of fat binaries (.nv_fatbin, __nv_relfatbin), as walked."""
+
+    name: str
+    role: str  # EXECUTABLE | RELOCATABLE
+    offset: int  # file offset
+    size: int  # bytes in the file
+    containers: int
+    entries: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "offset": self.offset,
+            "size": self.size,
+            "containers": self.containers,
+            "entries": self.entries,
+        }
+
+
+@dataclass(frozen=True)
 class Problem:
     where: str  # a section name
     offset: int  # byte offset within it
@@ -129,7 +151,7 @@ class CudaCode:
     runtime would load (the executable entries, else the relocatable ones:
     what cuobjdump lists without -all)."""
 
-    sections: tuple[dict[str, Any], ...]
+    sections: tuple[FatbinSection, ...]
     containers: tuple[Container, ...]
     wrappers: tuple[Wrapper, ...]
     entries: tuple[Entry, ...]  # the first ENTRY_LIST_LIMIT
@@ -184,7 +206,7 @@ class CudaCode:
         kernels, count, unread = self.kernels()
         loaded = self.summary.get(self.loaded_role, {})
         return {
-            "sections": [dict(s) for s in self.sections],
+            "sections": [s.to_json() for s in self.sections],
             "containers": [c.to_json() for c in self.containers],
             "wrappers": [w.to_json() for w in self.wrappers],
             "entry_count": self.entry_count,

@@ -31,11 +31,9 @@ from .fatbin_format import (
     WRAPPER_MAGIC,
     WRAPPER_SECTION,
 )
-from .fatbin_model import Container, CudaCode, Entry, Problem, Wrapper
+from .fatbin_model import Container, CudaCode, Entry, FatbinSection, Problem, Wrapper
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from .model import Binary, FileData, Section
 
 
@@ -257,7 +255,7 @@ def walk(binary: Binary) -> CudaCode | None:
         )
     # cuobjdump -all order: the executable fat binaries, then the relocatable ones.
     ordered = sorted(secs, key=lambda s: (SECTION_ROLES[s.name] != EXECUTABLE, s.offset))
-    sections: list[dict[str, Any]] = []
+    sections: list[FatbinSection] = []
     for sec in ordered:
         role = SECTION_ROLES[sec.name]
         w.archs.clear()  # its summary keys name the role
@@ -266,16 +264,7 @@ def walk(binary: Binary) -> CudaCode | None:
                 sec, sec.offset, f"only {sec.filesize} of its {sec.size} bytes are in the file"
             )
         nc, ne = _scan_section(w, sec, role)
-        sections.append(
-            {
-                "name": sec.name,
-                "role": role,
-                "offset": sec.offset,
-                "size": sec.filesize,
-                "containers": nc,
-                "entries": ne,
-            }
-        )
+        sections.append(FatbinSection(sec.name, role, sec.offset, sec.filesize, nc, ne))
     wrappers = _wrappers(binary, wrap, secs, w) if wrap else []
     return CudaCode(
         tuple(sections),

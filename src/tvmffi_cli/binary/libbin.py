@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from ..errors import FormatError
 from . import modformats
-from .reader import LibBinError, Reader
+from .reader import LibBinError, Problem, Reader
 
 LIB_KIND = "_lib"
 #: Modules listed in detail by default (inspect); the rest are counted by kind.
@@ -64,7 +64,7 @@ class Module:
     blob_offset: int | None
     blob_size: int | None
     blob: bytes | None
-    details: dict[str, Any] | None
+    details: modformats.Details | None
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class Module:
         self.details = None  # filled by modformats
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        d: dict[str, object] = {
             "index": self.index,
             "kind": self.kind,
             "imports": list(self.imports),
@@ -93,8 +93,17 @@ class Module:
             "blob_offset": self.blob_offset,
         }
         if self.details is not None:
-            d["details"] = self.details
+            d["details"] = self.details.to_json()
         return d
+
+
+class Summary(TypedDict):
+    """LibraryBin.summary(): inspect's --json "library_bin" counts."""
+
+    module_count: int
+    modules_listed: int
+    truncated: bool
+    kinds: dict[str, int]
 
 
 class LibraryBin:
@@ -103,7 +112,7 @@ class LibraryBin:
         self.nbytes: int | None = None
         self.modules: list[Module] = []
         self.root: int | None = None
-        self.errors: list[dict[str, Any]] = []  # [{"offset": int, "message": str}]
+        self.errors: list[Problem] = []
         self.errors_dropped = 0
         #: every module read, listed or not; kind -> count over all of them
         self.module_count = 0
@@ -120,7 +129,7 @@ class LibraryBin:
         else:
             self.errors_dropped += 1
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         """Counts over every module: how many, how many listed, per kind."""
         return {
             "module_count": self.module_count,

@@ -9,7 +9,7 @@ lose the leading underscore that Mach-O adds to every C name.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import FormatError
 from .model import CODE, DATA, OTHER, Binary, Section, Symbol
@@ -80,7 +80,7 @@ class MachOBinary(Binary):
             raise FormatError(f"fat Mach-O header claims {nfat} architectures")
         if 8 + nfat * esz > len(d):
             raise FormatError(f"fat Mach-O header claims {nfat} architectures but is truncated")
-        slices: list[dict[str, Any]] = []
+        slices: list[tuple[str, int, int]] = []  # arch, offset, size
         for i in range(nfat):
             o = 8 + i * esz
             if magic == FAT_MAGIC_64:
@@ -91,13 +91,11 @@ class MachOBinary(Binary):
                 raise FormatError(
                     f"fat Mach-O slice {i} [{off:#x}, +{size:#x}) lies outside the file"
                 )
-            slices.append(
-                {"arch": CPUS.get(cpu & 0xFFFFFFFF, f"cpu-{cpu}"), "offset": off, "size": size}
-            )
-        self.extra["fat_slices"] = slices
+            slices.append((CPUS.get(cpu & 0xFFFFFFFF, f"cpu-{cpu}"), off, size))
+        self.extra["fat_slices"] = [{"arch": a, "offset": o, "size": n} for a, o, n in slices]
         want = want or _host_arch()
-        chosen = next((s for s in slices if s["arch"] == want), slices[0])
-        return chosen["offset"], chosen["size"]
+        _arch, off, size = next((s for s in slices if s[0] == want), slices[0])
+        return off, size
 
     def _parse(self, base: int, size: int) -> None:
         d = self.data

@@ -15,14 +15,130 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional, Union
 
 from ..abi.dtypes import format_dtype as dtype_str
 from .fatbin_format import EM_CUDA, FATBIN_MAGIC
-from .reader import LibBinError, Reader
+from .reader import LibBinError, Problem, Reader
 
-# A payload reader: (details, payload bytes or None).
-Tail = Callable[[Reader], tuple[dict[str, Any], Optional[bytes]]]
+
+@dataclass(frozen=True)
+class FuncInfo:
+    """One entry of a GPU module's function map. arg_extra_tags is None in
+    the layouts that have none; key is the map's key when it is not the
+    name; a placeholder for `omitted` functions not decoded has no types."""
+
+    name: str
+    arg_types: tuple[str, ...]
+    launch_param_tags: tuple[str, ...]
+    arg_extra_tags: Optional[tuple[int, ...]] = None
+    key: Optional[str] = None
+    omitted: Optional[int] = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, object] = {
+            "name": self.name,
+            "arg_types": list(self.arg_types),
+            "launch_param_tags": list(self.launch_param_tags),
+        }
+        if self.arg_extra_tags is not None:
+            d["arg_extra_tags"] = list(self.arg_extra_tags)
+        if self.key is not None:
+            d["key"] = self.key
+        if self.omitted is not None:
+            d["omitted"] = self.omitted
+        return d
+
+
+@dataclass(frozen=True)
+class Part:
+    """One function's own payload (metal, vulkan, webgpu): its key, offset in
+    the blob and size."""
+
+    key: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a GPU payload is (analyze_payload): type elf | cubin | fatbin |
+    ptx | text | binary; e_machine of an ELF; arch (sm_XX) of a cubin or PTX."""
+
+    type: str
+    e_machine: Optional[int] = None
+    arch: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, object] = {"type": self.type}
+        if self.e_machine is not None:
+            d["e_machine"] = self.e_machine
+        if self.arch is not None:
+            d["arch"] = self.arch
+        return d
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What follows a GPU module's function map: one payload (its size and
+    offset in the blob), or one per function (their names, parts)."""
+
+    payload_size: int
+    payload_offset: Optional[int] = None
+    sources: Optional[tuple[str, ...]] = None
+    shaders: Optional[tuple[str, ...]] = None
+    parts: tuple[Part, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuModule:
+    """A decoded GPU module (cuda, rocm, metal, ...). payload_offset is in
+    the blob from decode_gpu, in the symbol from decode(); layout names a
+    variant other than the newest; payload: what the one payload is."""
+
+    format: str
+    functions: tuple[FuncInfo, ...]
+    tail: Tail
+    layout: Optional[str] = None
+    payload: Optional[Payload] = None
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.tail
+        d: dict[str, object] = {
+            "format": self.format,
+            "functions": [f.to_json() for f in self.functions],
+            "payload_size": t.payload_size,
+        }
+        if t.payload_offset is not None:
+            d["payload_offset"] = t.payload_offset
+        if t.sources is not None:
+            d["sources"] = list(t.sources)
+        if t.shaders is not None:
+            d["shaders"] = list(t.shaders)
+        if self.layout is not None:
+            d["layout"] = self.layout
+        if self.payload is not None:
+            d["payload"] = self.payload.to_json()
+        return d
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A blob of a kind not decoded (or that failed to): its size and first bytes."""
+
+    size: int
+    hex: str
+    ascii: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"size": self.size, "preview": {"hex": self.hex, "ascii": self.ascii}}
+
+
+#: What inspect says of one module's blob.
+Details = Union[GpuModule, Opaque]
+# A payload reader: what follows the function map, and the payload bytes or None.
+TailReader = Callable[[Reader], tuple[Tail, Optional[bytes]]]
 
 GPU_KINDS = ("cuda", "rocm", "hip", "opencl", "metal", "vulkan", "webgpu", "sdaccel", "aocl")
 
@@ -34,8 +150,9 @@ def _vec_str(r: Reader, what: str) -> list[str]:
     return [r.str(f"{what}[{k}]") for k in range(n)]
 
 
-def _func_info(r: Reader, dtype_as_str: bool, extra_tags: bool) -> dict[str, Any]:
+def _func_info(r: Reader, dtype_as_str: bool, extra_tags: bool, key: str) -> FuncInfo:
     name = r.str("function name")
+    args: list[str]
     if dtype_as_str:
         args = _vec_str(r, "arg types")
     else:
@@ -46,12 +163,12 @@ def _func_info(r: Reader, dtype_as_str: bool, extra_tags: bool) -> dict[str, Any
             r.pos += 4
             args.append(dtype_str(code, bits, lanes))
     tags = _vec_str(r, "launch param tags")
-    out: dict[str, Any] = {"name": name, "arg_types": args, "launch_param_tags": tags}
+    extra: Optional[tuple[int, ...]] = None
     if extra_tags:
         n = r.count("arg extra tags", 4)
-        out["arg_extra_tags"] = list(struct.unpack_from(f"<{n}i", r.data, r.pos)) if n else []
+        extra = tuple(struct.unpack_from(f"<{n}i", r.data, r.pos)) if n else ()
         r.pos += 4 * n
-    return out
+    return FuncInfo(name, tuple(args), tuple(tags), extra, None if key == name else key)
 
 
 #: Functions of one module decoded in full; the rest are walked (bounds
@@ -107,68 +224,56 @@ def _skip_funcs(r: Reader, n: int, dtype_as_str: bool, extra_tags: bool) -> None
     r.pos = pos
 
 
-def _fmap(r: Reader, dtype_as_str: bool, extra_tags: bool) -> list[dict[str, Any]]:
+def _fmap(r: Reader, dtype_as_str: bool, extra_tags: bool) -> list[FuncInfo]:
     n = r.count("function map", 16)
-    funcs: list[dict[str, Any]] = []
+    funcs: list[FuncInfo] = []
     for _ in range(min(n, FUNC_DETAIL_CAP)):
         key = r.str("function key")
-        info = _func_info(r, dtype_as_str, extra_tags)
-        if key != info["name"]:
-            info["key"] = key
-        funcs.append(info)
+        funcs.append(_func_info(r, dtype_as_str, extra_tags, key))
     if n > FUNC_DETAIL_CAP:
         _skip_funcs(r, n - FUNC_DETAIL_CAP, dtype_as_str, extra_tags)
         funcs.append(
-            {
-                "name": f"... {n - FUNC_DETAIL_CAP} more functions (not decoded: "
+            FuncInfo(
+                f"... {n - FUNC_DETAIL_CAP} more functions (not decoded: "
                 f"the first {FUNC_DETAIL_CAP} are shown)",
-                "arg_types": [],
-                "launch_param_tags": [],
-                "omitted": n - FUNC_DETAIL_CAP,
-            }
+                (),
+                (),
+                omitted=n - FUNC_DETAIL_CAP,
+            )
         )
     return funcs
 
 
-def _tail_bytes(r: Reader) -> tuple[dict[str, Any], bytes | None]:
+def _tail_bytes(r: Reader) -> tuple[Tail, bytes | None]:
     at, b = r.raw("payload")
-    return {"payload_size": len(b), "payload_offset": at}, b
+    return Tail(len(b), payload_offset=at), b
 
 
-# Tails with one payload per function also say where each one is, under
-# PARTS: [(function key, offset in the blob, size)] (popped before output).
-PARTS = "_parts"
-
-
-def _tail_source_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
+def _tail_source_map(r: Reader) -> tuple[Tail, bytes | None]:
     n = r.count("source map", 16)
-    names: list[str]
-    total, names = 0, []
-    parts: list[tuple[str, int, int]] = []
+    total, parts = 0, []
     for _ in range(n):
-        names.append(r.str("source map key"))
+        name = r.str("source map key")
         at, b = r.raw("source map value")
-        parts.append((names[-1], at, len(b)))
+        parts.append(Part(name, at, len(b)))
         total += len(b)
-    return {"payload_size": total, "sources": names, PARTS: parts}, None
+    return Tail(total, sources=tuple(p.key for p in parts), parts=tuple(parts)), None
 
 
-def _tail_shader_map(r: Reader) -> tuple[dict[str, Any], bytes | None]:
+def _tail_shader_map(r: Reader) -> tuple[Tail, bytes | None]:
     n = r.count("shader map", 20)
-    names: list[str]
-    total, names = 0, []
-    parts: list[tuple[str, int, int]] = []
+    total, parts = 0, []
     for _ in range(n):
-        names.append(r.str("shader map key"))
+        name = r.str("shader map key")
         r.u32("shader flag")
         k = r.count("shader words", 4)
-        parts.append((names[-1], r.pos, 4 * k))
+        parts.append(Part(name, r.pos, 4 * k))
         r.pos += 4 * k
         total += 4 * k
-    return {"payload_size": total, "shaders": names, PARTS: parts}, None
+    return Tail(total, shaders=tuple(p.key for p in parts), parts=tuple(parts)), None
 
 
-TAILS: dict[str, Tail] = {
+TAILS: dict[str, TailReader] = {
     "bytes": _tail_bytes,
     "source_map": _tail_source_map,
     "shader_map": _tail_shader_map,
@@ -183,7 +288,7 @@ def _tails_for(kind: str) -> tuple[str, ...]:
     return ("bytes",)
 
 
-def decode_gpu(kind: str, blob: bytes) -> tuple[dict[str, Any], bytes | None]:
+def decode_gpu(kind: str, blob: bytes) -> tuple[GpuModule, bytes | None]:
     """Try the known layouts; return (details, payload bytes or None) or raise
     LibBinError for the first variant's failure when none fits."""
     first_err: LibBinError | None = None
@@ -193,7 +298,7 @@ def decode_gpu(kind: str, blob: bytes) -> tuple[dict[str, Any], bytes | None]:
             try:
                 fmt = r.str("fmt")
                 funcs = _fmap(r, as_str, extra)
-                details, payload = TAILS[tail](r)
+                tail_read, payload = TAILS[tail](r)
             except LibBinError as e:
                 if first_err is None:
                     first_err = e
@@ -202,22 +307,26 @@ def decode_gpu(kind: str, blob: bytes) -> tuple[dict[str, Any], bytes | None]:
                 if first_err is None:
                     first_err = LibBinError(r.pos, f"{len(blob) - r.pos} bytes left over")
                 continue
-            out: dict[str, Any] = {"format": fmt, "functions": funcs}
-            out.update(details)
+            layout = None
             if as_str or not extra:
-                out["layout"] = ("dtype strings" if as_str else "dtype structs") + (
+                layout = ("dtype strings" if as_str else "dtype structs") + (
                     "" if extra else ", no arg_extra_tags"
                 )
-            return out, payload
+            return GpuModule(fmt, tuple(funcs), tail_read, layout), payload
     raise first_err or LibBinError(0, "empty blob")
 
 
-def preview(data: bytes | bytearray | memoryview) -> dict[str, str]:
+def opaque(data: bytes | bytearray | memoryview) -> Opaque:
     head = bytes(data[:PREVIEW])
-    return {"hex": head.hex(), "ascii": "".join(chr(c) if 32 <= c < 127 else "." for c in head)}
+    return Opaque(len(data), head.hex(), "".join(chr(c) if 32 <= c < 127 else "." for c in head))
 
 
 def analyze_payload(data: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """read_payload(data).to_json() (inspect's cubin symbols)."""
+    return read_payload(data).to_json()
+
+
+def read_payload(data: bytes | bytearray | memoryview) -> Payload:
     """What a GPU payload is: an ELF cubin (with its sm_XX), a fatbin, PTX or
     other text, or opaque bytes."""
     b = bytes(data[:64])
@@ -226,27 +335,23 @@ def analyze_payload(data: bytes | bytearray | memoryview) -> dict[str, Any]:
         e = "<" if le else ">"
         machine = struct.unpack_from(e + "H", b, 18)[0]
         flags = struct.unpack_from(e + "I", b, 48 if b[4] == 2 else 36)[0] if len(b) >= 52 else 0
-        info: dict[str, Any] = {"type": "elf", "e_machine": machine}
         if machine == EM_CUDA:
-            info["type"] = "cubin"
             # ABI version 8+ keeps the SM number in bits 8..15, older in bits 0..7.
             sm = (flags >> 8) & 0xFF if b[8] >= 8 else flags & 0xFF
-            info["arch"] = f"sm_{sm}"
-        return info
+            return Payload("cubin", machine, f"sm_{sm}")
+        return Payload("elf", machine)
     if len(b) >= 4 and struct.unpack_from("<I", b, 0)[0] == FATBIN_MAGIC:
-        return {"type": "fatbin"}
+        return Payload("fatbin")
     text = bytes(data[:4096])
     m = re.search(rb"\.target\s+(sm_\w+)", text)
     if m:
-        return {"type": "ptx", "arch": m.group(1).decode()}
+        return Payload("ptx", arch=m.group(1).decode())
     if text and all(c in b"\t\n\r" or 32 <= c < 127 for c in text[:256]):
-        return {"type": "text"}
-    return {"type": "binary"}
+        return Payload("text")
+    return Payload("binary")
 
 
-def decode(
-    kind: str, blob: bytes, base_offset: int, errors: list[dict[str, Any]], index: int
-) -> dict[str, Any]:
+def decode(kind: str, blob: bytes, base_offset: int, errors: list[Problem], index: int) -> Details:
     """Details of one module's blob for the JSON/tree output. Problems are
     appended to `errors` with offsets relative to the library_bin symbol."""
     if kind in GPU_KINDS:
@@ -259,15 +364,14 @@ def decode(
                     "message": f"module {index} ({kind}): cannot decode: {e.message}",
                 }
             )
-            d = {"size": len(blob), "preview": preview(blob)}
-            return d
-        details.pop(PARTS, None)
-        if "payload_offset" in details:
-            details["payload_offset"] += base_offset  # relative to the symbol, like errors
-        if payload is not None:
-            details["payload"] = analyze_payload(payload)
-        return details
-    return {"size": len(blob), "preview": preview(blob)}
+            return opaque(blob)
+        tail = details.tail
+        if tail.payload_offset is not None:  # relative to the symbol, like errors
+            tail = replace(tail, payload_offset=tail.payload_offset + base_offset)
+        return replace(
+            details, tail=tail, payload=None if payload is None else read_payload(payload)
+        )
+    return opaque(blob)
 
 
 def encode_gpu(

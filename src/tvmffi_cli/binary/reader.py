@@ -10,6 +10,15 @@ from __future__ import annotations
 
 import builtins
 import struct
+from typing import TypedDict
+
+
+class Problem(TypedDict):
+    """A problem of a symbol's content, as inspect's --json lists it: the byte
+    offset from the start of the symbol and what is wrong there."""
+
+    offset: int
+    message: str
 
 
 class LibBinError(Exception):

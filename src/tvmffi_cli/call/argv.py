@@ -6,9 +6,10 @@ Single values are read by literals.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, cast
 
 from ..abi.devices import format_device as device_str
 from ..abi.devices import parse_device
@@ -18,10 +19,10 @@ from .literals import (
     _FLOAT_RE,
     _INT_RE,
     _WORDS_NONE,
-    Spec,
     _short,
     float_spec,
     infer_positional,
+    int64,
     json_to_spec,
     parse_bool,
     parse_bytes,
@@ -30,6 +31,20 @@ from .literals import (
     parse_json,
     parse_shape,
     parse_tensor,
+)
+from .specs import (
+    ArgSpec,
+    ArrayArg,
+    BoolArg,
+    DeviceArg,
+    DtypeArg,
+    IntArg,
+    MapArg,
+    NoneArg,
+    Positional,
+    ShapeArg,
+    Spec,
+    StrArg,
 )
 
 # A schema type: a typeschema.TypeSpec (.key/.name/.args), a {"type", "args"}
@@ -74,37 +89,35 @@ def spec_for_type(
     args = _type_args(typ)
     label = f"{where} {_short(text)}"
     if name in (None, "Any", "ffi.Any"):
-        s = infer_positional(text, cwd)
-        s.pop("raw", None), s.pop("positional", None)
-        return s
+        guessed = infer_positional(text, cwd).spec
+        assert guessed is not None  # infer_positional raises rather than leave it unread
+        return guessed
     if name in _INT_TYPES:
-        return {"kind": "int", "value": _wrap(parse_int, text, label, "int")}
+        return IntArg(_wrap(parse_int, text, label, "int"))
     if name in _FLOAT_TYPES:
         return float_spec(_wrap(parse_float, text, label, "float"))
     if name == "bool":
-        return {"kind": "bool", "value": _wrap(parse_bool, text, label, "bool")}
+        return BoolArg(_wrap(parse_bool, text, label, "bool"))
     if name in _STR_TYPES:
-        return {"kind": "str", "value": text}
+        return StrArg(text)
     if name in ("ffi.Bytes", "bytes", "Bytes", "TVMFFIByteArray*", "ffi.SmallBytes"):
         return parse_bytes(text, cwd)
     if name in ("None", "void"):
         if text.strip().lower() not in _WORDS_NONE:
             raise InputError(f"{label}: expected None")
-        return {"kind": "none"}
+        return NoneArg()
     if name in ("DataType", "dtype", "DLDataType"):
-        return {"kind": "dtype", "value": canonical_dtype(text)}
+        return DtypeArg(canonical_dtype(text))
     if name in ("Device", "DLDevice"):
         return device_spec(text)
     if name in _TENSOR_TYPES:
-        s = parse_tensor(text, cwd)
-        if name != "DLTensor*":
-            s["owned"] = True
-        return s
+        tensor = parse_tensor(text, cwd)
+        return tensor if name == "DLTensor*" else dataclasses.replace(tensor, owned=True)
     if name in _OBJECT_TYPES:
         return _object_spec(text, cwd, label, where)
     if name in ("Optional", "ffi.Optional", "std::optional"):
         if text.strip().lower() in _WORDS_NONE:
-            return {"kind": "none"}
+            return NoneArg()
         return spec_for_type(text, args[0] if args else None, cwd, where)
     if name in ("Variant", "ffi.Variant", "Union"):
         errors = []
@@ -121,7 +134,7 @@ def spec_for_type(
     # Containers and the rest take JSON.
     if text.strip()[:1] in ("[", "{", '"') or name in ("ffi.Shape", "Shape"):
         if name in ("ffi.Shape", "Shape") and text.strip()[:1] != "[":
-            return {"kind": "shape", "value": parse_shape(text)}
+            return ShapeArg(tuple(parse_shape(text)))
         return json_for_type(parse_json(text, where), typ, where)
     raise InputError(
         f"{label}: cannot pass a value of type {type_label(typ)} from the command line"
@@ -133,11 +146,10 @@ def _object_spec(text: str, cwd: Optional[str], label: str, where: str) -> Spec:
     if text.strip()[:1] in ("[", "{"):
         return json_to_spec(parse_json(text, where), where)
     try:
-        s = parse_tensor(text, cwd)
+        tensor = parse_tensor(text, cwd)
     except InputError:
         raise InputError(f"{label}: expected an Object: {_OBJECT_FORMS}") from None
-    s["owned"] = True  # an ffi.Tensor object, not a DLTensor* view
-    return s
+    return dataclasses.replace(tensor, owned=True)  # an ffi.Tensor object, not a DLTensor* view
 
 
 def _wrap(fn: Callable[[str], _T], text: str, label: str, what: str) -> _T:
@@ -147,9 +159,9 @@ def _wrap(fn: Callable[[str], _T], text: str, label: str, what: str) -> _T:
         raise InputError(f"{label}: expected {what}") from None
 
 
-def device_spec(text: str) -> Spec:
+def device_spec(text: str) -> DeviceArg:
     t, i = parse_device(text)
-    return {"kind": "device", "value": device_str(t, i), "device_type": t, "device_id": i}
+    return DeviceArg(device_str(t, i), t, i)
 
 
 def type_label(typ: SchemaType) -> str:
@@ -168,7 +180,7 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
     if name in (None, "Any", "ffi.Any"):
         return json_to_spec(v, where)
     if name in ("Optional", "ffi.Optional"):
-        return {"kind": "none"} if v is None else json_for_type(v, args[0] if args else None, where)
+        return NoneArg() if v is None else json_for_type(v, args[0] if args else None, where)
     if name in ("Variant", "ffi.Variant", "Union"):
         errors: List[str] = []
         for a in args:
@@ -188,11 +200,11 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
     if name == "bool":
         if not isinstance(v, bool):
             raise InputError(f"{label} is not true/false")
-        return {"kind": "bool", "value": v}
+        return BoolArg(v)
     if name in ("None", "void"):
         if v is not None:
             raise InputError(f"{label} is not null")
-        return {"kind": "none"}
+        return NoneArg()
     if name in _OBJECT_TYPES and isinstance(v, (list, dict)):
         return json_to_spec(v, where)
     if isinstance(v, str) and name not in (
@@ -212,31 +224,32 @@ def json_for_type(v: Any, typ: SchemaType, where: str = "argument") -> Spec:
     if name in ("ffi.Shape", "Shape"):
         if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
             raise InputError(f"{label} is not a list of ints (a Shape)")
-        return {"kind": "shape", "value": [json_to_spec(x, where)["value"] for x in v]}
+        return ShapeArg(tuple(int64(x, where) for x in v))
     if name in ("Tuple", "std::tuple", "ffi.Tuple") and args:
         if not isinstance(v, list) or len(v) != len(args):
             raise InputError(f"{label} is not a list of {len(args)} items")
-        return {"kind": "array", "items": [json_for_type(x, a, where) for x, a in zip(v, args)]}
+        return ArrayArg(tuple(json_for_type(x, a, where) for x, a in zip(v, args)))
     if name in ("ffi.Array", "Array", "ffi.List", "List"):
         if not isinstance(v, list):
             raise InputError(f"{label} is not a JSON list")
         elem = args[0] if args else None
-        return {"kind": "array", "items": [json_for_type(x, elem, where) for x in v]}
+        return ArrayArg(tuple(json_for_type(x, elem, where) for x in v))
     if name in ("ffi.Map", "Map", "ffi.Dict", "Dict"):
         if not isinstance(v, dict):
             raise InputError(f"{label} is not a JSON object")
         kt = args[0] if args else None
         vt = args[1] if len(args) > 1 else None
-        items: List[List[Spec]] = []
+        items: List[Tuple[Spec, Spec]] = []
         for k, x in v.items():
+            ks: Spec
             if _type_name(kt) in _INT_TYPES:
-                ks = {"kind": "int", "value": _wrap(parse_int, k, f"{where} key {k!r}", "int")}
+                ks = IntArg(_wrap(parse_int, k, f"{where} key {k!r}", "int"))
             elif _type_name(kt) in (None, "Any", "ffi.Any") or _type_name(kt) in _STR_TYPES:
-                ks = {"kind": "str", "value": k}
+                ks = StrArg(k)
             else:
                 ks = spec_for_type(k, kt, None, f"{where} key")
-            items.append([ks, json_for_type(x, vt, where)])
-        return {"kind": "map", "items": items}
+            items.append((ks, json_for_type(x, vt, where)))
+        return MapArg(tuple(items))
     raise InputError(f"{label} cannot be converted to {type_label(typ)}")
 
 
@@ -283,23 +296,23 @@ ARG_FLAGS = dict(VALUE_FLAGS, **{"--none": "None (takes no value)"})
 
 def spec_from_flag(flag: str, value: str, cwd: Optional[str] = None) -> Spec:
     if flag == "--int":
-        return {"kind": "int", "value": parse_int(value)}
+        return IntArg(parse_int(value))
     if flag == "--float":
         return float_spec(parse_float(value))
     if flag == "--bool":
-        return {"kind": "bool", "value": parse_bool(value)}
+        return BoolArg(parse_bool(value))
     if flag == "--str":
-        return {"kind": "str", "value": value}
+        return StrArg(value)
     if flag == "--bytes":
         return parse_bytes(value, cwd)
     if flag == "--dtype":
-        return {"kind": "dtype", "value": canonical_dtype(value)}
+        return DtypeArg(canonical_dtype(value))
     if flag == "--device":
         return device_spec(value)
     if flag == "--tensor":
         return parse_tensor(value, cwd)
     if flag == "--shape":
-        return {"kind": "shape", "value": parse_shape(value)}
+        return ShapeArg(tuple(parse_shape(value)))
     if flag == "--value":
         return json_to_spec(parse_json(value), "--value")
     raise InputError(f"unknown argument flag {flag}")
@@ -311,7 +324,7 @@ class ArgvSpec:
     def __init__(self) -> None:
         self.lib: Optional[str] = None
         self.func: Optional[str] = None
-        self.args: List[Spec] = []  # specs, in command-line order
+        self.args: List[ArgSpec] = []  # specs, in command-line order
         self.options: Dict[str, Any] = {}  # option name -> value (True for flags)
         self.repeated: Dict[str, List[str]] = {}  # option name -> every value given
         self.help = False
@@ -352,7 +365,7 @@ def parse_argv(
         if name == "--none":
             if eq:
                 raise InputError("--none takes no value")
-            out.args.append({"kind": "none"})
+            out.args.append(NoneArg())
             flagged = True
             continue
         if name in VALUE_FLAGS:
@@ -407,7 +420,7 @@ def parse_argv(
     return out
 
 
-def _positional(text: str, cwd: Optional[str]) -> Spec:
+def _positional(text: str, cwd: Optional[str]) -> Positional:
     """A positional argument inferred from its text; text the inference
     refuses (JSON-looking but not JSON: '[a-c]+x') is left for the type
     schema to read in the child: a `str` parameter takes it as it is, and
@@ -415,7 +428,7 @@ def _positional(text: str, cwd: Optional[str]) -> Spec:
     try:
         return infer_positional(text, cwd)
     except InputError as e:
-        return {"kind": "unread", "raw": text, "positional": True, "error": str(e)}
+        return Positional(text, None, str(e))
 
 
 def _is_number(tok: str) -> bool:

@@ -10,10 +10,10 @@ round's calls, the loop the host time of launching them. Bandwidth counts
 every CUDA tensor argument's bytes once per call (read or written, not
 both): a lower bound of the memory traffic.
 
-reply: as bench_task.py, with "timer": "cuda-events", "ns_per_call" the
-device time per call, "host_ns_per_call" the launch time per call,
-"bytes_per_call", "bandwidth_gbps" (bytes per device nanosecond, median
-round) and "cuda" (device, stream).
+reply: BenchOk as bench_task.py's, with timer "cuda-events", ns_per_call the
+device time per call and `gpu` (BenchGpu): the launch time per call, the
+bytes per call, the bandwidth (bytes per device nanosecond, median round)
+and the device and stream.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ from __future__ import annotations
 import ctypes
 import statistics
 from ctypes import byref
-from typing import Any, List
+from typing import Any, List, Union
 
 from ..errors import InputError
 from . import task as call_task
 from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
-from .device import Devices, cuda_error_dict
-from .task import Message, Tensors
+from .device import Devices, cuda_error
+from .messages import BenchGpu, BenchOk, CallRequest, Raised, Stats
+from .task import Tensors
 
 
 def run(
-    request: Message,
+    request: CallRequest,
     lib: Any,
     fn: Any,
     resolved: str,
@@ -39,14 +40,14 @@ def run(
     tensors: Tensors,
     devices: Devices,
     timer: Any,
-) -> Message:
+) -> Union[BenchOk, Raised]:
     from ..abi import structs as abi
     from ..ffi import errors as ffi_errors
     from ..ffi import values as ffi_values
     from ..ffi.cuda import CudaError
 
     rt = lib.runtime
-    mode = request.get("tensor_mode") or "dltensor"
+    mode = request.tensor_mode
     devices.start(rt)
     assert devices.ctx is not None and devices.stream is not None  # start() opened them
     ctx, stream = devices.ctx, devices.stream
@@ -60,17 +61,17 @@ def run(
                 ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
         except (TypeError, ValueError, OverflowError) as e:
             if isinstance(e, ffi_errors.FFIErrorBase):
-                return {"status": "raised", "error": call_task.error_dict(e)}
+                return Raised(call_task.raised_error(e))
             raise InputError(f"cannot pass the arguments: {e}") from None
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
-            err = call_task.error_dict(rt.take_error())
-            devices.settle(request["func"])
-            return {"status": "raised", "error": err}
+            err = call_task.raised_error(rt.take_error())
+            devices.settle(request.func)
+            return Raised(err)
         ffi_values.any_to_py(rt, result)
-        failed = devices.settle(request["func"])
+        failed = devices.settle(request.func)
         if failed is not None:
-            return {"status": "raised", "error": failed, "cuda": devices.describe()}
+            return Raised(failed, devices.describe())
         start, end = ctx.event(), ctx.event()
         host: List[int] = []
 
@@ -95,47 +96,43 @@ def run(
             return [max(d, h) for d, h in zip(dev, host[-rounds:])]
 
         try:
-            per_round = request.get("repeat")
-            if not per_round:
-                per_round = calibrate(
-                    wall, int(request.get("target_round_ns") or DEFAULT_TARGET_ROUND_NS)
-                )
-            rounds = int(request.get("rounds") or DEFAULT_ROUNDS)
+            per_round = request.repeat or calibrate(
+                wall, request.target_round_ns or DEFAULT_TARGET_ROUND_NS
+            )
+            rounds = request.rounds or DEFAULT_ROUNDS
             timed(per_round, 1)  # warm-up: clocks up, caches, lazy module loading
             host.clear()
             round_ns = timed(per_round, rounds)
         except ffi_errors.FFIErrorBase as e:
-            return {"status": "raised", "error": call_task.error_dict(e)}
+            return Raised(call_task.raised_error(e))
         except CudaError as e:
-            failed = devices.settle(request["func"])  # names the asynchronous error
-            return {"status": "raised", "error": failed or cuda_error_dict(e, request["func"])}
-        failed = devices.settle(request["func"])
+            failed = devices.settle(request.func)  # names the asynchronous error
+            return Raised(failed or cuda_error(e, request.func))
+        failed = devices.settle(request.func)
         if failed is not None:
-            return {"status": "raised", "error": failed, "cuda": devices.describe()}
+            return Raised(failed, devices.describe())
         start.destroy()
         end.destroy()
     finally:
         for h in owned:
             rt.TVMFFIObjectDecRef(h)
     per_call = [r / per_round for r in round_ns]
-    host_per_call = [h / per_round for h in host]
     nbytes = sum(t.nbytes for t, _kind in tensors.values() if hasattr(t, "to_numpy"))
     median = statistics.median(per_call)
-    return {
-        "status": "ok",
-        "resolved": resolved,
-        "calls": per_round * rounds,
-        "timer": "cuda-events",
-        "calls_per_round": per_round,
-        "rounds": rounds,
-        "round_ns": round_ns,
-        "ns_per_call": _stats(per_call),
-        "host_ns_per_call": _stats(host_per_call),
-        "bytes_per_call": nbytes,
-        "bandwidth_gbps": (nbytes / median) if median > 0 else None,
-        "cuda": devices.describe(),
-    }
-
-
-def _stats(xs: List[float]) -> dict[str, float]:
-    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+    cuda = devices.describe()
+    assert cuda is not None  # start() opened the device
+    return BenchOk(
+        resolved=resolved,
+        calls=per_round * rounds,
+        timer="cuda-events",
+        calls_per_round=per_round,
+        rounds=rounds,
+        round_ns=tuple(round_ns),
+        ns_per_call=Stats.of(per_call),
+        gpu=BenchGpu(
+            Stats.of([h / per_round for h in host]),
+            nbytes,
+            (nbytes / median) if median > 0 else None,
+            cuda,
+        ),
+    )

@@ -2,36 +2,39 @@
 runtime's C loop (tvmffi_rt_time_calls) call the function, so the numbers
 measure the function and the ABI call path, not Python.
 
-request: as call/task.py, plus "repeat" (calls per round, None = calibrate),
-         "rounds" (timed rounds), "target_round_ns" (calibration goal).
-         With a CUDA tensor argument (or "stream"), call/bench_gpu.py times
-         the calls with CUDA events on the call's stream instead.
-reply: {"status": "ok", "resolved", "calls", "calls_per_round", "rounds",
-        "ns_per_call": {"min", "median", "max"}, "round_ns": [...]} or the
-        "raised" / "input_error" replies of call/task.py.
+request: a CallRequest (call/messages.py) with repeat (calls per round,
+         None = calibrate), rounds (timed rounds), target_round_ns (the
+         calibration goal). With a CUDA tensor argument (or a stream),
+         call/bench_gpu.py times the calls with CUDA events on the call's
+         stream instead.
+reply: BenchOk, or the Raised / Refused replies of call/task.py.
 """
 
 from __future__ import annotations
 
 import ctypes
-import statistics
 from ctypes import byref
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Union
 
 from ..errors import CheckFailed, InputError, TvmffiError
 from . import task as call_task
 from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
-from .task import Message
+from .describe import JsonDict
+from .messages import BenchOk, CallRequest, Raised, Refused, Stats, decode_request, encode
 
 
-def run(request: Message) -> Message:
+def run(obj: object) -> JsonDict:
+    """The task: a request's JSON object in, the reply's out."""
+    request = decode_request(obj)
+    if not isinstance(request, CallRequest):
+        return call_task.run(obj)  # the load phase is call.task's
     try:
-        return _run(request)
+        return encode(_run(request))
     except TvmffiError as e:
-        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+        return encode(Refused(str(e), e.exit_code))
 
 
-def _run(request: Message) -> Message:
+def _run(request: CallRequest) -> Union[BenchOk, Raised]:
     lib, fn, resolved = call_task.open_function(request)
     call_task._keep_loaded.append(lib)  # objects made by the library die first
     rt = lib.runtime
@@ -40,10 +43,10 @@ def _run(request: Message) -> Message:
         timer = _ctypes_timer(rt)
     from .device import Devices
 
-    devices = Devices(request)
+    devices = Devices(request.path, request.stream)
     try:
         values, tensors = call_task.build_args(lib, request, resolved, None, devices)
-        if devices.active or request.get("stream"):
+        if devices.active or request.stream:
             from . import bench_gpu
 
             return bench_gpu.run(request, lib, fn, resolved, values, tensors, devices, timer)
@@ -53,13 +56,13 @@ def _run(request: Message) -> Message:
 
 
 def _bench_host(
-    request: Message, rt: Any, fn: Any, resolved: str, values: List[Any], timer: Any
-) -> Message:
+    request: CallRequest, rt: Any, fn: Any, resolved: str, values: List[Any], timer: Any
+) -> Union[BenchOk, Raised]:
     from ..abi import structs as abi
     from ..ffi import errors as ffi_errors
     from ..ffi import values as ffi_values
 
-    mode = request.get("tensor_mode") or "dltensor"
+    mode = request.tensor_mode
     n = len(values)
     argv = (abi.TVMFFIAny * max(n, 1))()
     keep: List[Any] = []
@@ -70,12 +73,12 @@ def _bench_host(
                 ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
         except (TypeError, ValueError, OverflowError) as e:
             if isinstance(e, ffi_errors.FFIErrorBase):
-                return {"status": "raised", "error": call_task.error_dict(e)}
+                return Raised(call_task.raised_error(e))
             raise InputError(f"cannot pass the arguments: {e}") from None
         # One checked call first: a function that raises is reported, not timed.
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
-            return {"status": "raised", "error": call_task.error_dict(rt.take_error())}
+            return Raised(call_task.raised_error(rt.take_error()))
         try:
             ffi_values.any_to_py(rt, result)  # releases an object result
         except (TypeError, ValueError, OverflowError) as e:
@@ -89,34 +92,26 @@ def _bench_host(
             return list(out)
 
         try:
-            per_round = request.get("repeat")
-            if not per_round:
-                per_round = calibrate(
-                    timed, int(request.get("target_round_ns") or DEFAULT_TARGET_ROUND_NS)
-                )
-            rounds = int(request.get("rounds") or DEFAULT_ROUNDS)
+            per_round = request.repeat or calibrate(
+                timed, request.target_round_ns or DEFAULT_TARGET_ROUND_NS
+            )
+            rounds = request.rounds or DEFAULT_ROUNDS
             timed(per_round, 1)  # warm-up: caches, branch predictors, lazy binding
             round_ns = timed(per_round, rounds)
         except ffi_errors.FFIErrorBase as e:
-            return {"status": "raised", "error": call_task.error_dict(e)}
+            return Raised(call_task.raised_error(e))
     finally:
         for h in owned:
             rt.TVMFFIObjectDecRef(h)
-    per_call = [r / per_round for r in round_ns]
-    return {
-        "status": "ok",
-        "resolved": resolved,
-        "calls": per_round * rounds,
-        "timer": "c" if "tvmffi_rt_time_calls" in rt.rt else "ctypes",
-        "calls_per_round": per_round,
-        "rounds": rounds,
-        "round_ns": round_ns,
-        "ns_per_call": {
-            "min": min(per_call),
-            "median": statistics.median(per_call),
-            "max": max(per_call),
-        },
-    }
+    return BenchOk(
+        resolved=resolved,
+        calls=per_round * rounds,
+        timer="c" if "tvmffi_rt_time_calls" in rt.rt else "ctypes",
+        calls_per_round=per_round,
+        rounds=rounds,
+        round_ns=tuple(round_ns),
+        ns_per_call=Stats.of([r / per_round for r in round_ns]),
+    )
 
 
 def _ctypes_timer(rt: Any) -> Callable[..., int]:

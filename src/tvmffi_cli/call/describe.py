@@ -1,14 +1,17 @@
-"""Values of TVM-FFI calls: described in the child, rendered in the parent.
+"""Values of TVM-FFI calls: described in the child, read back in the parent.
 
 describe(value) runs in the child process next to the library: it turns a
-decoded value (tvmffi_cli.ffi objects and values, NumPy arrays) into a *description*,
-a JSON-able tagged tree such as {"type": "int", "value": 3} or
-{"type": "Tensor", "dtype": "float32", "shape": [2, 3], "device": "cpu:0",
-"data": [[...]]}. The parent never sees library objects, only descriptions.
+decoded value (tvmffi_cli.ffi objects and values, NumPy arrays) into a
+*description*, a frozen tree of the classes below (Scalar, Text, Blob,
+ShapeValue, Items, Pairs, TensorValue, ErrorValue, Handle, ObjectValue). The
+parent never sees library objects, only descriptions.
 
-to_json(desc) gives the plain JSON value of `--json` output (Shape and Array
-as lists, Map as an object, bytes as base64, tensors as objects); to_text(desc)
-the human rendering.
+encode_desc/decode_desc are their form on the channel (a JSON object tagged
+by "type", e.g. {"type": "int", "value": 3}); decode_desc refuses anything
+else (MessageError): the worker is not trusted. value_json(desc) is the
+plain JSON value of `--json` output (Shape and Array as lists, Map as an
+object, bytes as base64, tensors as objects); render/call.py has the human
+rendering.
 """
 
 from __future__ import annotations
@@ -17,20 +20,24 @@ import base64
 import json
 import math
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple, Union
+
+from ..sandbox.messages import Fields, Frozen, MessageError
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    # A description: the JSON-able tagged tree of one value (see module doc).
-    Desc = dict[str, Any]
-    # A float as JSON carries it: the number, or "NaN" / "Infinity" / "-Infinity".
-    JsonFloat = Union[float, str]
+#: A JSON value, as json.loads returns it.
+JsonValue = Union[None, bool, int, float, str, List["JsonValue"], Dict[str, "JsonValue"]]
+#: A JSON object.
+JsonDict = Dict[str, JsonValue]
+#: A float as JSON carries it: the number, or "NaN" / "Infinity" / "-Infinity".
+JsonFloat = Union[float, str]
 
 # Tensors with at most this many elements carry their values ("data").
 SMALL_TENSOR_ELEMENTS = 64
-# Containers longer than this are cut (with "truncated": true) so a huge Array
+# Containers longer than this are cut (size: their length) so a huge Array
 # cannot flood the pipe between child and parent.
 MAX_ITEMS = 100_000
 MAX_DEPTH = 64
@@ -59,102 +66,194 @@ TYPES = (
     "Error",
     "Object",
 )
+_FLOAT_WORDS = ("NaN", "Infinity", "-Infinity")
 
+# ---------------------------------------------------------------------------
+# the descriptions
+
+
+class Scalar(Frozen):
+    """None, bool, int, float, DataType, Device or void*: its JSON value (a
+    float's NaN and infinities as "NaN"/"Infinity"/"-Infinity", a void* as
+    "0x..", a DataType or Device as its text)."""
+
+    type: str
+    value: Union[None, bool, int, float, str] = None
+
+
+class Text(Frozen):
+    """A str; `size` is its length when `value` holds only its first MAX_STR."""
+
+    value: str
+    size: Optional[int] = None
+    type: ClassVar[str] = "str"
+
+
+class Blob(Frozen):
+    """Bytes: `size` of them, the first MAX_STR in base64."""
+
+    size: int
+    base64: str
+    truncated: bool = False
+    type: ClassVar[str] = "bytes"
+
+
+class ShapeValue(Frozen):
+    value: Tuple[int, ...]
+    type: ClassVar[str] = "Shape"
+
+
+class Items(Frozen):
+    """An Array or a List; `size` is its length when only MAX_ITEMS are here."""
+
+    type: str
+    items: Tuple[Desc, ...]
+    size: Optional[int] = None
+
+
+class Pairs(Frozen):
+    """A Map or a Dict as (key, value) pairs; `size` as Items'."""
+
+    type: str
+    items: Tuple[Tuple[Desc, Desc], ...]
+    size: Optional[int] = None
+
+
+class TensorValue(Frozen):
+    """A Tensor (owned) or DLTensor* (a view). dtype, shape, strides (None:
+    compact) and device as read; data (its elements, when at most
+    SMALL_TENSOR_ELEMENTS) and preview (NumPy's text) when it is readable on
+    the host. error: why it is not; what was read before is kept (None
+    fields were not reached)."""
+
+    type: str
+    dtype: Optional[str] = None
+    shape: Optional[Tuple[int, ...]] = None
+    strides: Optional[Tuple[int, ...]] = None
+    device: Optional[str] = None
+    data: JsonValue = None
+    preview: Optional[str] = None
+    error: Optional[str] = None
+
+    def _has_strides(self) -> bool:
+        # strides is read between shape and device: known when shape is and
+        # the reading did not stop there.
+        return self.shape is not None and (self.error is None or self.device is not None)
+
+
+class ErrorValue(Frozen):
+    kind: str
+    message: str
+    backtrace: Optional[str] = None  # None when none was recorded (never "")
+    type: ClassVar[str] = "Error"
+
+
+class Handle(Frozen):
+    """A Function, or a Module (kind: its kind, None when its getter failed)."""
+
+    type: str
+    kind: Optional[str] = None
+
+
+class ObjectValue(Frozen):
+    """Any other object: its type key and fields. truncated: nested deeper
+    than MAX_DEPTH (nothing more was read)."""
+
+    type_key: str
+    type_index: Optional[int] = None
+    fields: Tuple[Tuple[str, Desc], ...] = ()
+    fields_error: Optional[str] = None
+    truncated: bool = False
+    type: ClassVar[str] = "Object"
+
+
+Desc = Union[
+    Scalar, Text, Blob, ShapeValue, Items, Pairs, TensorValue, ErrorValue, Handle, ObjectValue
+]
+_SCALARS = ("None", "bool", "int", "float", "DataType", "Device", "void*")
+TENSOR_TYPES = ("Tensor", "DLTensor*")
 
 # ---------------------------------------------------------------------------
 # child side
 
 
 def describe(value: object, depth: int = 0) -> Desc:
-    """A JSON-able description of a decoded value (see module doc)."""
+    """The description of a decoded value (see module doc)."""
     from ..ffi import errors as ffi_errors
     from ..ffi import objects, values
 
     if depth > MAX_DEPTH:
-        return {"type": "Object", "type_key": "...", "fields": {}, "truncated": True}
+        return ObjectValue("...", truncated=True)
     if value is None:
-        return {"type": "None"}
+        return Scalar("None")
     if value is True or value is False:
-        return {"type": "bool", "value": value}
+        return Scalar("bool", value)
     if isinstance(value, objects.OpaquePtr):
-        return {"type": "void*", "value": f"0x{int(value):x}"}
+        return Scalar("void*", f"0x{int(value):x}")
     if isinstance(value, int):
-        return {"type": "int", "value": int(value)}
+        return Scalar("int", int(value))
     if isinstance(value, float):
-        return {"type": "float", "value": float_json(value)}
+        return Scalar("float", float_json(value))
     if isinstance(value, objects.DataType):
-        return {"type": "DataType", "value": str(value)}
+        return Scalar("DataType", str(value))
     if isinstance(value, str):
         if len(value) > MAX_STR:
-            return {"type": "str", "value": value[:MAX_STR], "truncated": True, "size": len(value)}
-        return {"type": "str", "value": value}
+            return Text(value[:MAX_STR], len(value))
+        return Text(value)
     if isinstance(value, (bytes, bytearray)):
         data = bytes(value)
-        d: Desc = {"type": "bytes", "size": len(data)}
-        if len(data) > MAX_STR:
-            data = data[:MAX_STR]
-            d["truncated"] = True
-        d["base64"] = base64.b64encode(data).decode("ascii")
-        return d
+        return Blob(
+            len(data), base64.b64encode(data[:MAX_STR]).decode("ascii"), len(data) > MAX_STR
+        )
     if isinstance(value, objects.Device):
-        return {"type": "Device", "value": str(value)}
+        return Scalar("Device", str(value))
     if isinstance(value, objects.Shape):
-        return {"type": "Shape", "value": [int(x) for x in value]}
+        return ShapeValue(tuple(int(x) for x in value))
     if isinstance(value, (list, tuple)):
-        d = {
-            "type": "List" if isinstance(value, objects.List) else "Array",
-            "items": [describe(x, depth + 1) for x in value[:MAX_ITEMS]],
-        }
-        if len(value) > MAX_ITEMS:
-            d["truncated"] = True
-            d["size"] = len(value)
-        return d
+        return Items(
+            "List" if isinstance(value, objects.List) else "Array",
+            tuple(describe(x, depth + 1) for x in value[:MAX_ITEMS]),
+            len(value) if len(value) > MAX_ITEMS else None,
+        )
     if isinstance(value, dict):
-        items: list[list[Desc]] = []
+        pairs: list[tuple[Desc, Desc]] = []
         for i, (k, v) in enumerate(value.items()):
             if i >= MAX_ITEMS:
                 break
-            items.append([describe(k, depth + 1), describe(v, depth + 1)])
-        d = {"type": "Dict" if isinstance(value, objects.Dict) else "Map", "items": items}
-        if len(value) > MAX_ITEMS:
-            d["truncated"] = True
-            d["size"] = len(value)
-        return d
+            pairs.append((describe(k, depth + 1), describe(v, depth + 1)))
+        return Pairs(
+            "Dict" if isinstance(value, objects.Dict) else "Map",
+            tuple(pairs),
+            len(value) if len(value) > MAX_ITEMS else None,
+        )
     if isinstance(value, values.Tensor):
         return describe_tensor(value)
     if isinstance(value, ffi_errors.FFIErrorBase):
-        return {
-            "type": "Error",
-            "kind": value.kind,
-            "message": value.message,
-            "backtrace": value.backtrace or None,  # null when none (as error.backtrace)
-        }
+        return ErrorValue(value.kind, value.message, value.backtrace or None)
     if isinstance(value, values.Function):
-        return {"type": "Function", "type_key": "ffi.Function"}
+        return Handle("Function")
     if isinstance(value, values.Module):
         try:
             kind = value.kind
         except Exception:  # a module whose kind getter fails is still a module
             kind = None
-        return {"type": "Module", "type_key": "ffi.Module", "kind": kind}
+        return Handle("Module", kind)
     if isinstance(value, values.Object):
         try:
             key = value.type_key
         except Exception:
             key = f"<type {value.type_index}>"
-        d = {"type": "Object", "type_key": key, "type_index": value.type_index}
         try:
-            d["fields"] = {k: describe(v, depth + 1) for k, v in value.fields.items()}
+            fields = tuple((k, describe(v, depth + 1)) for k, v in value.fields.items())
         except Exception as e:  # a broken getter must not lose the whole result
-            d["fields"] = {}
-            d["fields_error"] = f"{type(e).__name__}: {e}"
-        return d
+            return ObjectValue(key, value.type_index, (), f"{type(e).__name__}: {e}")
+        return ObjectValue(key, value.type_index, fields)
     np = _numpy_if_loaded()
     if np is not None and isinstance(value, np.ndarray):
         return describe_array(value)
     if np is not None and isinstance(value, np.generic):
         return describe(value.item(), depth)
-    return {"type": "Object", "type_key": type(value).__name__, "fields": {}}
+    return ObjectValue(type(value).__name__)
 
 
 def _numpy_if_loaded() -> ModuleType | None:
@@ -172,30 +271,28 @@ def float_json(v: float) -> JsonFloat:
     return v
 
 
-def describe_tensor(t: Any) -> Desc:
+def describe_tensor(t: Any) -> TensorValue:
     """Description of a values.Tensor (owned Tensor or borrowed DLTensor*)."""
-    d: Desc = {"type": "Tensor" if t.handle is not None else "DLTensor*"}
+    kind = "Tensor" if t.handle is not None else "DLTensor*"
+    dtype = shape = strides = None
     try:
-        d["dtype"] = str(t.dtype)
-        d["shape"] = [int(x) for x in t.shape]
+        dtype = str(t.dtype)
+        shape = tuple(int(x) for x in t.shape)
         st = t.strides
         # Explicit row-major strides say nothing more than NULL ones.
-        d["strides"] = (
-            None if st is None or list(st) == _compact_strides(d["shape"]) else [int(x) for x in st]
-        )
-        d["device"] = str(t.device)
+        strides = None if st is None or list(st) == _compact_strides(shape) else tuple(st)
+        device = str(t.device)
     except Exception as e:
-        d["error"] = f"unreadable tensor: {e}"
-        return d
+        return TensorValue(kind, dtype, shape, strides, error=f"unreadable tensor: {e}")
+    meta = TensorValue(kind, dtype, shape, strides, device)
     try:
         arr = t.numpy()
     except Exception:  # not on the CPU, or a dtype NumPy lacks: metadata only
-        return d
-    _add_values(d, arr)
-    return d
+        return meta
+    return _with_values(meta, arr)
 
 
-def _compact_strides(shape: list[int]) -> list[int]:
+def _compact_strides(shape: Tuple[int, ...]) -> list[int]:
     out: list[int]
     out, acc = [], 1
     for dim in reversed(shape):
@@ -206,22 +303,20 @@ def _compact_strides(shape: list[int]) -> list[int]:
 
 def describe_array(
     arr: npt.NDArray[Any], type_name: str = "DLTensor*", device: str = "cpu:0"
-) -> Desc:
+) -> TensorValue:
     """Description of a NumPy array we passed as an argument (after the call)."""
-    from . import literals
+    from ..abi.dtypes import format_dtype
 
     code, bits, lanes = _dl_of_numpy(arr.dtype)
     itemsize = arr.itemsize or 1
-    compact = arr.flags.c_contiguous
-    d: Desc = {
-        "type": type_name,
-        "dtype": literals.dtype_str(code, bits, lanes),  # type: ignore[attr-defined]
-        "shape": [int(x) for x in arr.shape],
-        "strides": None if compact else [int(s) // itemsize for s in arr.strides],
-        "device": device,
-    }
-    _add_values(d, arr)
-    return d
+    meta = TensorValue(
+        type_name,
+        format_dtype(code, bits, lanes),
+        tuple(int(x) for x in arr.shape),
+        None if arr.flags.c_contiguous else tuple(int(s) // itemsize for s in arr.strides),
+        device,
+    )
+    return _with_values(meta, arr)
 
 
 def _dl_of_numpy(dt: np.dtype[Any]) -> tuple[int, int, int]:
@@ -237,178 +332,234 @@ def _dl_of_numpy(dt: np.dtype[Any]) -> tuple[int, int, int]:
     return (code, dt.itemsize * 8, 1)
 
 
-def _add_values(d: Desc, arr: npt.NDArray[Any]) -> None:
+def _with_values(meta: TensorValue, arr: npt.NDArray[Any]) -> TensorValue:
+    import dataclasses
+
     import numpy as np
 
-    if arr.size <= SMALL_TENSOR_ELEMENTS:
-        d["data"] = _json_data(arr.tolist())
+    data = _json_data(arr.tolist()) if arr.size <= SMALL_TENSOR_ELEMENTS else None
     # A short summary for people: edge items only, so it never walks a big array.
     with np.printoptions(threshold=SMALL_TENSOR_ELEMENTS, edgeitems=3, linewidth=88):
-        d["preview"] = np.array2string(arr, separator=", ")
+        preview = np.array2string(arr, separator=", ")
+    return dataclasses.replace(meta, data=data, preview=preview)
 
 
-def _json_data(v: object) -> Any:
+def _json_data(v: object) -> JsonValue:
     if isinstance(v, list):
         return [_json_data(x) for x in v]
     if isinstance(v, float):
         return float_json(v)
     if isinstance(v, complex):
         return [float_json(v.real), float_json(v.imag)]
-    return v
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    return str(v)  # tolist() of a NumPy dtype gives Python numbers; nothing else is expected
 
 
 # ---------------------------------------------------------------------------
-# parent side: JSON
+# on the channel
 
 
-def to_json(d: Desc) -> Any:
-    """The plain JSON value of a description."""
-    t = d.get("type")
+def encode_desc(d: Desc) -> JsonDict:
+    """The JSON object of a description (decode_desc reads it back)."""
+    out: JsonDict = {"type": d.type}
+    if isinstance(d, Scalar):
+        if d.type != "None":
+            out["value"] = d.value
+    elif isinstance(d, Text):
+        out["value"] = d.value
+        if d.size is not None:
+            out.update(truncated=True, size=d.size)
+    elif isinstance(d, Blob):
+        out["size"] = d.size
+        if d.truncated:
+            out["truncated"] = True
+        out["base64"] = d.base64
+    elif isinstance(d, ShapeValue):
+        out["value"] = list(d.value)
+    elif isinstance(d, Items):
+        out["items"] = [encode_desc(x) for x in d.items]
+        if d.size is not None:
+            out.update(truncated=True, size=d.size)
+    elif isinstance(d, Pairs):
+        out["items"] = [[encode_desc(k), encode_desc(v)] for k, v in d.items]
+        if d.size is not None:
+            out.update(truncated=True, size=d.size)
+    elif isinstance(d, TensorValue):
+        _encode_tensor(d, out)
+        if d.preview is not None:
+            out["preview"] = d.preview
+        if d.error is not None:
+            out["error"] = d.error
+    elif isinstance(d, ErrorValue):
+        out.update(kind=d.kind, message=d.message, backtrace=d.backtrace)
+    elif isinstance(d, Handle):
+        out["type_key"] = f"ffi.{d.type}"
+        if d.type == "Module":
+            out["kind"] = d.kind
+    else:
+        out["type_key"] = d.type_key
+        if d.type_index is not None:
+            out["type_index"] = d.type_index
+        out["fields"] = {k: encode_desc(v) for k, v in d.fields}
+        if d.fields_error is not None:
+            out["fields_error"] = d.fields_error
+        if d.truncated:
+            out["truncated"] = True
+    return out
+
+
+def _encode_tensor(d: TensorValue, out: JsonDict) -> None:
+    """The tensor's fields that were read (as value_json shows them)."""
+    if d.dtype is not None:
+        out["dtype"] = d.dtype
+    if d.shape is not None:
+        out["shape"] = list(d.shape)
+    if d._has_strides():
+        out["strides"] = None if d.strides is None else list(d.strides)
+    if d.device is not None:
+        out["device"] = d.device
+    if d.data is not None:
+        out["data"] = d.data
+
+
+def decode_desc(obj: object, depth: int = 0) -> Desc:
+    """A description from its JSON object; MessageError for anything else
+    (an unknown type, a field of the wrong type, nesting past MAX_DEPTH)."""
+    if depth > MAX_DEPTH + 1:
+        raise MessageError("value description: nested deeper than describe() goes")
+    if type(obj) is dict and len(obj) == 2:  # the common forms, checked as below, faster
+        t, v = obj.get("type"), obj.get("value", obj.get("items"))
+        if t == "int" and type(v) is int or t == "float" and type(v) is float:
+            return Scalar._of(t, v)
+        if t == "bool" and type(v) is bool:
+            return Scalar._of(t, v)
+        if t == "str" and type(v) is str:
+            return Text._of(v, None)
+        if (t == "Array" or t == "List") and type(v) is list:
+            return Items._of(t, tuple([decode_desc(x, depth + 1) for x in v]), None)
+    f = Fields(obj, "value description")
+    t = f.text("type")
+    if t in _SCALARS:
+        return Scalar(t, _scalar(f, t))
+    if t == "str":
+        return Text(f.text("value"), f.count("size") if f.has("truncated") else None)
+    if t == "bytes":
+        return Blob(f.count("size"), f.text("base64"), f.flag("truncated", False))
+    if t == "Shape":
+        return ShapeValue(f.integers("value"))
+    size = f.count("size") if t in ("Array", "List", "Map", "Dict") and f.has("truncated") else None
+    if t in ("Array", "List"):
+        return Items(t, tuple(decode_desc(x, depth + 1) for x in f.items("items")), size)
+    if t in ("Map", "Dict"):
+        return Pairs(t, tuple(_pair(p, depth + 1) for p in f.items("items")), size)
+    if t in TENSOR_TYPES:
+        return _decode_tensor(f, t, depth)
+    if t == "Error":
+        return ErrorValue(f.text("kind"), f.text("message"), f.text_or_none("backtrace"))
+    if t == "Function":
+        return Handle(t)
+    if t == "Module":
+        return Handle(t, f.text_or_none("kind"))
+    if t == "Object":
+        fields = f.fields("fields")
+        return ObjectValue(
+            f.text("type_key"),
+            f.integer_or_none("type_index"),
+            tuple((k, decode_desc(v, depth + 1)) for k, v in fields.obj.items()),
+            f.text_or_none("fields_error"),
+            f.flag("truncated", False),
+        )
+    raise MessageError(f"value description: unknown type {t[:40]!r}")
+
+
+def _scalar(f: Fields, t: str) -> Union[None, bool, int, float, str]:
     if t == "None":
         return None
-    if t in ("bool", "int", "float", "str", "DataType", "Device", "void*"):
-        return d.get("value")
-    if t == "bytes":
-        return d.get("base64", "")
-    if t == "Shape":
-        return list(d.get("value", []))
-    if t in ("Array", "List"):
-        return [to_json(x) for x in d.get("items", [])]
-    if t in ("Map", "Dict"):
-        return {_json_key(k): to_json(v) for k, v in d.get("items", [])}
-    if t in ("Tensor", "DLTensor*"):
-        out: dict[str, Any] = {"type": "ffi.Tensor" if t == "Tensor" else "DLTensor*"}
-        for k in ("dtype", "shape", "strides", "device", "data"):
-            if k in d:
-                out[k] = d[k]
+    if t == "bool":
+        return f.flag("value")
+    if t == "int":
+        return f.integer("value")
+    if t == "float" and f.obj.get("value") in _FLOAT_WORDS:
+        return f.text("value")
+    if t == "float":
+        return f.number("value")
+    return f.text("value")
+
+
+def _pair(p: object, depth: int) -> Tuple[Desc, Desc]:
+    if not isinstance(p, list) or len(p) != 2:
+        raise MessageError("value description: a Map item is not a [key, value] pair")
+    return decode_desc(p[0], depth), decode_desc(p[1], depth)
+
+
+def _decode_tensor(f: Fields, t: str, depth: int) -> TensorValue:
+    strides = None if f.obj.get("strides") is None else f.integers("strides")
+    return TensorValue(
+        t,
+        f.text_or_none("dtype"),
+        f.integers("shape") if f.has("shape") else None,
+        strides,
+        f.text_or_none("device"),
+        json_value(f.obj.get("data"), "tensor data", depth),
+        f.text_or_none("preview"),
+        f.text_or_none("error"),
+    )
+
+
+def json_value(v: object, what: str, depth: int = 0) -> JsonValue:
+    """`v` checked to be JSON (as json.loads makes it), nested at most MAX_DEPTH."""
+    if depth > MAX_DEPTH + 1:
+        raise MessageError(f"{what}: nested too deep")
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return [json_value(x, what, depth + 1) for x in v]
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {str(k): json_value(x, what, depth + 1) for k, x in v.items()}
+    raise MessageError(f"{what}: not JSON ({type(v).__name__})")
+
+
+# ---------------------------------------------------------------------------
+# parent side: the plain JSON value (--json)
+
+
+def value_json(d: Desc) -> JsonValue:
+    """The plain JSON value of a description."""
+    if isinstance(d, Scalar):
+        return d.value
+    if isinstance(d, Text):
+        return d.value
+    if isinstance(d, Blob):
+        return d.base64
+    if isinstance(d, ShapeValue):
+        return list(d.value)
+    if isinstance(d, Items):
+        return [value_json(x) for x in d.items]
+    if isinstance(d, Pairs):
+        return {_json_key(k): value_json(v) for k, v in d.items}
+    if isinstance(d, TensorValue):
+        out: JsonDict = {"type": "ffi.Tensor" if d.type == "Tensor" else "DLTensor*"}
+        _encode_tensor(d, out)
         return out
-    if t == "Function":
-        return {"type": "ffi.Function"}
-    if t == "Module":
-        return {"type": "ffi.Module", "kind": d.get("kind")}
-    if t == "Error":
+    if isinstance(d, Handle):
+        return (
+            {"type": "ffi.Function"}
+            if d.type == "Function"
+            else {"type": "ffi.Module", "kind": d.kind}
+        )
+    if isinstance(d, ErrorValue):
         return {
             "type": "ffi.Error",
-            "kind": d.get("kind"),
-            "message": d.get("message"),
-            "backtrace": d.get("backtrace") or None,
+            "kind": d.kind,
+            "message": d.message,
+            "backtrace": d.backtrace or None,
         }
-    if t == "Object":
-        return {
-            "type": d.get("type_key"),
-            "fields": {k: to_json(v) for k, v in d.get("fields", {}).items()},
-        }
-    return None
+    return {"type": d.type_key, "fields": {k: value_json(v) for k, v in d.fields}}
 
 
 def _json_key(k: Desc) -> str:
     """Map keys become JSON object keys: strings as they are, others as JSON text."""
-    if k.get("type") == "str":
-        return cast(str, k.get("value", ""))
-    return json.dumps(to_json(k), separators=(",", ":"))
-
-
-# ---------------------------------------------------------------------------
-# parent side: text
-
-
-def tensor_header(d: Desc) -> str:
-    shape = ", ".join(str(x) for x in d.get("shape", []))
-    s = f"{d.get('type')} {d.get('dtype', '?')}[{shape}] on {d.get('device', '?')}"
-    if d.get("strides") is not None:
-        s += f" strides {d['strides']}"
-    return s
-
-
-def type_label(d: Desc) -> str:
-    """A short type label: 'int', 'Tensor float32[2, 3] on cpu:0', 'Object my.Point'."""
-    t = d.get("type")
-    if t in ("Tensor", "DLTensor*"):
-        return tensor_header(d)
-    if t == "Object":
-        return f"Object {d.get('type_key')}"
-    if t in ("Array", "List", "Map", "Dict") and d.get("items") is not None:
-        return f"{t} of {d.get('size', len(d['items']))}"
-    if t == "bytes":
-        return f"bytes ({d.get('size', 0)})"
-    return t or "?"
-
-
-def to_text(d: Desc, indent: int = 0) -> str:
-    """Readable one- or multi-line rendering of a description's value."""
-    t = d.get("type")
-    pad = " " * indent
-    if t == "None":
-        return "None"
-    if t == "bool":
-        return "True" if d.get("value") else "False"
-    if t == "int":
-        return str(d.get("value"))
-    if t == "float":
-        v = d.get("value")
-        return (
-            {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, repr(v))
-            if isinstance(v, str)
-            else repr(v)
-        )
-    if t == "str":
-        return _quote(d.get("value", "")) + (" ..." if d.get("truncated") else "")
-    if t == "bytes":
-        raw = base64.b64decode(d.get("base64", ""))
-        return (
-            "b" + repr(raw)[1:]
-            if len(raw) <= 64
-            else f"<{d.get('size')} bytes> {raw[:32].hex()}..."
-        )
-    if t in ("DataType", "Device", "void*"):
-        return str(d.get("value"))
-    if t == "Shape":
-        return "Shape(" + ", ".join(str(x) for x in d.get("value", [])) + ")"
-    if t in ("Array", "List"):
-        items = d.get("items", [])
-        parts = [to_text(x, indent + 2) for x in items]
-        more = ", ..." if d.get("truncated") else ""
-        flat = "[" + ", ".join(parts) + more + "]"
-        if len(flat) <= 80 and "\n" not in flat:
-            return flat
-        inner = ",\n".join(pad + "  " + p for p in parts)
-        return "[\n" + inner + (",\n" + pad + "  ..." if more else "") + "\n" + pad + "]"
-    if t in ("Map", "Dict"):
-        parts = [
-            f"{to_text(k, indent + 2)}: {to_text(v, indent + 2)}" for k, v in d.get("items", [])
-        ]
-        flat = "{" + ", ".join(parts) + "}"
-        if len(flat) <= 80 and "\n" not in flat:
-            return flat
-        return "{\n" + ",\n".join(pad + "  " + p for p in parts) + "\n" + pad + "}"
-    if t in ("Tensor", "DLTensor*"):
-        head = tensor_header(d)
-        body = d.get("preview")
-        if d.get("error"):
-            return f"<{head}: {d['error']}>"
-        if body is None:
-            return f"<{head}>"
-        body = body.replace("\n", "\n" + pad + "  ")
-        return f"<{head}>\n{pad}  {body}"
-    if t == "Function":
-        return "<Function>"
-    if t == "Module":
-        return f"<Module {d.get('kind') or '?'}>"
-    if t == "Error":
-        return f"{d.get('kind')}: {d.get('message')}"
-    if t == "Object":
-        fields = d.get("fields", {})
-        parts = [f"{k}={to_text(v, indent + 2)}" for k, v in fields.items()]
-        if d.get("fields_error"):
-            parts.append(f"<fields unreadable: {d['fields_error']}>")
-        flat = f"{d.get('type_key')}(" + ", ".join(parts) + ")"
-        if len(flat) <= 80 and "\n" not in flat:
-            return flat
-        return (
-            f"{d.get('type_key')}(\n" + ",\n".join(pad + "  " + p for p in parts) + "\n" + pad + ")"
-        )
-    return "?"
-
-
-def _quote(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+    if isinstance(k, Text):
+        return k.value
+    return json.dumps(value_json(k), separators=(",", ":"))

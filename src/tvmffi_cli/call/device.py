@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..abi.devices import kDLCPU, kDLCUDA, parse_device
 from ..errors import InputError
+from .messages import CudaFault, CudaInfo, RaisedError
+from .specs import TensorArg
 
 if TYPE_CHECKING:
     from ..ffi.cuda import Context, CudaError, Stream
@@ -28,20 +30,21 @@ if TYPE_CHECKING:
 STREAM_MODES = ("tvmffi", "default")
 
 
-def device_of(spec: dict[str, Any]) -> tuple[int, int]:
+def device_of(spec: TensorArg) -> tuple[int, int]:
     """(device_type, id) of a tensor spec (cpu:0 when it names none)."""
-    text = spec.get("device")
-    return parse_device(text) if text else (kDLCPU, 0)
+    return parse_device(spec.device) if spec.device else (kDLCPU, 0)
 
 
 class Devices:
     """The CUDA side of one request: created on the first CUDA tensor (or by
-    --stream), on one device; everything it allocated is freed by close()."""
+    --stream), on one device; everything it allocated is freed by close().
+    path: the library (its GPU code is checked against the device); stream:
+    --stream's value; guard: bytes of guard around each device tensor."""
 
-    def __init__(self, request: dict[str, Any]) -> None:
-        self.stream_mode: Optional[str] = request.get("stream")
-        self.path: Optional[str] = request.get("path")
-        self.guard = int(request.get("device_guard") or 0)
+    def __init__(self, path: Optional[str], stream: Optional[str], guard: int = 0) -> None:
+        self.stream_mode = stream
+        self.path = path
+        self.guard = guard
         self.ctx: Optional[Context] = None
         self.stream: Optional[Stream] = None
         self.tensors: list[DeviceTensor] = []
@@ -73,13 +76,13 @@ class Devices:
             )
         return self.ctx
 
-    def tensor(self, spec: dict[str, Any], host: Any) -> DeviceTensor:
+    def tensor(self, spec: TensorArg, host: Any) -> DeviceTensor:
         """A CUDA copy of `host` on the spec's device."""
         from ..ffi.tensors import DeviceTensor
 
         dev_type, dev_id = device_of(spec)
         if dev_type != kDLCUDA:
-            raise InputError(f"tensors can be placed on cpu or cuda, not {spec.get('device')}")
+            raise InputError(f"tensors can be placed on cpu or cuda, not {spec.device}")
         t = DeviceTensor(self._open(dev_id), host, self.guard)
         self.tensors.append(t)
         return t
@@ -99,9 +102,9 @@ class Devices:
             )
         )
 
-    def settle(self, func: str) -> Optional[dict[str, Any]]:
+    def settle(self, func: str) -> Optional[RaisedError]:
         """After the call: wait for the stream, then the whole context. The
-        error dict of an asynchronous CUDA error (this call's), else None."""
+        error of an asynchronous CUDA error (this call's), else None."""
         if self.ctx is None or self.stream is None:
             return None
         from ..ffi.cuda import CudaError
@@ -110,7 +113,7 @@ class Devices:
             self.stream.synchronize()
             self.ctx.synchronize()
         except CudaError as e:
-            return cuda_error_dict(e, func)
+            return cuda_error(e, func)
         return None
 
     def copy_back(self, result: Any) -> Any:
@@ -137,13 +140,19 @@ class Devices:
         ml = mldtypes.name_of_dl(dt.code, dt.bits, dt.lanes)
         return out.view(mldtypes.np_dtype(ml)) if ml else out
 
-    def describe(self) -> Optional[dict[str, Any]]:
+    def describe(self) -> Optional[CudaInfo]:
         """The "cuda" field of the reply: device, its name, the stream used."""
         if self.ctx is None:
             return None
         d = self.ctx.describe()
-        d["stream"] = "default" if self.stream_mode == "default" else "tvmffi"
-        return d
+        return CudaInfo(
+            d.device,
+            d.name,
+            d.compute_capability,
+            d.driver_version,
+            d.driver,
+            "default" if self.stream_mode == "default" else "tvmffi",
+        )
 
     def close(self) -> None:
         if self._rt is not None and self.ctx is not None:
@@ -165,11 +174,10 @@ def _compact(shape: list[int]) -> list[int]:
     return out[::-1]
 
 
-def cuda_error_dict(e: CudaError, func: str) -> dict[str, Any]:
+def cuda_error(e: CudaError, func: str) -> RaisedError:
     """The "raised" error of a call whose CUDA work failed asynchronously."""
-    return {
-        "kind": e.name,
-        "message": f"{e.text} (reported by {e.what} after {func} returned: its CUDA work failed)",
-        "backtrace": "",
-        "cuda": {"code": e.code, "sticky": e.sticky},
-    }
+    return RaisedError(
+        e.name,
+        f"{e.text} (reported by {e.what} after {func} returned: its CUDA work failed)",
+        cuda=CudaFault(e.code, e.sticky),
+    )

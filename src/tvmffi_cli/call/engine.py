@@ -2,42 +2,43 @@
 sandboxed child (task call.task or call.bench_task) and describe the outcome
 as the documented --json documents (schemas/call.schema.json, bench.schema.json).
 
-    request = make_request("lib.so", "add_one", specs, timeout=60.0)
-    outcome = run_in_child("call.task", request)   # reply dict or ChildFailure
-    doc = call_json(outcome, "add_one", request["path"])
+    job = make_request("lib.so", "add_one", specs, timeout=60.0)
+    outcome = run_call(job)            # CallOk, Raised or ChildFailure
+    doc = call_json(outcome, "add_one", job.request.path)
 
-`tvmffi call`/`tvmffi bench` (cli/) and tvmffi_cli.call() (api) both use it.
+`tvmffi call`/`tvmffi bench` (cli/) and tvmffi_cli.call() (api) both use it;
+what crosses to the worker and back is call/messages.py's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Sequence, Union, cast
 
 from ..errors import InputError, TvmffiError
+from .describe import JsonDict, value_json
+from .messages import (
+    BenchOk,
+    CallJob,
+    CallOk,
+    CallRequest,
+    ChildFailure,
+    LoadFailed,
+    MemoryReached,
+    Raised,
+    Refused,
+    decode_bench_reply,
+    decode_call_reply,
+    decode_load_reply,
+    encode,
+)
+from .specs import ArgSpec
 
 DEFAULT_TIMEOUT = 60.0
 TENSOR_MODES = ("dltensor", "object")
 
-
-@dataclass(frozen=True)
-class ChildFailure:
-    """The worker process crashed or was killed for taking too long.
-
-    kind: "Crash" or "Timeout"; message: one line naming the function;
-    extra: the fields of the --json error object besides kind/message/backtrace
-    ({"signal": "SIGSEGV"}, {"exit_status": 3} or {"timeout": 5.0});
-    stderr: the tail of what the worker wrote on stderr."""
-
-    kind: str
-    message: str
-    extra: dict[str, Any] = field(default_factory=dict)
-    stderr: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The --json document of this failure."""
-        return error_json(self.kind, self.message, None, **self.extra)
+__all__ = ["ChildFailure", "make_request", "run_bench", "run_call"]
 
 
 def parse_timeout(
@@ -58,16 +59,16 @@ def parse_timeout(
 def make_request(
     lib: str | os.PathLike[str],
     func: str,
-    args: list[dict[str, Any]],
+    args: Sequence[ArgSpec],
     *,
     timeout: str | float | None = None,
     runtime: str | os.PathLike[str] | None = None,
     tensor_mode: str = "dltensor",
     cwd: str | None = None,
     stream: str | None = None,
-) -> dict[str, Any]:
-    """The request of call.task/call.bench_task: library, function, argument
-    specs (call.literals), runtime and timeout; stream: "tvmffi" or "default"
+) -> CallJob:
+    """The call of call.task/call.bench_task: library, function, argument
+    specs (call/specs.py), runtime and timeout; stream: "tvmffi" or "default"
     (the CUDA stream of the call, call/device.py). InputError for a missing file."""
     path = os.path.abspath(os.path.expanduser(os.fspath(lib)))
     if not os.path.isfile(path):
@@ -75,19 +76,11 @@ def make_request(
         raise InputError(f"{os.fspath(lib)}: {what}")
     if tensor_mode not in TENSOR_MODES:
         raise InputError(f"tensor mode must be one of {', '.join(TENSOR_MODES)}")
-    request: dict[str, Any] = {
-        "path": path,
-        "func": func,
-        "args": args,
-        "cwd": cwd or os.getcwd(),
-        "tensor_mode": tensor_mode,
-    }
     if stream is not None:
         from .device import STREAM_MODES
 
         if stream not in STREAM_MODES:
             raise InputError(f"--stream {stream}: expected one of {', '.join(STREAM_MODES)}")
-        request["stream"] = stream
     from ..binary import open_binary, require_library
     from ..ffi.hosts import choose_runtime
 
@@ -100,91 +93,101 @@ def make_request(
     # runtime: auto (None), builtin, official or a path; which one hosts the
     # library is decided here, from the file, before anything loads.
     choice = choose_runtime(None if runtime is None else os.fspath(runtime), path)
-    request["runtime"] = choice.path
-    request["runtime_choice"] = choice.to_json()
-    request["timeout"] = parse_timeout(timeout)
-    return request
+    request = CallRequest(
+        path=path,
+        func=func,
+        args=tuple(args),
+        cwd=cwd or os.getcwd(),
+        tensor_mode=tensor_mode,
+        runtime=choice.path,
+        stream=stream,
+    )
+    return CallJob(request, choice, parse_timeout(timeout))
 
 
-def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFailure:
-    """Run `task` with `request` in a fresh sandboxed worker.
+def run_call(job: CallJob) -> Union[CallOk, Raised, ChildFailure]:
+    """Run the call of `job` in a fresh sandboxed worker (task call.task)."""
+    out = _run_in_child(job, bench=False)
+    assert not isinstance(out, BenchOk)  # decode_call_reply gives none
+    return out
+
+
+def run_bench(job: CallJob) -> Union[BenchOk, Raised, ChildFailure]:
+    """Run the benchmark of `job` in a fresh sandboxed worker (call.bench_task)."""
+    out = _run_in_child(job, bench=True)
+    assert not isinstance(out, CallOk)  # decode_bench_reply gives none
+    return out
+
+
+def _run_in_child(job: CallJob, bench: bool) -> Union[CallOk, BenchOk, Raised, ChildFailure]:
+    """Run the job in a fresh sandboxed worker.
 
     Inputs reach the worker as private copies; `--out` files are staged by
     the worker and published (hash-checked) only after it is gone. Returns
-    the task's reply (status "ok" or "raised"), or a ChildFailure when the
-    worker crashed, ran out of memory, timed out or tampered with its channel.
-    A reply of status "input_error" (no such function, arguments that cannot
-    be passed) raises InputError."""
+    the task's reply (the function returned or raised), or a ChildFailure
+    when the worker crashed, ran out of memory, timed out, tampered with
+    its channel or replied with what is not a reply. A refused request (no
+    such function, arguments that cannot be passed) raises InputError."""
     from ..binary.deps import load_read_paths
     from ..sandbox import process as _sandbox
     from ..sandbox.files import private_dir
+    from ..sandbox.messages import MessageError
     from . import files
 
     sandbox = cast(Any, _sandbox)
-    func = request.get("func")
-    timeout = request.pop("timeout", DEFAULT_TIMEOUT)
-    if request.get("runtime") is None:
+    request, timeout = job.request, job.timeout
+    func, path = request.func, request.path
+    task = "call.bench_task" if bench else "call.task"
+    if request.runtime is None:
         from ..ffi import paths
 
         paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
-    inputs = files.private_inputs(request)
-    final_out, stage = request.get("out"), None
+    inputs, args = files.private_inputs(request.args, request.cwd)
+    final_out, stage = request.out, None
     if final_out:
         stage = private_dir("tvmffi-out-")
-        request["out"] = stage
-    lib_name = os.path.basename(request["path"])
+    sent = dataclasses.replace(request, args=args, out=stage)
+    lib_name = os.path.basename(path)
     phase = "load"
+    reply: Union[CallOk, BenchOk, Raised, Refused]
     try:
-        from ..ffi.cuda import driver_read_paths
+        from ..abi.cuda import DRIVER_ENV
 
-        reads = [inputs, *load_read_paths(request["path"]), request["path"]]
-        reads += driver_read_paths()  # a driver named by TVMFFI_CUDA_DRIVER (tests)
-        if request.get("runtime"):
-            reads.append(request["runtime"])
+        reads = [inputs, *load_read_paths(path), path]
+        if os.environ.get(DRIVER_ENV):  # a driver named by TVMFFI_CUDA_DRIVER (tests)
+            from ..ffi.cuda import driver_read_paths  # ctypes tables: only then
+
+            reads += driver_read_paths()
+        if request.runtime:
+            reads.append(request.runtime)
         with sandbox.Worker(
-            runtime=request.get("runtime"),
+            runtime=request.runtime,
             read_paths=reads,
             write_paths=[stage] if stage else [],
             cpu_limit=sandbox.cpu_seconds(timeout),
         ) as w:
             # The library is loaded by a request of its own first, so a library
             # that raises or aborts while loading is reported as the load.
-            loaded = w.call(
-                task.split(".")[0] + ".task",
-                {
-                    "phase": "load",
-                    "path": request["path"],
-                    "runtime": request.get("runtime"),
-                    "tensor_mode": request.get("tensor_mode"),
-                },
-                timeout,
-            )
-            if isinstance(loaded, dict) and loaded.get("status") == "load_failed":
+            loaded = decode_load_reply(w.call("call.task", encode(request.load()), timeout))
+            if isinstance(loaded, LoadFailed):
                 return ChildFailure(
                     "LoadError",
-                    f"{lib_name}: failed while loading: {loaded.get('message', '')}"
-                    + _runtime_hint(request),
+                    f"{lib_name}: failed while loading: {loaded.message}" + _runtime_hint(request),
                 )
-            if isinstance(loaded, dict) and loaded.get("status") == "input_error":
+            if isinstance(loaded, Refused):
                 reply = loaded
             else:
                 phase = "call"
-                reply = w.call(task, request, timeout)
-                if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
-                    # Observed here, not taken from the library's words.
-                    reached = w.memory_limit_reached()
-                    if reached:
-                        reply["error"]["memory_limit_reached"] = reached
-                    err = reply["error"]
-                    said = f"{err.get('message', '')}\n{w.stderr_text()}"
-                    denied = [d.to_json() for d in w.denials(said)]
-                    if denied:
-                        err["sandbox_denied"] = denied
-        if stage and isinstance(reply, dict) and isinstance(reply.get("files"), list):
+                got = w.call(task, encode(sent), timeout)
+                reply = decode_bench_reply(got) if bench else decode_call_reply(got)
+                if isinstance(reply, Raised):
+                    reply = _observed(reply, w)
+        if stage and final_out and isinstance(reply, CallOk) and reply.files is not None:
             # The worker is gone: check what it staged, then publish it.
-            reply["published"] = files.publish_outputs(
-                stage, str(final_out), reply["files"], bool(request.get("force"))
-            )
+            published = files.publish_outputs(stage, final_out, reply.files, request.force)
+            reply = dataclasses.replace(reply, files=published)
+    except MessageError as e:
+        return ChildFailure("Tampered", f"{func}: the worker's reply is malformed: {e}")
     except sandbox.ChannelTampered as e:
         return ChildFailure("Tampered", f"{func}: {e}")
     except sandbox.ChildCrashed as e:
@@ -200,44 +203,53 @@ def run_in_child(task: str, request: dict[str, Any]) -> dict[str, Any] | ChildFa
             )
             msg += _runtime_hint(request)
         elif phase == "call":
-            msg += _read_past_arguments(
-                getattr(e, "stderr", "") or "", len(request.get("args") or [])
-            )
+            msg += _read_past_arguments(getattr(e, "stderr", "") or "", len(request.args))
         if getattr(e, "after_reply", False):
             msg = f"{func} returned, then crashed the worker process ({how})"
         if isinstance(e, (sandbox.MemoryLimitExceeded, sandbox.ScratchLimitExceeded)):
             msg = f"{func}: {e}"
-        extra = {"signal": sig} if sig else {"exit_status": getattr(e, "returncode", None)}
-        return ChildFailure("Crash", msg, extra, getattr(e, "stderr", "") or "")
+        stderr = getattr(e, "stderr", "") or ""
+        if sig:
+            return ChildFailure("Crash", msg, signal=sig, stderr=stderr)
+        return ChildFailure("Crash", msg, exit_status=getattr(e, "returncode", None), stderr=stderr)
     except sandbox.ChildTimeout as e:
         msg = f"{func} did not return within {timeout:g} s; the worker was killed"
         if phase == "load":
             msg = f"{lib_name} did not finish loading within {timeout:g} s; the worker was killed"
-        return ChildFailure("Timeout", msg, {"timeout": timeout}, getattr(e, "stderr", "") or "")
+        return ChildFailure("Timeout", msg, timeout=timeout, stderr=getattr(e, "stderr", "") or "")
     finally:
-        request["timeout"] = timeout
         # Places the worker could reach (with --no-sandbox, change): removed
         # without following a link, whatever modes it set.
         sandbox.remove_tree(inputs)
         if stage:
             sandbox.remove_tree(stage)
-        if final_out:
-            request["out"] = final_out
-    if not isinstance(reply, dict):
-        raise InputError(f"unexpected reply from the worker: {reply!r}"[:200])
-    if reply.get("status") == "input_error":
-        err = InputError(reply.get("message", "bad input"))
-        err.exit_code = reply.get("exit_code", err.exit_code)
+    if isinstance(reply, Refused):
+        err = InputError(reply.message)
+        err.exit_code = reply.exit_code
         raise err
     return reply
 
 
-def _runtime_hint(request: dict[str, Any]) -> str:
+def _observed(reply: Raised, w: Any) -> Raised:
+    """The error with what the parent observed of the worker (never the
+    library's words): its memory near the limit, paths the sandbox denied
+    that the error or the worker's output names."""
+    reached = w.memory_limit_reached()
+    said = f"{reply.error.message}\n{w.stderr_text()}"
+    err = dataclasses.replace(
+        reply.error,
+        memory_limit_reached=MemoryReached(reached["limit"], reached["peak"]) if reached else None,
+        sandbox_denied=tuple(w.denials(said)),
+    )
+    return dataclasses.replace(reply, error=err)
+
+
+def _runtime_hint(request: CallRequest) -> str:
     """Which --runtime may host a library that failed to load (ffi/hosts.py)."""
     from ..ffi.hosts import hint_for_runtime
 
     try:
-        return hint_for_runtime(request["path"], request.get("runtime"))
+        return hint_for_runtime(request.path, request.runtime)
     except (TvmffiError, OSError):
         return ""
 
@@ -262,67 +274,71 @@ def _read_past_arguments(tail: str, n: int) -> str:
 # The --json documents (schemas/call.schema.json, bench.schema.json)
 
 
-def call_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
+def call_json(reply: CallOk, func: str, lib_path: str) -> JsonDict:
     """The --json document of a successful call."""
-    from . import describe as values
-
-    result = reply["result"]
-    doc: dict[str, Any] = {
+    doc: JsonDict = {
         "library": lib_path,
         "function": func,
-        "resolved": reply.get("resolved"),
-        "type": result.get("type"),
-        "result": values.to_json(result),
+        "resolved": reply.resolved,
+        "type": reply.result.type,
+        "result": value_json(reply.result),
         "args": [
-            {"index": i, "type": a.get("type"), "value": values.to_json(a)}
-            for i, a in enumerate(reply.get("args", []))
+            {"index": i, "type": a.type, "value": value_json(a)} for i, a in enumerate(reply.args)
         ],
-        "call_ns": reply.get("call_ns"),
+        "call_ns": reply.call_ns,
     }
-    if reply.get("cuda"):
-        doc["cuda"] = reply["cuda"]
-    if "files" in reply:
-        doc["files"] = reply["files"]
-    if reply.get("notes"):
-        doc["notes"] = list(reply["notes"])
+    if reply.cuda is not None:
+        doc["cuda"] = reply.cuda.to_json()
+    if reply.files is not None:
+        doc["files"] = [f.to_json() for f in reply.files]
+    if reply.notes:
+        doc["notes"] = list(reply.notes)
     return doc
 
 
-def error_json(
-    kind: str, message: str, backtrace: str | None = None, **extra: Any
-) -> dict[str, Any]:
+def error_json(kind: str, message: str, backtrace: str | None = None) -> JsonDict:
     """The --json document of a failed call: {"error": {kind, message, backtrace}};
     backtrace is null when none was recorded (never "")."""
-    err: dict[str, Any] = {"kind": kind, "message": message, "backtrace": backtrace or None}
-    err.update(extra)
+    return {"error": {"kind": kind, "message": message, "backtrace": backtrace or None}}
+
+
+def raised_json(reply: Raised, details: bool = True) -> JsonDict:
+    """The --json document of a call whose function raised; details: with its
+    cause, what the parent observed (memory, the sandbox's denials) and the
+    CUDA error (`tvmffi bench` leaves them out)."""
+    e = reply.error
+    err: JsonDict = {"kind": e.kind, "message": e.message, "backtrace": e.backtrace or None}
+    if details and e.cause is not None:
+        err["cause"] = {"kind": e.cause.kind, "message": e.cause.message}
+    if details and e.memory_limit_reached is not None:
+        m = e.memory_limit_reached
+        err["memory_limit_reached"] = {"limit": m.limit, "peak": m.peak}
+    if details and e.sandbox_denied:
+        err["sandbox_denied"] = [
+            {"path": d.path, "option": d.option, "value": d.value} for d in e.sandbox_denied
+        ]
+    if details and e.cuda is not None:
+        err["cuda"] = {"code": e.cuda.code, "sticky": e.cuda.sticky}
     return {"error": err}
 
 
-def raised_json(reply: dict[str, Any], with_cause: bool = True) -> dict[str, Any]:
-    """The --json document of a call whose function raised (reply status "raised")."""
-    err = reply["error"]
-    extra = {"cause": err["cause"]} if with_cause and err.get("cause") else {}
-    for key in ("memory_limit_reached", "sandbox_denied", "cuda"):
-        if err.get(key):
-            extra[key] = err[key]
-    return error_json(err["kind"], err["message"], err.get("backtrace"), **extra)
-
-
-def bench_json(reply: dict[str, Any], func: str, lib_path: str) -> dict[str, Any]:
+def bench_json(reply: BenchOk, func: str, lib_path: str) -> JsonDict:
     """The --json document of a benchmark."""
-    return {
+    doc: JsonDict = {
         "library": lib_path,
         "function": func,
-        "resolved": reply.get("resolved"),
-        "ns_per_call": dict(reply["ns_per_call"]),
-        "calls": reply["calls"],
-        "calls_per_round": reply["calls_per_round"],
-        "rounds": reply["rounds"],
-        "round_ns": list(reply.get("round_ns", [])),
-        "timer": reply.get("timer", "c"),
-        **{k: reply[k] for k in _BENCH_GPU_KEYS if k in reply},
+        "resolved": reply.resolved,
+        "ns_per_call": reply.ns_per_call.to_json(),
+        "calls": reply.calls,
+        "calls_per_round": reply.calls_per_round,
+        "rounds": reply.rounds,
+        "round_ns": list(reply.round_ns),
+        "timer": reply.timer,
     }
-
-
-#: What a benchmark with CUDA tensors adds (call/bench_gpu.py).
-_BENCH_GPU_KEYS = ("host_ns_per_call", "bytes_per_call", "bandwidth_gbps", "cuda")
+    gpu = reply.gpu
+    if gpu is not None:  # what a benchmark with CUDA tensors adds (call/bench_gpu.py)
+        doc["host_ns_per_call"] = gpu.host_ns_per_call.to_json()
+        doc["bytes_per_call"] = gpu.bytes_per_call
+        doc["bandwidth_gbps"] = gpu.bandwidth_gbps
+        doc["cuda"] = gpu.cuda.to_json()
+    return doc

@@ -11,20 +11,28 @@ into --out, so what it reports as written is exactly what it checked.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import CheckFailed, InputError
 from ..sandbox.files import private_dir
+from .specs import ArgSpec, ArrayArg, BytesArg, MapArg, Positional, Spec, TensorArg
+
+if TYPE_CHECKING:
+    from .messages import OutFile
 
 
-def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
-    """Copy every input file of request["args"] into a new private directory
-    (or `into`) and point the specs at the copies. Returns the directory."""
+def private_inputs(
+    args: Sequence[ArgSpec], cwd: str, into: str | None = None
+) -> tuple[str, tuple[ArgSpec, ...]]:
+    """Copy every input file the argument specs name into a new private
+    directory (or `into`). Returns the directory and the specs pointing at
+    the copies."""
     d = into or private_dir("tvmffi-inputs-")
     count = len(os.listdir(d))
-    cwd = request.get("cwd") or os.getcwd()
+    cwd = cwd or os.getcwd()
 
     def copy(p: str) -> str:
         nonlocal count
@@ -39,29 +47,31 @@ def private_inputs(request: dict[str, Any], into: str | None = None) -> str:
         os.chmod(dst, 0o400)
         return dst
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            p = node.get("path")
-            if isinstance(p, str) and node.get("kind") in ("tensor", "bytes") and os.path.isfile(p):
-                node["path"] = copy(p)
-            raw = node.get("raw")
-            if isinstance(raw, str) and raw:
-                # Typed by the function's schema in the worker: a file it names
-                # (@file for bytes, x.npy for a tensor, x.npy@cuda on a device)
-                # is copied here too.
-                at = raw.startswith("@")
-                body = raw if at else _file_part(raw, cwd)
-                name = os.path.join(cwd, body[1:] if at else body)
-                if (at or body.endswith((".npy", ".npz"))) and os.path.isfile(name):
-                    node["raw"] = ("@" if at else "") + copy(name) + raw[len(body) :]
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
+    def spec(s: Spec) -> Spec:
+        if isinstance(s, (TensorArg, BytesArg)) and s.path and os.path.isfile(s.path):
+            return dataclasses.replace(s, path=copy(s.path))
+        if isinstance(s, ArrayArg):
+            return ArrayArg(tuple(spec(x) for x in s.items))
+        if isinstance(s, MapArg):
+            return MapArg(tuple((spec(k), spec(v)) for k, v in s.items))
+        return s
 
-    walk(request.get("args"))
-    return d
+    def arg(s: ArgSpec) -> ArgSpec:
+        if not isinstance(s, Positional):
+            return spec(s)
+        raw = s.raw
+        if raw:
+            # Typed by the function's schema in the worker: a file it names
+            # (@file for bytes, x.npy for a tensor, x.npy@cuda on a device)
+            # is copied here too.
+            at = raw.startswith("@")
+            body = raw if at else _file_part(raw, cwd)
+            name = os.path.join(cwd, body[1:] if at else body)
+            if (at or body.endswith((".npy", ".npz"))) and os.path.isfile(name):
+                raw = ("@" if at else "") + copy(name) + raw[len(body) :]
+        return Positional(raw, None if s.spec is None else spec(s.spec), s.error)
+
+    return d, tuple(arg(s) for s in args)
 
 
 #: The file of a tensor's text and what follows it: x.npz:key@bfloat16@cuda:0.
@@ -110,27 +120,27 @@ def _copy_checked(src: str, dst: str) -> str:
 
 
 def publish_outputs(
-    stage: str, out_dir: str, files: list[dict[str, Any]], force: bool
-) -> list[dict[str, Any]]:
+    stage: str, out_dir: str, files: Sequence[OutFile], force: bool
+) -> tuple[OutFile, ...]:
     """Check the staged files against the hashes the worker reported and put
     them into out_dir. Returns the file entries with their final paths. Each
     file is read once, hashed while copied next to its destination; nothing
     is published unless every hash matches."""
     os.makedirs(out_dir, exist_ok=True)
-    checked: list[tuple[dict[str, Any], str | None, str | None]] = []
+    checked: list[tuple[OutFile, str | None, str | None]] = []
     try:
         for f in files:
-            staged = f.get("path")
+            staged = f.path
             if not staged:
                 checked.append((f, None, None))
                 continue
-            name = os.path.basename(str(staged))
-            if os.path.dirname(os.path.abspath(str(staged))) != os.path.abspath(stage):
+            name = os.path.basename(staged)
+            if os.path.dirname(os.path.abspath(staged)) != os.path.abspath(stage):
                 raise CheckFailed(f"--out: the worker reported {name!r}, which it did not stage")
             dst = os.path.join(out_dir, name)
             tmp = os.path.join(out_dir, f".tvmffi-{os.getpid()}-{name}.tmp")
             checked.append((f, tmp, dst))
-            if _copy_checked(os.path.join(stage, name), tmp) != f.get("sha256"):
+            if _copy_checked(os.path.join(stage, name), tmp) != f.sha256:
                 raise CheckFailed(
                     f"--out: {name} changed after tvmffi wrote it (the library "
                     "rewrote its output); nothing written"
@@ -155,5 +165,5 @@ def publish_outputs(
                 os.unlink(tmp)
                 raise InputError(f"{dst} exists; pass --force to overwrite") from None
             os.unlink(tmp)
-        out.append({k: v for k, v in f.items() if k != "sha256"} | {"path": dst})
-    return out
+        out.append(dataclasses.replace(f, path=dst, sha256=None))
+    return tuple(out)

@@ -1,15 +1,11 @@
 """Command-line value literals for `tvmffi call` and `tvmffi bench`.
 
-The parent process turns the raw argument tail into a list of *argument specs*:
-small JSON-able dicts such as {"kind": "int", "value": 5} or
-{"kind": "tensor", "source": "npy", "path": "/abs/x.npy"}. The child process
-(call/task.py) turns specs into real values right before the call, so big
-tensors are only ever loaded next to the library that uses them.
-
-Spec kinds: none, int, bool, float ("text" keeps NaN/inf JSON-safe), str,
-bytes ("hex" or "path"), dtype, device, shape, tensor, array ("items"), map
-("items": [[key, value], ...]). A positional argument also carries "raw" (its
-command-line text) and "positional": True so the child can re-read it by the function's type schema.
+The parent process turns the raw argument tail into a list of *argument specs*
+(call/specs.py) such as IntArg(5) or TensorArg("npy", path="/abs/x.npy"). The
+child process (call/task.py) turns specs into real values right before the
+call, so big tensors are only ever loaded next to the library that uses them.
+A positional argument is a Positional: its command-line text and the spec
+guessed from it, so the child can re-read it by the function's type schema.
 
 Nothing here imports numpy at module level: parsing the command line must stay
 cheap; tensor loading (load_tensor) imports it when called.
@@ -17,11 +13,12 @@ cheap; tensor loading (load_tensor) imports it when called.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import re
-from typing import IO, Any, Dict, List, Optional, cast
+from typing import IO, Any, List, Optional, Tuple, cast
 
 # The dtype and device literals are the ABI's own spellings (abi/), re-exported
 # here with the other literal parsers.
@@ -31,12 +28,23 @@ from ..abi.dtypes import canonical_dtype as canonical_dtype
 from ..abi.dtypes import format_dtype as dtype_str
 from ..abi.dtypes import parse_dtype as parse_dtype
 from ..errors import FormatError, InputError
+from .specs import (
+    ArrayArg,
+    BoolArg,
+    BytesArg,
+    FloatArg,
+    IntArg,
+    MapArg,
+    NoneArg,
+    Positional,
+    Spec,
+    StrArg,
+    TensorArg,
+)
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
-# An argument spec: a small JSON-able dict (see the module docstring).
-Spec = Dict[str, Any]
 # A NumPy array; numpy is imported lazily, so it is not named in annotations.
 Array = Any
 
@@ -74,9 +82,9 @@ def parse_float(text: str) -> float:
         raise InputError(f"bad float {text!r}") from None
 
 
-def float_spec(v: float) -> Spec:
+def float_spec(v: float) -> FloatArg:
     # JSON has no NaN/inf; repr() round-trips every double exactly.
-    return {"kind": "float", "text": repr(float(v))}
+    return FloatArg(repr(float(v)))
 
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -92,7 +100,7 @@ def parse_bool(text: str) -> bool:
     raise InputError(f"bad bool {text!r} (true/false, 1/0, yes/no)")
 
 
-def parse_bytes(text: str, cwd: Optional[str] = None) -> Spec:
+def parse_bytes(text: str, cwd: Optional[str] = None) -> BytesArg:
     """Hex ('00ff10', '0x00ff', 'de ad be ef') or @file -> a bytes spec."""
     if text.startswith("@"):
         path = _abspath(text[1:], cwd)
@@ -100,13 +108,13 @@ def parse_bytes(text: str, cwd: Optional[str] = None) -> Spec:
             raise InputError(f"--bytes {text}: no such file")
         if not os.access(path, os.R_OK):
             raise InputError(f"--bytes {text}: file is not readable")
-        return {"kind": "bytes", "path": path}
+        return BytesArg(path=path)
     t = re.sub(r"[\s:_]", "", text)
     if t[:2] in ("0x", "0X"):
         t = t[2:]
     if len(t) % 2 or not re.fullmatch(r"[0-9a-fA-F]*", t):
         raise InputError(f"bad --bytes {text!r}: give an even number of hex digits or @file")
-    return {"kind": "bytes", "hex": t.lower()}
+    return BytesArg(hex=t.lower())
 
 
 # ---------------------------------------------------------------------------
@@ -128,7 +136,7 @@ def _abspath(p: str, cwd: Optional[str] = None) -> str:
     return os.path.abspath(os.path.join(cwd, p) if cwd and not os.path.isabs(p) else p)
 
 
-def parse_tensor_literal(text: str) -> Optional[Spec]:
+def parse_tensor_literal(text: str) -> Optional[TensorArg]:
     """'float32[2,3]:zeros' -> a tensor spec, or None when `text` is not of that form."""
     m = _TENSOR_LIT_RE.fullmatch(text.strip())
     if not m:
@@ -158,13 +166,7 @@ def parse_tensor_literal(text: str) -> Optional[Spec]:
     if n * max(bits * lanes, 8) // 8 > MAX_LITERAL_BYTES:
         raise InputError(f"tensor literal {text!r} is larger than 1 TiB")
     numpy_dtype_name(code, bits, lanes, what=f"tensor literal {text!r}")
-    return {
-        "kind": "tensor",
-        "source": "literal",
-        "dtype": dtype_str(code, bits, lanes),
-        "shape": shape,
-        "fill": fill,
-    }
+    return TensorArg("literal", dtype=dtype_str(code, bits, lanes), shape=tuple(shape), fill=fill)
 
 
 def numpy_dtype_name(code: int, bits: int, lanes: int, what: str = "tensor") -> str:
@@ -216,14 +218,12 @@ def split_device(text: str, cwd: Optional[str] = None) -> tuple[str, Optional[st
     return m.group(1), device_str(dev_type, dev_id)
 
 
-def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
+def parse_tensor(text: str, cwd: Optional[str] = None) -> TensorArg:
     """--tensor value: x.npy, x.npz:key, or a literal like float32[2,3]:arange;
     any of them with @cuda[:N] to place the tensor on a CUDA device."""
     body, device = split_device(text, cwd)
     if device is not None:
-        spec = parse_tensor(body, cwd)
-        spec["device"] = device
-        return spec
+        return dataclasses.replace(parse_tensor(body, cwd), device=device)
     text = body  # "@cpu" dropped
     lit = parse_tensor_literal(text)
     if lit is not None:
@@ -237,9 +237,7 @@ def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
         # x.npy@bfloat16: the ml_dtypes type of a file's raw (void) elements
         m = re.fullmatch(r"(.+?\.np[yz](?::.+)?)@([A-Za-z0-9_]+)", text)
         if m:
-            spec = parse_tensor(m.group(1), cwd)
-            spec["raw_dtype"] = m.group(2)
-            return spec
+            return dataclasses.replace(parse_tensor(m.group(1), cwd), raw_dtype=m.group(2))
     path = _abspath(path_txt, cwd)
     if not os.path.isfile(path):
         if re.fullmatch(r"[A-Za-z0-9_]+\[.*", text):
@@ -252,7 +250,7 @@ def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
     if magic == b"\x93NUMPY":
         if key is not None:
             raise InputError(f"--tensor {text}: a .npy file has no keys")
-        return {"kind": "tensor", "source": "npy", "path": path}
+        return TensorArg("npy", path=path)
     if magic[:4] == b"PK\x03\x04":
         if key is None:
             keys = npz_keys(path)
@@ -267,7 +265,7 @@ def parse_tensor(text: str, cwd: Optional[str] = None) -> Spec:
                 f"--tensor {text}: no array {key!r} in {path_txt} "
                 f"(keys: {', '.join(npz_keys(path)) or 'none'})"
             )
-        return {"kind": "tensor", "source": "npz", "path": path, "key": key}
+        return TensorArg("npz", path=path, key=key)
     raise FormatError(f"--tensor {text}: not a .npy or .npz file")
 
 
@@ -282,13 +280,13 @@ def npz_keys(path: str) -> List[str]:
 
 
 def _npy_header_ml(
-    fp: IO[bytes], what: str, spec: dict[str, Any]
+    fp: IO[bytes], what: str, spec: TensorArg
 ) -> tuple[tuple[int, ...], bool, Any, str | None]:
     """Read a .npy header, ml_dtypes files included (raw "<V2"/"<V1"/"<f1"
     descrs, or one naming the type) -> (shape, fortran, dtype, note)."""
     from ..ffi import mldtypes
 
-    return mldtypes.read_npy_header(fp, what, spec.get("raw_dtype"))
+    return mldtypes.read_npy_header(fp, what, spec.raw_dtype)
 
 
 def _check_plain_dtype(dtype: Any, what: str) -> None:
@@ -298,20 +296,27 @@ def _check_plain_dtype(dtype: Any, what: str) -> None:
         raise FormatError(f"{what}: structured dtypes have no DLPack equivalent")
 
 
-def load_tensor(spec: Spec) -> Array:
-    """Materialize a tensor spec as a NumPy array (imports numpy).
+def load_tensor(spec: TensorArg) -> Array:
+    """Materialize a tensor spec as a NumPy array (imports numpy)."""
+    return read_tensor(spec)[0]
+
+
+def read_tensor(spec: TensorArg) -> Tuple[Array, Optional[str]]:
+    """(the NumPy array of a tensor spec, what was assumed reading its file:
+    e.g. the ml_dtypes type of raw .npy elements, or None).
 
     .npy files are mapped copy-on-write: a kernel that writes in place changes
     private pages, never the file, and untouched pages cost no memory."""
     import numpy as np
 
-    src = spec["source"]
+    src = spec.source
     if src == "literal":
-        return make_literal_tensor(spec)
-    path = spec["path"]
+        return make_literal_tensor(spec), None
+    path = str(spec.path)
+    key = str(spec.key)
     if src == "npy":
         with open(path, "rb") as f:
-            shape, fortran, dtype, spec["assumed"] = _npy_header_ml(f, path, spec)
+            shape, fortran, dtype, assumed = _npy_header_ml(f, path, spec)
             offset = f.tell()
             size = os.fstat(f.fileno()).st_size
         _check_plain_dtype(dtype, path)
@@ -321,8 +326,8 @@ def load_tensor(spec: Spec) -> Array:
                 f"{path}: header says {need} data bytes, the file holds {size - offset}"
             )
         if need == 0:
-            return np.zeros(shape, dtype=dtype, order="F" if fortran else "C")
-        return np.memmap(
+            return np.zeros(shape, dtype=dtype, order="F" if fortran else "C"), assumed
+        mapped = np.memmap(
             path,
             dtype=dtype,
             mode="c",
@@ -330,23 +335,22 @@ def load_tensor(spec: Spec) -> Array:
             shape=tuple(shape),
             order="F" if fortran else "C",
         )
+        return mapped, assumed
     if src == "npz":
         import zipfile
 
         try:
             with zipfile.ZipFile(path) as z:
-                info = z.getinfo(spec["key"] + ".npy")
+                info = z.getinfo(key + ".npy")
                 with z.open(info) as f:
-                    shape, fortran, dtype, spec["assumed"] = _npy_header_ml(
-                        f, f"{path}:{spec['key']}", spec
-                    )
-                    _check_plain_dtype(dtype, f"{path}:{spec['key']}")
+                    shape, fortran, dtype, assumed = _npy_header_ml(f, f"{path}:{key}", spec)
+                    _check_plain_dtype(dtype, f"{path}:{key}")
                     need = dtype.itemsize * _prod(shape)
                     # The uncompressed member size bounds the allocation: a header
                     # claiming more data than the member holds is rejected first.
                     if need > info.file_size:
                         raise FormatError(
-                            f"{path}:{spec['key']}: header says {need} data "
+                            f"{path}:{key}: header says {need} data "
                             f"bytes, the member holds {info.file_size}"
                         )
                     arr = np.empty(_prod(shape), dtype=dtype)
@@ -359,11 +363,11 @@ def load_tensor(spec: Spec) -> Array:
                             view[got : got + (1 << 24)]
                         )  # what z.open() returns
                         if not n:
-                            raise FormatError(f"{path}:{spec['key']}: truncated array data")
+                            raise FormatError(f"{path}:{key}: truncated array data")
                         got += n
         except (KeyError, zipfile.BadZipFile, OSError) as e:
-            raise FormatError(f"{path}: cannot read array {spec['key']!r} ({e})") from None
-        return arr.reshape(shape, order="F" if fortran else "C")
+            raise FormatError(f"{path}: cannot read array {key!r} ({e})") from None
+        return arr.reshape(shape, order="F" if fortran else "C"), assumed
     raise InputError(f"unknown tensor source {src!r}")
 
 
@@ -374,16 +378,16 @@ def _prod(shape: Any) -> int:
     return n
 
 
-def make_literal_tensor(spec: Spec) -> Array:
+def make_literal_tensor(spec: TensorArg) -> Array:
     import numpy as np
 
     from ..ffi import mldtypes
 
-    code, bits, lanes = parse_dtype(spec["dtype"])
+    code, bits, lanes = parse_dtype(str(spec.dtype))
     name = numpy_dtype_name(code, bits, lanes)
     dt = mldtypes.np_dtype(name) if name in mldtypes.ML_TYPES else np.dtype(name)
-    shape = tuple(spec["shape"])
-    fill = spec.get("fill", "zeros")
+    shape = tuple(spec.shape or ())
+    fill = spec.fill or "zeros"
     try:
         if fill == "zeros":
             return np.zeros(shape, dtype=dt)  # calloc: pages cost nothing until written
@@ -408,9 +412,7 @@ def make_literal_tensor(spec: Spec) -> Array:
                 max(info.min, -100), min(info.max, 100), shape, endpoint=True
             ).astype(dt)
     except MemoryError:
-        raise InputError(
-            f"tensor literal {spec['dtype']}{list(shape)}: not enough memory"
-        ) from None
+        raise InputError(f"tensor literal {spec.dtype}{list(shape)}: not enough memory") from None
     raise InputError(f"unknown tensor fill {fill!r}")
 
 
@@ -418,28 +420,30 @@ def make_literal_tensor(spec: Spec) -> Array:
 # JSON values -> specs
 
 
-def json_to_spec(v: Any, where: str = "value") -> Spec:
+def json_to_spec(v: object, where: str = "value") -> Spec:
     """A decoded JSON value -> spec: list -> Array, object -> Map, nested."""
     if v is None:
-        return {"kind": "none"}
+        return NoneArg()
     if isinstance(v, bool):
-        return {"kind": "bool", "value": v}
+        return BoolArg(v)
     if isinstance(v, int):
-        if not INT64_MIN <= v <= INT64_MAX:
-            raise InputError(f"{where}: int {v} is out of the int64 range")
-        return {"kind": "int", "value": v}
+        return IntArg(int64(v, where))
     if isinstance(v, float):
         return float_spec(v)
     if isinstance(v, str):
-        return {"kind": "str", "value": v}
+        return StrArg(v)
     if isinstance(v, list):
-        return {"kind": "array", "items": [json_to_spec(x, where) for x in v]}
+        return ArrayArg(tuple(json_to_spec(x, where) for x in v))
     if isinstance(v, dict):
-        return {
-            "kind": "map",
-            "items": [[{"kind": "str", "value": k}, json_to_spec(x, where)] for k, x in v.items()],
-        }
+        return MapArg(tuple((StrArg(str(k)), json_to_spec(x, where)) for k, x in v.items()))
     raise InputError(f"{where}: unsupported JSON value {v!r}")
+
+
+def int64(v: int, where: str = "value") -> int:
+    """v, when it is in the int64 range (InputError otherwise)."""
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise InputError(f"{where}: int {v} is out of the int64 range")
+    return v
 
 
 def parse_json(text: str, where: str = "--value") -> Any:
@@ -488,7 +492,7 @@ def parse_shape(text: str) -> List[int]:
 _WORDS_NONE = {"none", "null"}
 
 
-def infer_positional(text: str, cwd: Optional[str] = None) -> Spec:
+def infer_positional(text: str, cwd: Optional[str] = None) -> Positional:
     """Guess a positional argument's type from its text (no schema known):
     int, float, true/false, none, JSON list/object, "quoted" string, an
     existing .npy/.npz file or a tensor literal -> tensor, otherwise str."""
@@ -496,26 +500,23 @@ def infer_positional(text: str, cwd: Optional[str] = None) -> Spec:
     low = t.lower()
     spec: Spec
     if low in _WORDS_NONE:
-        spec = {"kind": "none"}
+        spec = NoneArg()
     elif low in ("true", "false"):
-        spec = {"kind": "bool", "value": low == "true"}
+        spec = BoolArg(low == "true")
     elif _INT_RE.fullmatch(t):
-        spec = {"kind": "int", "value": parse_int(t)}
+        spec = IntArg(parse_int(t))
     elif _FLOAT_RE.fullmatch(t):
         spec = float_spec(parse_float(t))
     elif t[:1] in ("[", "{"):
         lit = parse_tensor_literal(t) if t[:1] == "[" else None
         spec = lit or json_to_spec(_json_or_hint(t), "argument")
     elif len(t) >= 2 and t[0] == '"' and t[-1] == '"':
-        v = _json_or_hint(t)
-        spec = {"kind": "str", "value": v}
+        spec = StrArg(str(_json_or_hint(t)))  # one JSON string (json.loads refuses more)
     elif _looks_like_tensor(t, cwd):
         spec = parse_tensor(t, cwd)
     else:
-        spec = {"kind": "str", "value": text}
-    spec["raw"] = text
-    spec["positional"] = True
-    return spec
+        spec = StrArg(text)
+    return Positional(text, spec)
 
 
 def _json_or_hint(t: str) -> Any:

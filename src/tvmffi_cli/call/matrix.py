@@ -11,11 +11,15 @@ the matrix is the same exit 2 a single run gives.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
-from ..ffi.hosts import label_of
 from . import engine
+from .messages import CallOk, ChildFailure, Raised
+from .specs import ArgSpec
+
+if TYPE_CHECKING:
+    from ..ffi.hosts import RuntimeChoice
 
 OK, RAISED, INPUT_ERROR = "ok", "raised", "input_error"
 
@@ -26,10 +30,10 @@ class CallRun:
     (that of a single run; None for an input error, then `message` says why)."""
 
     label: str
-    runtime: dict[str, Any]
+    runtime: RuntimeChoice
     status: str  # ok | raised | Crash | Timeout | input_error
-    reply: dict[str, Any] | None
-    document: dict[str, Any] | None
+    reply: Optional[CallOk]
+    document: Optional[dict[str, object]]
     message: str = ""
 
     @property
@@ -41,7 +45,7 @@ class CallRun:
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
-            "runtime": self.runtime,
+            "runtime": self.runtime.to_json(),
             "status": self.status,
             "exit_code": self.exit_code,
             "document": self.document,
@@ -73,36 +77,36 @@ class CallMatrix:
 def run_matrix(
     lib: str,
     func: str,
-    args: list[dict[str, Any]],
+    args: Sequence[ArgSpec],
     runtimes: list[str],
     *,
     timeout: float,
     tensor_mode: str,
 ) -> CallMatrix:
     """Call `func` once per --runtime value (task call.task)."""
-    requests = [
+    jobs = [
         engine.make_request(lib, func, args, timeout=timeout, runtime=v, tensor_mode=tensor_mode)
         for v in runtimes
     ]
     runs = []
-    for req in requests:
-        choice = req["runtime_choice"]
-        label = label_of(choice)
+    for job in jobs:
+        choice = job.runtime
+        label = choice.label()
         try:
-            outcome = engine.run_in_child("call.task", dict(req))
+            outcome = engine.run_call(job)
         except InputError as e:
             runs.append(CallRun(label, choice, INPUT_ERROR, None, None, str(e)))
             continue
-        if isinstance(outcome, engine.ChildFailure):
-            doc = dict(outcome.to_json(), runtime=choice)
+        runtime = {"runtime": choice.to_json()}
+        doc: dict[str, object]
+        if isinstance(outcome, ChildFailure):
+            doc = {**outcome.to_json(), **runtime}
             runs.append(CallRun(label, choice, outcome.kind, None, doc, outcome.message))
-        elif outcome.get("status") == RAISED:
-            doc = dict(engine.raised_json(outcome), runtime=choice)
-            err = outcome["error"]
-            runs.append(
-                CallRun(label, choice, RAISED, outcome, doc, f"{err['kind']}: {err['message']}")
-            )
+        elif isinstance(outcome, Raised):
+            doc = {**engine.raised_json(outcome), **runtime}
+            err = outcome.error
+            runs.append(CallRun(label, choice, RAISED, None, doc, f"{err.kind}: {err.message}"))
         else:
-            doc = dict(engine.call_json(outcome, func, req["path"]), runtime=choice)
+            doc = {**engine.call_json(outcome, func, job.request.path), **runtime}
             runs.append(CallRun(label, choice, OK, outcome, doc))
-    return CallMatrix(requests[0]["path"], func, tuple(runs))
+    return CallMatrix(jobs[0].request.path, func, tuple(runs))

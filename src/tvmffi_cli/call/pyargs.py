@@ -3,32 +3,32 @@ command line's literals produce), for the Python API's call_function."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, cast
+from typing import Any
 
 from ..errors import InputError
+from .specs import ArrayArg, BytesArg, MapArg, Spec, TensorArg
 
 
-def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
+def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> Spec:
     """A Python value -> the argument spec call.task materializes in the child
     (NumPy arrays are saved as .npy files under tmpdir)."""
-    from . import literals as _literals
+    from . import literals
 
     if v is None or isinstance(v, (bool, int, float, str)):
-        spec: dict[str, Any] = cast(Any, _literals).json_to_spec(v, where)
-        return spec
+        return literals.json_to_spec(v, where)
     if isinstance(v, (bytes, bytearray, memoryview)):
-        return {"kind": "bytes", "hex": bytes(v).hex()}
+        return BytesArg(hex=bytes(v).hex())
     if isinstance(v, (list, tuple)):
-        return {"kind": "array", "items": [value_to_spec(x, tmpdir, where) for x in v]}
+        return ArrayArg(tuple(value_to_spec(x, tmpdir, where) for x in v))
     if isinstance(v, dict):
-        return {
-            "kind": "map",
-            "items": [
-                [value_to_spec(k, tmpdir, f"{where} key"), value_to_spec(x, tmpdir, where)]
+        return MapArg(
+            tuple(
+                (value_to_spec(k, tmpdir, f"{where} key"), value_to_spec(x, tmpdir, where))
                 for k, x in v.items()
-            ],
-        }
+            )
+        )
     if type(v).__module__ == "numpy" and hasattr(v, "__array_interface__"):
         import numpy as np
 
@@ -37,23 +37,23 @@ def value_to_spec(v: Any, tmpdir: str, where: str = "value") -> dict[str, Any]:
             return value_to_spec(arr.item(), tmpdir, where)
         p = os.path.join(tmpdir, f"arg{len(os.listdir(tmpdir))}.npy")
         np.save(p, arr, allow_pickle=False)
-        return {"kind": "tensor", "source": "npy", "path": p}
+        return TensorArg("npy", path=p)
     raise InputError(
         f"{where}: cannot pass a {type(v).__name__} (use None, bool, int, float, "
         "str, bytes, a NumPy array, or a list/dict of these)"
     )
 
 
-def place_on(specs: list[dict[str, Any]], device: str | None) -> None:
-    """Put every tensor argument of a call on `device` ("cuda" or "cuda:N";
+def place_on(specs: list[Spec], device: str | None) -> list[Spec]:
+    """Every tensor argument of a call put on `device` ("cuda" or "cuda:N";
     None or "cpu" leaves them on the host): call_function(..., device=)."""
     from . import literals
 
     if device is None:
-        return
+        return specs
     _body, dev = literals.split_device(f"x.npy@{device}")  # InputError unless cpu/cuda
     if dev is None and device.strip().lower().split(":")[0] != "cpu":
         raise InputError(f"device {device!r}: tensors are placed on cpu or cuda[:N]")
-    for s in specs:
-        if s.get("kind") == "tensor" and dev is not None:
-            s["device"] = dev
+    if dev is None:
+        return specs
+    return [dataclasses.replace(s, device=dev) if isinstance(s, TensorArg) else s for s in specs]

@@ -1,27 +1,54 @@
 """Child-side task of `tvmffi call`: load the library, build the arguments from
-their specs (tvmffi_cli.call.literals), call the function once, describe the result
-and the arguments after the call, and write --out files.
+their specs (call/specs.py), call the function once, describe the result and
+the arguments after the call, and write --out files.
 
-request: {"path", "func", "args": [spec...], "tensor_mode": "dltensor"|"object",
-          "runtime": path|None, "out": dir|None, "force": bool}
-         or {"phase": "load", "path", "runtime", "tensor_mode"}: only load the
-         library (the parent can then tell a failing load from a failing call);
-         a later call in the same worker reuses the loaded library.
-reply (every outcome is a reply; nothing escapes as an exception):
-  {"status": "ok", "resolved": "export"|"global", "result": desc, "args": [desc...],
-   "files": [{"what", "path"}], "call_ns": int}
-  {"status": "raised", "error": {"kind", "message", "backtrace"}}
-  {"status": "input_error", "message": str}        (exit 2 in the parent)
-  {"status": "loaded"} | {"status": "load_failed", "message": str}   (phase "load")
+The request and the reply are call/messages.py's: a LoadRequest only loads
+the library (the parent can then tell a failing load from a failing call; a
+later call in the same worker reuses it) and gets Loaded, LoadFailed or
+Refused; a CallRequest gets CallOk, Raised or Refused (exit 2 in the
+parent, or 1 for a result tvmffi cannot read). Every outcome is a reply;
+nothing escapes as an exception.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..errors import CheckFailed, InputError, TvmffiError
+from .describe import Desc, JsonDict
+from .messages import (
+    CallOk,
+    CallRequest,
+    Cause,
+    Loaded,
+    LoadFailed,
+    LoadRequest,
+    OutFile,
+    Raised,
+    RaisedError,
+    Refused,
+    decode_request,
+    encode,
+)
+from .specs import (
+    ArgSpec,
+    ArrayArg,
+    BoolArg,
+    BytesArg,
+    DeviceArg,
+    DtypeArg,
+    FloatArg,
+    IntArg,
+    MapArg,
+    NoneArg,
+    Positional,
+    ShapeArg,
+    Spec,
+    StrArg,
+    TensorArg,
+)
 
 if TYPE_CHECKING:
     from ..abi.typeschema import TypeSpec
@@ -29,10 +56,8 @@ if TYPE_CHECKING:
     from ..ffi.library import Library
     from ..ffi.values import Function
     from .device import Devices
-    from .literals import Array, Spec
+    from .literals import Array
 
-# A request or reply of this task: a JSON-able dict (see the module docstring).
-Message = Dict[str, Any]
 # Tensor arguments by position: (the array, "DLTensor*"|"Tensor").
 Tensors = Dict[int, Tuple[Any, str]]
 
@@ -41,16 +66,18 @@ class ResolveError(InputError):
     pass
 
 
-def run(request: Message) -> Message:
-    if request.get("phase") == "load":
-        return _load_phase(request)
+def run(obj: object) -> JsonDict:
+    """The task: a request's JSON object in, the reply's out."""
+    request = decode_request(obj)
+    if isinstance(request, LoadRequest):
+        return encode(_load_phase(request))
     try:
-        return _run(request)
+        return encode(_run(request))
     except TvmffiError as e:
-        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
+        return encode(Refused(str(e), e.exit_code))
 
 
-def _run(request: Message) -> Message:
+def _run(request: CallRequest) -> Union[CallOk, Raised]:
     lib, fn, resolved = open_function(request)
     try:
         return _call(lib, fn, resolved, request)
@@ -66,39 +93,37 @@ def _run(request: Message) -> Message:
 # Libraries stay loaded for the life of the child process: see _run.
 _keep_loaded: List[Library] = []
 # (path, runtime, tensor_mode) -> Library loaded by the "load" phase.
-_loaded: dict[tuple[str, str | None, str | None], Any] = {}
+_loaded: dict[tuple[str, str | None, str], Library] = {}
 
 
-def _load_phase(request: dict[str, Any]) -> dict[str, Any]:
+def _load_phase(request: LoadRequest) -> Union[Loaded, LoadFailed, Refused]:
     from ..ffi.library import LibraryLoadError
 
     try:
         load_library(request)
     except LibraryLoadError as e:
-        return {"status": "load_failed", "message": str(e)}
+        return LoadFailed(str(e))
     except TvmffiError as e:
-        return {"status": "input_error", "message": str(e), "exit_code": e.exit_code}
-    return {"status": "loaded"}
+        return Refused(str(e), e.exit_code)
+    return Loaded()
 
 
-def load_library(request: dict[str, Any]) -> Any:
-    """The Library of request["path"], loaded once per worker process."""
+def load_library(request: Union[LoadRequest, CallRequest]) -> Library:
+    """The Library of request.path, loaded once per worker process."""
     from ..ffi import library
 
-    key = (request["path"], request.get("runtime"), request.get("tensor_mode"))
+    key = (request.path, request.runtime, request.tensor_mode)
     lib = _loaded.get(key)
     if lib is None:
-        lib = library.load(
-            request["path"], runtime=request.get("runtime"), tensor_mode=request.get("tensor_mode")
-        )
+        lib = library.load(request.path, runtime=request.runtime, tensor_mode=request.tensor_mode)
         _loaded[key] = lib
     return lib
 
 
-def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Message:
+def _call(lib: Library, fn: Function, resolved: str, request: CallRequest) -> Union[CallOk, Raised]:
     from .device import Devices
 
-    devices = Devices(request)
+    devices = Devices(request.path, request.stream)
     try:
         return _call_on(lib, fn, resolved, request, devices)
     finally:
@@ -106,23 +131,22 @@ def _call(lib: Library, fn: Function, resolved: str, request: Message) -> Messag
 
 
 def _call_on(
-    lib: Library, fn: Function, resolved: str, request: Message, devices: Devices
-) -> Message:
+    lib: Library, fn: Function, resolved: str, request: CallRequest, devices: Devices
+) -> Union[CallOk, Raised]:
     from ..ffi import errors as ffi_errors
 
     notes: list[str] = []
     values, tensors = build_args(lib, request, resolved, notes, devices)
-    mode = request.get("tensor_mode") or "dltensor"
     devices.start(lib.runtime)
     from .guard import arguments_at_guard_page
 
-    argv_at = arguments_at_guard_page(bool(request.get("verbose")))
+    argv_at = arguments_at_guard_page(request.verbose)
     t0 = time.perf_counter_ns()
     try:
-        result = fn.call(values, tensor_mode=mode, argv_at=argv_at)
+        result = fn.call(values, tensor_mode=request.tensor_mode, argv_at=argv_at)
     except ffi_errors.FFIErrorBase as e:
-        devices.settle(request["func"])  # its own error first; pending work still ends
-        return {"status": "raised", "error": error_dict(e)}
+        devices.settle(request.func)  # its own error first; pending work still ends
+        return Raised(raised_error(e))
     except ffi_errors.BadResult as e:
         # The library's result, not the user's arguments: a failed check.
         raise CheckFailed(f"{fn.name or 'the function'}: {e}") from None
@@ -130,22 +154,18 @@ def _call_on(
         # Raised by our conversion before the call: the arguments cannot be passed.
         raise InputError(f"cannot pass the arguments: {e}") from None
     call_ns = time.perf_counter_ns() - t0
-    failed = devices.settle(request["func"])
+    failed = devices.settle(request.func)
     if failed is not None:
-        return {"status": "raised", "error": failed, "cuda": devices.describe()}
-    from .describe import describe, describe_array
+        return Raised(failed, devices.describe())
+    import dataclasses
+
+    from .describe import TensorValue, describe, describe_array
 
     result_host = devices.copy_back(result)
     desc = describe(result)
-    if result_host is not None:
-        desc = dict(describe_array(result_host, desc["type"], desc["device"]))
-    reply: Message = {
-        "status": "ok",
-        "resolved": resolved,
-        "call_ns": call_ns,
-        "result": desc,
-        "args": [],
-    }
+    if result_host is not None and isinstance(desc, TensorValue):
+        desc = describe_array(result_host, desc.type, str(desc.device))
+    args: List[Desc] = []
     host: Dict[int, Any] = {}
     for i, v in enumerate(values):
         if i in tensors:
@@ -154,32 +174,30 @@ def _call_on(
             if hasattr(arr, "to_numpy"):  # a DeviceTensor: as it is now on the device
                 device, arr = f"cuda:{arr.device[1]}", arr.to_numpy()
             host[i] = arr
-            reply["args"].append(describe_array(arr, type_name, device))
+            args.append(describe_array(arr, type_name, device))
         else:
-            reply["args"].append(describe(v))
-    if notes:
-        reply["notes"] = notes
-    if devices.active:
-        reply["cuda"] = devices.describe()
-    if request.get("out"):
-        reply["files"] = write_outputs(
-            request["out"], host, result, bool(request.get("force")), result_host
-        )
+            args.append(describe(v))
+    reply = CallOk(resolved, call_ns, desc, tuple(args), tuple(notes), devices.describe())
+    if request.out:
+        files = write_outputs(request.out, host, result, request.force, result_host)
+        reply = dataclasses.replace(reply, files=tuple(files))
     return reply
 
 
-def error_dict(e: FFIErrorBase) -> Dict[str, Any]:
-    d: Dict[str, Any] = {"kind": e.kind, "message": e.message, "backtrace": e.backtrace or ""}
+def raised_error(e: FFIErrorBase) -> RaisedError:
     cause: Any = e.__cause__
-    if cause is not None and hasattr(cause, "kind"):
-        d["cause"] = {"kind": cause.kind, "message": cause.message}
-    return d
+    return RaisedError(
+        e.kind,
+        e.message,
+        e.backtrace or "",
+        Cause(cause.kind, cause.message) if cause is not None and hasattr(cause, "kind") else None,
+    )
 
 
-def open_function(request: Message) -> Tuple[Library, Function, str]:
-    """(Library, Function, "export"|"global") for request["func"], or ResolveError
+def open_function(request: CallRequest) -> Tuple[Library, Function, str]:
+    """(Library, Function, "export"|"global") for request.func, or ResolveError
     naming the closest known names."""
-    name = request["func"]
+    name = request.func
     lib = load_library(request)
     fn = None
     resolved = None
@@ -251,33 +269,44 @@ def global_metadata_raw(lib: Any, name: str) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def resolve_specs(lib: Library, request: Message, resolved: str) -> List[Spec]:
-    """Specs with positional ones re-read by the function's type schema."""
+def resolve_specs(lib: Library, request: CallRequest, resolved: str) -> List[Spec]:
+    """The specs of the call, positional ones read by the function's type
+    schema (when it has one; else as guessed from their text)."""
     from . import argv
 
-    specs: List[Spec] = request.get("args") or []
-    positional = [s for s in specs if s.get("positional")]
-    if not positional:
-        return specs
-    params = param_types(lib, request["func"], resolved)
+    specs = request.args
+    if not any(isinstance(s, Positional) for s in specs):
+        return [s for s in specs if not isinstance(s, Positional)]
+    params = param_types(lib, request.func, resolved)
     if params is None:
-        return specs
+        return [_guessed(s) for s in specs]
     if len(params) != len(specs):
         sig = ", ".join(argv.type_label(p) for p in params)
         raise InputError(
-            f"{request['func']}({sig}) takes {len(params)} argument"
+            f"{request.func}({sig}) takes {len(params)} argument"
             f"{'' if len(params) == 1 else 's'}, got {len(specs)}"
         )
-    cwd = request.get("cwd")
     return [
-        argv.spec_for_type(s["raw"], p, cwd, where=f"argument {i}") if s.get("positional") else s
+        argv.spec_for_type(s.raw, p, request.cwd or None, where=f"argument {i}")
+        if isinstance(s, Positional)
+        else s
         for i, (s, p) in enumerate(zip(specs, params))
     ]
 
 
+def _guessed(s: ArgSpec) -> Spec:
+    """A positional as guessed from its text; its refusal when it was not (no
+    schema to read it by)."""
+    if not isinstance(s, Positional):
+        return s
+    if s.spec is None:
+        raise InputError(s.error or f"argument {s.raw!r}: cannot be read")
+    return s.spec
+
+
 def build_args(
     lib: Library,
-    request: Message,
+    request: CallRequest,
     resolved: str,
     notes: Optional[List[str]] = None,
     devices: Optional[Devices] = None,
@@ -287,23 +316,22 @@ def build_args(
     ml_dtypes type of raw .npy elements); `devices` places tensors whose spec
     names a CUDA device (call/device.py)."""
     specs = resolve_specs(lib, request, resolved)
-    mode = request.get("tensor_mode") or "dltensor"
     values: List[Any] = []
     tensors: Tensors = {}
     for i, spec in enumerate(specs):
-        if spec.get("kind") == "tensor":
-            arr = _load_tensor(spec)
-            if spec.get("device"):
+        if isinstance(spec, TensorArg):
+            arr, assumed = _load_tensor(spec)
+            if spec.device:
                 if devices is None:
                     raise InputError("CUDA tensors are not supported here")
                 arr = devices.tensor(spec, arr)
-            elif request.get("guard"):
+            elif request.guard:
                 from .guard import guarded_copy
 
                 arr = guarded_copy(arr)
-            if spec.get("assumed") and notes is not None:
-                notes.append(f"argument {i}: {spec['assumed']}")
-            owned = spec.get("owned") or mode == "object"
+            if assumed and notes is not None:
+                notes.append(f"argument {i}: {assumed}")
+            owned = spec.owned or request.tensor_mode == "object"
             tensors[i] = (arr, "Tensor" if owned else "DLTensor*")
             values.append(_tensor_value(lib, arr, owned))
         else:
@@ -311,18 +339,20 @@ def build_args(
     return values, tensors
 
 
-def _load_tensor(spec: Spec) -> Array:
+def _load_tensor(spec: TensorArg) -> Tuple[Array, Optional[str]]:
     from . import literals
 
     try:
-        return literals.load_tensor(spec)
+        return literals.read_tensor(spec)
     except MemoryError:
         raise InputError("not enough memory for a tensor argument") from None
 
 
-def _tensor_value(lib: Library, arr: Array, owned: bool) -> Any:
+def _tensor_value(lib: Optional[Library], arr: Array, owned: bool) -> Any:
     from ..ffi import tensors, values
 
+    if lib is None:
+        return arr
     if owned and isinstance(arr, tensors.DeviceTensor):
         return values.Tensor(tensors.tensor_from_device(lib.runtime, arr), lib.runtime)
     if owned:
@@ -330,51 +360,45 @@ def _tensor_value(lib: Library, arr: Array, owned: bool) -> Any:
     return arr
 
 
-def materialize(spec: Spec, lib: Optional[Library] = None) -> Any:
+def materialize(spec: ArgSpec, lib: Optional[Library] = None) -> Any:
     """A spec -> the Python value the ffi layer passes (DataType, Device, Shape...)."""
     from ..ffi import objects
 
-    k = spec.get("kind")
-    if k == "none":
+    if isinstance(spec, Positional):  # not read by a schema (call/argv.py _positional)
+        return materialize(_guessed(spec), lib)
+    if isinstance(spec, NoneArg):
         return None
-    if k == "unread":  # a positional no schema read (call/argv.py _positional)
-        raise InputError(spec["error"])
-    if k in ("int", "bool", "str"):
-        return spec["value"]
-    if k == "float":
-        return float(spec["text"]) if "text" in spec else float(spec["value"])
-    if k == "bytes":
-        if "hex" in spec:
-            return bytes.fromhex(spec["hex"])
+    if isinstance(spec, (IntArg, BoolArg, StrArg, FloatArg)):
+        return spec.value
+    if isinstance(spec, BytesArg):
+        if spec.path is None:
+            return bytes.fromhex(spec.hex or "")
         try:
-            with open(spec["path"], "rb") as f:
+            with open(spec.path, "rb") as f:
                 return f.read()
         except OSError as e:
-            raise InputError(f"--bytes @{spec['path']}: {e.strerror}") from None
-    if k == "dtype":
+            raise InputError(f"--bytes @{spec.path}: {e.strerror}") from None
+    if isinstance(spec, DtypeArg):
         from . import literals
 
-        return objects.DataType(spec["value"], literals.parse_dtype(spec["value"]))
-    if k == "device":
-        return objects.Device(spec["device_type"], spec["device_id"])
-    if k == "shape":
-        return objects.Shape(spec["value"])
-    if k == "array":
-        return [materialize(s, lib) for s in spec["items"]]
-    if k == "map":
+        return objects.DataType(spec.value, literals.parse_dtype(spec.value))
+    if isinstance(spec, DeviceArg):
+        return objects.Device(spec.device_type, spec.device_id)
+    if isinstance(spec, ShapeArg):
+        return objects.Shape(spec.value)
+    if isinstance(spec, ArrayArg):
+        return [materialize(s, lib) for s in spec.items]
+    if isinstance(spec, MapArg):
         out: Dict[Any, Any] = {}
-        for ks, vs in spec["items"]:
+        for ks, vs in spec.items:
             key = materialize(ks, lib)
             if isinstance(key, list):
                 raise InputError("a Map key cannot be an Array")
             out[key] = materialize(vs, lib)
         return out
-    if k == "tensor":
-        if spec.get("device"):
-            raise InputError("a CUDA tensor is passed as an argument, not inside an Array or Map")
-        arr = _load_tensor(spec)
-        return _tensor_value(lib, arr, bool(spec.get("owned"))) if lib is not None else arr
-    raise InputError(f"unknown argument kind {k!r}")
+    if spec.device:
+        raise InputError("a CUDA tensor is passed as an argument, not inside an Array or Map")
+    return _tensor_value(lib, _load_tensor(spec)[0], spec.owned)
 
 
 # ---------------------------------------------------------------------------
@@ -396,7 +420,7 @@ def write_outputs(
     result: Any,
     force: bool,
     result_host: Any = None,
-) -> List[Dict[str, Any]]:
+) -> List[OutFile]:
     """Write every tensor argument (index -> host array) as arg<i>.npy and a
     tensor result as result.npy (result_host: its copy from the device); each
     file is written to a temporary name and then renamed, so a reader never
@@ -404,20 +428,20 @@ def write_outputs(
     from ..ffi import values
 
     os.makedirs(out_dir, exist_ok=True)
-    files: List[Dict[str, Any]] = []
+    files: List[OutFile] = []
     for i in sorted(tensors):
         path = os.path.join(out_dir, f"arg{i}.npy")
         _save_npy(path, tensors[i], force)
-        files.append({"what": f"arg{i}", "path": path, "sha256": _sha256(path)})
+        files.append(OutFile(f"arg{i}", path, _sha256(path)))
     if isinstance(result, values.Tensor):
         path = os.path.join(out_dir, "result.npy")
         try:
             arr = result_host if result_host is not None else result.numpy()
         except (TypeError, ValueError) as e:
-            files.append({"what": "result", "path": None, "error": f"not written: {e}"})
+            files.append(OutFile("result", None, error=f"not written: {e}"))
         else:
             _save_npy(path, arr, force)
-            files.append({"what": "result", "path": path, "sha256": _sha256(path)})
+            files.append(OutFile("result", path, _sha256(path)))
     return files
 
 

@@ -5,8 +5,10 @@ calls, so the figures are the function's and the ABI's, not Python's."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
-from ..call import argv, literals
+from ..call import argv, engine, literals
+from ..call.messages import Raised
 from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
 from .call import (
@@ -60,33 +62,31 @@ def run(tokens: list[str]) -> int | None:
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
     if opts.get("--timeout") is None:
         opts["--timeout"] = "600"
-    request = base_request(parsed, opts)
-    request["repeat"] = _positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX)
-    request["rounds"] = _positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS)
-    reply = run_in_child("call.bench_task", request, parsed, as_json, verbose)
+    job = base_request(parsed, opts)
+    request = replace(
+        job.request,
+        repeat=_positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX),
+        rounds=_positive_int(opts.get("--rounds"), "--rounds", MAX_ROUNDS),
+    )
+    job = replace(job, request=request)
+    reply = run_in_child(job, as_json, verbose, engine.run_bench)
     if isinstance(reply, int):
         return reply
     from ..render import call as render
 
-    if reply.get("status") == "raised":
-        err = reply["error"]
+    if isinstance(reply, Raised):
         if as_json:
-            emit_json(
-                with_runtime(
-                    render.error_json(err["kind"], err["message"], err.get("backtrace")), request
-                ),
-                request["path"],
-            )
+            emit_json(with_runtime(engine.raised_json(reply, details=False), job), request.path)
         else:
-            echo(render.raised_text(err, verbose), err=True)
+            echo(render.raised_text(reply.error, verbose), err=True)
         return EXIT_FAILED
     if as_json:
-        emit_json(with_runtime(render.bench_json(reply, parsed.func, request["path"]), request))
+        emit_json(with_runtime(engine.bench_json(reply, parsed.func, request.path), job))
     else:
         from ..render.common import fit_lines
 
         echo(fit_lines(render.bench_text(reply, parsed.func)))
-        note_runtime(request, verbose)
+        note_runtime(job, verbose)
     return 0
 
 

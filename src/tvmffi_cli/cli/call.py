@@ -10,9 +10,13 @@ cli/fastpath.py), the click command only adds --help.
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable, Mapping, TypeVar, Union
 
 from ..call import argv, engine
+from ..call.argv import ArgvSpec
+from ..call.describe import JsonDict
+from ..call.messages import BenchOk, CallJob, CallOk, ChildFailure, Raised
 from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
 from .fastpath import echo
@@ -92,11 +96,9 @@ def run(tokens: list[str]) -> int | None:
     runtimes = parsed.repeated.get("--runtime", [])
     if len(runtimes) > 1:
         return call_matrix(parsed, opts, runtimes, as_json)
-    request = base_request(parsed, opts)
-    if opts.get("--guard"):
-        request["guard"] = True
-    if verbose:
-        request["verbose"] = True  # a crash keeps the runtime's own report (backtrace)
+    job = base_request(parsed, opts)
+    # verbose: a crash keeps the runtime's own report (backtrace)
+    request = replace(job.request, guard=bool(opts.get("--guard")), verbose=verbose)
     out_dir = opts.get("--out")
     if out_dir:
         out_dir = os.path.abspath(out_dir)
@@ -109,43 +111,47 @@ def run(tokens: list[str]) -> int | None:
         if not os.access(out_dir, os.W_OK | os.X_OK):
             raise InputError(f"--out {opts['--out']}: not writable")
         if not opts.get("--force"):
-            tensor_idx = [i for i, s in enumerate(parsed.args) if s.get("kind") == "tensor"]
+            from ..call.specs import Positional, TensorArg
+
+            tensor_idx = [
+                i
+                for i, s in enumerate(parsed.args)
+                if isinstance(s.spec if isinstance(s, Positional) else s, TensorArg)
+            ]
             from ..call.task import planned_outputs
 
             for p in planned_outputs(out_dir, tensor_idx):
                 if os.path.exists(p):
                     raise InputError(f"{p} exists; pass --force to overwrite")
-        request["out"] = out_dir
-        request["force"] = bool(opts.get("--force"))
-    reply = run_in_child("call.task", request, parsed, as_json, verbose)
+        request = replace(request, out=out_dir, force=bool(opts.get("--force")))
+    job = replace(job, request=request)
+    reply = run_in_child(job, as_json, verbose, engine.run_call)
     if isinstance(reply, int):
         return reply
-    if out_dir and isinstance(reply.get("files"), list):
-        reply["files"] = reply.pop("published", reply["files"])
-    from ..render import call as render
-
-    status = reply.get("status")
-    if status == "raised":
+    if isinstance(reply, Raised):
         if as_json:
-            emit_json(with_runtime(engine.raised_json(reply), request), request["path"])
+            emit_json(with_runtime(engine.raised_json(reply), job), request.path)
         else:
-            echo(render.raised_text(reply["error"], verbose), err=True)
+            from ..render import call as render
+
+            echo(render.raised_text(reply.error, verbose), err=True)
             note_memory(verbose)
         return EXIT_FAILED
     if as_json:
-        emit_json(with_runtime(engine.call_json(reply, parsed.func, request["path"]), request))
+        emit_json(with_runtime(engine.call_json(reply, parsed.func, request.path), job))
     else:
         from .. import text
+        from ..render import call as render
         from ..render.common import fit_lines
 
         echo(fit_lines(text.terminal(render.call_text(reply))))
-        for note in reply.get("notes", []):
-            echo(f"note: {text.one_line(str(note))}", err=True)
-        note_runtime(request, verbose)
+        for note in reply.notes:
+            echo(f"note: {text.one_line(note)}", err=True)
+        note_runtime(job, verbose)
     return 0
 
 
-def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json: bool) -> int:
+def call_matrix(parsed: ArgvSpec, opts: dict[str, Any], runtimes: list[str], as_json: bool) -> int:
     """The same call once per --runtime, one table (or JSON) with a column per runtime."""
     from ..call import matrix
     from . import sandbox_opts
@@ -157,6 +163,7 @@ def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json:
         opts.get("--memory-limit"),
         **sandbox_opts.confine_from(opts),
     )
+    assert parsed.lib is not None and parsed.func is not None  # parse_argv sets them
     m = matrix.run_matrix(
         parsed.lib,
         parsed.func,
@@ -184,8 +191,8 @@ def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json:
     from ..render import matrix as render_matrix
     from ..render.common import make_console
 
-    def cell(r: Any) -> str:
-        if r.status == "ok":
+    def cell(r: matrix.CallRun) -> str:
+        if r.reply is not None:
             return "ok " + render_call.call_text(r.reply).splitlines()[0]
         return f"{'FAIL' if r.exit_code == 1 else 'refused'} {r.status}: {r.message}"
 
@@ -199,11 +206,12 @@ def call_matrix(parsed: Any, opts: dict[str, Any], runtimes: list[str], as_json:
     return m.exit_code()
 
 
-def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
+def base_request(parsed: ArgvSpec, opts: dict[str, Any]) -> CallJob:
     """The request shared by call and bench (library, function, argument specs)."""
     if len(parsed.repeated.get("--runtime", [])) > 1:
         raise InputError("--runtime repeats only on `call` and `conform`")
-    request = engine.make_request(
+    assert parsed.lib is not None and parsed.func is not None  # parse_argv sets them
+    job = engine.make_request(
         parsed.lib,
         parsed.func,
         parsed.args,
@@ -217,13 +225,12 @@ def base_request(parsed: Any, opts: dict[str, Any]) -> dict[str, Any]:
         opts.get("--memory-limit"),
         **sandbox_opts.confine_from(opts),
     )
-    return request
+    return job
 
 
-def with_runtime(doc: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def with_runtime(doc: JsonDict, job: CallJob) -> dict[str, object]:
     """The --json document with the runtime that hosted the library."""
-    doc["runtime"] = request.get("runtime_choice")
-    return doc
+    return {**doc, "runtime": job.runtime.to_json()}
 
 
 def note_memory(verbose: bool) -> None:
@@ -236,17 +243,15 @@ def note_memory(verbose: bool) -> None:
             echo(f"tvmffi: {line}", err=True)
 
 
-def note_runtime(request: dict[str, Any], verbose: bool) -> None:
+def note_runtime(job: CallJob, verbose: bool) -> None:
     """Say on stderr which runtime hosted the library when it is not the
     builtin one (or always under -v), so stdout stays the result alone."""
     from ..ffi.hosts import lacks_notes
 
-    rc = request.get("runtime_choice") or {}
-    if rc.get("kind") != "builtin" or verbose:
-        from ..ffi.hosts import label_of
-
-        echo(f"runtime: {label_of(rc)} ({rc.get('reason')})", err=True)
-    for note in lacks_notes(rc.get("missing") or []) if verbose else []:
+    rc = job.runtime
+    if rc.kind != "builtin" or verbose:
+        echo(f"runtime: {rc.label()} ({rc.reason})", err=True)
+    for note in lacks_notes(rc.lacks) if verbose else []:
         echo(f"note: {note}", err=True)
     note_memory(verbose)
 
@@ -257,31 +262,38 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: dict[str, Any], library: str | None = None) -> None:
+def emit_json(doc: Mapping[str, object], library: str | None = None) -> None:
     """The --json document with the contract keys (cli/jsonout.py); `errors`
     holds the error that ended the call, if any."""
     from . import jsonout
 
     errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
-    jsonout.emit(doc, library=library, runtime=doc.get("runtime"), errors=errors)
+    jsonout.emit(dict(doc), library=library, runtime=doc.get("runtime"), errors=errors)
+
+
+_Ok = TypeVar("_Ok", CallOk, BenchOk)
 
 
 def run_in_child(
-    task: str, request: dict[str, Any], parsed: Any, as_json: bool, verbose: bool = False
-) -> Any:
-    """Run a task in the sandbox (call/engine.py). Returns the reply, or an
-    exit code after printing a one-line report of a crash or timeout (-v adds
-    what the worker wrote on stderr, e.g. the fault handler's stack)."""
+    job: CallJob,
+    as_json: bool,
+    verbose: bool,
+    runner: Callable[[CallJob], Union[_Ok, Raised, ChildFailure]],
+) -> Union[_Ok, Raised, int]:
+    """Run the job in the sandbox (call/engine.py run_call or run_bench).
+    Returns the reply, or an exit code after printing a one-line report of a
+    crash or timeout (-v adds what the worker wrote on stderr, e.g. the fault
+    handler's stack)."""
     try:
-        outcome = engine.run_in_child(task, request)
+        outcome = runner(job)
     finally:
         if not as_json:
             from . import sandbox_opts
 
             sandbox_opts.report(False)
-    if isinstance(outcome, engine.ChildFailure):
+    if isinstance(outcome, ChildFailure):
         if as_json:
-            emit_json(with_runtime(outcome.to_json(), request), request.get("path"))
+            emit_json(with_runtime(outcome.to_json(), job), job.request.path)
         else:
             from .. import text
 
@@ -365,7 +377,7 @@ HELP = """Call FUNC of the library LIB once, in a child process, and print the r
 
 
 def lazy_command(
-    namespace: dict[str, Any], name: str, option_help: Any, body: Any, doc: str
+    namespace: dict[str, object], name: str, option_help: Any, body: Any, doc: str
 ) -> Any:
     """A module __getattr__ that builds the click command on first use, so the
     fast path (and importing the module) never imports click."""

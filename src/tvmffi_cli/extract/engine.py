@@ -176,11 +176,10 @@ class _Item:
 
 
 def _payload_info(data: bytes) -> tuple[str, str | None]:
-    from ..binary.modformats import analyze_payload as _analyze
+    from ..binary.modformats import read_payload
 
-    analyze: Callable[[bytes], dict[str, Any]] = _analyze
-    info = analyze(data[:4096])
-    return str(info.get("type", "binary")), info.get("arch")
+    info = read_payload(data[:4096])
+    return info.type, info.arch
 
 
 @dataclass(frozen=True)
@@ -197,11 +196,9 @@ def collect(path: str) -> Collected:
     from ..binary import open_binary as _open
     from ..inspect.engine import static_report as _report
 
-    # The readers are not annotated yet; seen here through typed names.
+    # inspect's report is a JSON document (not typed yet): seen through a typed name.
     open_binary: Callable[[str], Any] = _open
     static_report: Callable[[Any], dict[str, Any]] = _report
-    decode: Callable[..., Any] = libbin.decode
-    decode_gpu: Callable[[str, bytes], tuple[dict[str, Any], bytes | None]] = modformats.decode_gpu
     items: list[_Item] = []
     errors: list[str] = []
     nodes: list[ModuleNode] = []
@@ -217,7 +214,7 @@ def collect(path: str) -> Collected:
             except FormatError as e:  # no bytes in the file (.bss)
                 data = b""
                 errors.append(f"{LIBRARY_BIN}: {e}")
-            lb = decode(data, decode_kinds=False)
+            lb = libbin.decode(data, decode_kinds=False)
             root = lb.root
             nodes = [
                 ModuleNode(m.index, m.kind, tuple(m.imports), m.blob_size, m.blob_offset)
@@ -230,14 +227,14 @@ def collect(path: str) -> Collected:
                 kernels: tuple[str, ...] = ()
                 payload: bytes | None = None
                 payload_at = 0
-                parts: list[tuple[str, int, int]] = []
+                parts: tuple[modformats.Part, ...] = ()
                 if m.kind in modformats.GPU_KINDS:
                     try:
-                        details, payload = decode_gpu(m.kind, blob)
-                        kernels = tuple(str(f["name"]) for f in details.get("functions") or ())
-                        parts = list(details.get(modformats.PARTS) or ())
+                        details, payload = modformats.decode_gpu(m.kind, blob)
+                        kernels = tuple(f.name for f in details.functions)
+                        parts = details.tail.parts
                         if payload is not None:
-                            payload_at = m.blob_offset + details["payload_offset"]
+                            payload_at = (m.blob_offset or 0) + (details.tail.payload_offset or 0)
                     except libbin.LibBinError as e:
                         errors.append(f"module {m.index} ({m.kind}): cannot decode: {e.message}")
                 stem = f"module{m.index}-{m.kind}"
@@ -251,12 +248,13 @@ def collect(path: str) -> Collected:
                         "module",
                         None,
                         LIBRARY_BIN,
-                        m.blob_offset,
+                        m.blob_offset or 0,
                         kernels,
                     )
                 )
-                for key, at, n in parts:  # one payload per kernel (metal, vulkan, webgpu)
-                    data = blob[at : at + n]
+                for part in parts:  # one payload per kernel (metal, vulkan, webgpu)
+                    key, at = part.key, part.offset
+                    data = blob[at : at + part.size]
                     fmt, arch = _payload_info(data)
                     ext = PART_EXT.get((m.kind, fmt), EXT.get(fmt, "bin"))
                     items.append(
@@ -269,7 +267,7 @@ def collect(path: str) -> Collected:
                             fmt,
                             arch,
                             LIBRARY_BIN,
-                            m.blob_offset + at,
+                            (m.blob_offset or 0) + at,
                             (key,),
                         )
                     )
@@ -339,7 +337,7 @@ def _fatbin_items(b: Any, cuda: dict[str, Any] | None) -> list[_Item]:
     code = fatbin.read(b, names=False)
     if code is None:
         return []
-    starts = {s["name"]: s["offset"] for s in cuda["sections"]}
+    starts = {s.name: s.offset for s in code.sections}
     budget = EXTRACT_DECOMPRESS_LIMIT
     out: list[_Item] = []
     for e, doc in zip(code.entries, cuda["entries"]):

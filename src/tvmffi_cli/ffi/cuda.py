@@ -339,6 +339,18 @@ def driver_read_paths() -> list[str]:
     return [p]
 
 
+@dataclass(frozen=True)
+class ContextInfo:
+    """A CUDA device as a call reports it: "cuda:N", the device's name,
+    "major.minor", cuDriverGetVersion's number and the driver file loaded."""
+
+    device: str
+    name: str
+    compute_capability: str
+    driver_version: int
+    driver: str
+
+
 class Context:
     """The primary context of one device (retained for the process's life)."""
 
@@ -386,16 +398,16 @@ class Context:
         except CudaError:
             return False
 
-    def describe(self) -> dict[str, Any]:
-        """{"device", "name", "compute_capability", "driver_version", "driver"}."""
+    def describe(self) -> ContextInfo:
+        """The device, its name and compute capability, the driver."""
         major, minor = self.compute_capability()
-        return {
-            "device": f"cuda:{self.device}",
-            "name": self.name(),
-            "compute_capability": f"{major}.{minor}",
-            "driver_version": self.driver.version(),
-            "driver": self.driver.path,
-        }
+        return ContextInfo(
+            f"cuda:{self.device}",
+            self.name(),
+            f"{major}.{minor}",
+            self.driver.version(),
+            self.driver.path,
+        )
 
     # -- memory ------------------------------------------------------------------
     def alloc(self, nbytes: int) -> DeviceBuffer:
