@@ -466,6 +466,26 @@ def test_a_cuda_pack_without_a_gpu_is_not_exercised(cuda_only):
             assert x["status"] == "skip"
 
 
+def test_kernels_that_never_ran_are_not_passed_beside_a_host_function_that_did(kernels):
+    # Without a device, host_checked runs and passes but add_one (a CUDA
+    # kernel) raises for every call: the run cannot be PASSED on the host
+    # function's word, and the table must not say "ok" for the kernel.
+    r, doc = conform(kernels, NO_DRIVER, "--function", "add_one", "--function", "host_checked")
+    assert (r.returncode, doc["verdict"], doc["passed"]) == (2, "not exercised", False)
+    assert doc["not_exercised"].startswith("1 of 2 function(s) could not be exercised (add_one)")
+    assert "no CUDA driver" in doc["not_exercised"]
+    assert not [x for x in doc["results"] if x["status"] in ("fail", "error")]
+    table = tvmffi("conform", kernels, "-j", "2", "--function", "add_one",
+                   "--function", "host_checked", env={**NO_DRIVER, "COLUMNS": "160"})  # fmt: skip
+    assert table.returncode == 2
+    row = next(line for line in table.stdout.splitlines() if "add_one" in line)
+    assert "not run" in row and " ok " not in row
+    # A failure elsewhere is still a failure (exit 1), not "cannot judge".
+    r, doc = conform(kernels, NO_DRIVER, "--function", "add_one", "--function", "host_add_one")
+    assert (r.returncode, doc["verdict"], doc["not_run"]) == (1, "failed", ["add_one"])
+    assert doc["summary_line"].endswith("; 1 function(s) not run (no CUDA device)")
+
+
 def test_the_same_pack_with_a_device_is_exercised(env, cuda_only):
     r, doc = conform(cuda_only, env, "--function", "add_one", "--function", "scale2")
     bad = [x for x in doc["results"] if x["status"] in ("fail", "error")]

@@ -298,11 +298,33 @@ def exercised(f: FunctionFacts) -> bool:
     return False
 
 
+def not_run(facts: Mapping[str, FunctionFacts]) -> list[str]:
+    """Functions whose kernels never ran for want of a device: GPU steps were
+    asked for (a CUDA library, tensor parameters), no device was there, and
+    no call returned. They are never counted as passed."""
+    return sorted(
+        n for n, f in facts.items() if f.gpu and not f.gpu.startswith("cuda:") and not exercised(f)
+    )
+
+
 def not_exercised(facts: Mapping[str, FunctionFacts]) -> Optional[str]:
-    """Why no function of the library was exercised, or None when one was
-    (or none was probed)."""
-    if not facts or any(exercised(f) for f in facts.values()):
+    """Why tvmffi cannot judge the library: no function was exercised, or
+    some CUDA kernels never ran (no device); None when every function that
+    needs a device ran (or none was probed)."""
+    if not facts:
         return None
+    gpus = {f.gpu for f in facts.values() if f.gpu}
+    no_device = sorted(g for g in gpus if not g.startswith("cuda:"))
+    device = f" ({no_device[0]})" if no_device else ""
+    if any(exercised(f) for f in facts.values()):
+        idle = not_run(facts)
+        if not idle:
+            return None
+        names = ", ".join(idle[:3]) + (f" (+{len(idle) - 3} more)" if len(idle) > 3 else "")
+        return (
+            f"{len(idle)} of {len(facts)} function(s) could not be exercised ({names}):"
+            f" no CUDA device to call their kernels with{device}"
+        )
     said = []
     for name in sorted(facts)[:3]:
         f = facts[name]
@@ -317,8 +339,6 @@ def not_exercised(facts: Mapping[str, FunctionFacts]) -> Optional[str]:
     why = "no function could be exercised: every valid call failed"
     if said:
         why += " (" + "; ".join(said) + more + ")"
-    gpus = {f.gpu for f in facts.values() if f.gpu}
-    no_device = [g for g in gpus if not g.startswith("cuda:")]
     if no_device:
-        why += f"; no CUDA device to call its kernels with ({sorted(no_device)[0]})"
+        why += f"; no CUDA device to call its kernels with{device}"
     return why

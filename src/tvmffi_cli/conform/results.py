@@ -98,6 +98,8 @@ class Report:
     #: why no function could be exercised (every valid call raised): the
     #: library is then never PASSED (conform/exercise.py); None when some was
     not_exercised: str | None = None
+    #: CUDA kernels that never ran (no device): shown as "not run", never "ok"
+    not_run: list[str] = field(default_factory=list)
     #: Why probed functions shared a process (None: each started in a fresh
     #: probe child, from the state the load left).
     shared_process: str | None = None
@@ -161,6 +163,8 @@ class Report:
             line += f" ({self.elapsed:.2f} s, -j {self.jobs})"
         if self.verdict == "not exercised":
             line += f"; {self.not_exercised}"
+        elif self.not_run:
+            line += f"; {len(self.not_run)} function(s) not run (no CUDA device)"
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -180,6 +184,8 @@ class Report:
         }
         if self.not_exercised is not None:
             d["not_exercised"] = self.not_exercised
+        if self.not_run:
+            d["not_run"] = list(self.not_run)
         if self.min_runtime is not None:
             d["min_runtime_version"] = self.min_runtime
             d["max_runtime_version"] = self.max_runtime

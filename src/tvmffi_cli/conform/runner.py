@@ -260,6 +260,7 @@ def run(
         ]
     results = _order(results, per_function, inv)
     results = o.config.apply([_finish(r, path, o) for r in results])
+    chosen = {n: f for n, f in facts.items() if not o.only or n in o.only}
     return Report(  # --function: the summary counts the functions checked
         path,
         results,
@@ -269,9 +270,8 @@ def run(
         globals=[g for g in globals_ if not o.only or g in o.only],
         min_runtime=req.min_version,
         max_runtime=req.max_version,
-        not_exercised=checks_gpu.not_exercised(
-            {n: f for n, f in facts.items() if not o.only or n in o.only}
-        ),
+        not_exercised=checks_gpu.not_exercised(chosen),
+        not_run=checks_gpu.not_run(chosen),
         shared_process=shared[0] if shared else None,
     )
 

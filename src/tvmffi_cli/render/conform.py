@@ -47,7 +47,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         n_pass = sum(r.status == PASS for r in rs)
         bad = [r for r in rs if r.status in (FAIL, ERROR)]
         skips = [r for r in rs if r.status == SKIP]
-        if fn is not None and not bad and not verbose:
+        idle = fn in report.not_run
+        if fn is not None and not bad and not verbose and not idle:
             for i, n in enumerate((1, n_pass, len(rs), len(skips))):
                 folded[i] += n
             continue
@@ -60,6 +61,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             status = Text("ok*", style="green")
         elif not_loaded and fn is not None:
             status = Text("not loaded", style="yellow")
+        elif idle:
+            status = Text("not run", style="yellow")
         else:
             status = Text("ok", style="green")
         lines = Text()
@@ -74,6 +77,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 continue
             lines.append(f"{r.check}{sev}: ", style=f"bold {style}")
             lines.append(text.one_line(r.message or ""))
+        if idle and not bad:
+            lines.append("its kernels never ran: no CUDA device (not checked)", style="yellow")
         if verbose:
             for r in skips:
                 if lines:
