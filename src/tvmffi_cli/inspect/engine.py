@@ -35,6 +35,7 @@ from ..abi.versions import BASELINE, builtin_missing, runtime_range
 
 if TYPE_CHECKING:
     from ..binary.model import Binary, Symbol
+    from .messages import CudaDevices, Introspected
 
 #: The report: the --json document of `tvmffi inspect`.
 Report = dict[str, Any]
@@ -302,26 +303,19 @@ def cuda_support(rep: Report, cc: tuple[int, int]) -> dict[str, Any] | None:
     return device
 
 
-def _merge_cuda_devices(rep: Report, found: Any) -> None:
-    """The worker's answer to "cuda_devices": {"devices": [{ordinal, name,
-    compute_capability: [major, minor]}]} or {"unavailable": reason}. Each
-    device gets the verdict of cuda_support; "device" is cuda:0's."""
+def _merge_cuda_devices(rep: Report, found: CudaDevices | None) -> None:
+    """The worker's answer to Introspect.cuda_devices: each device gets the
+    verdict of cuda_support; "device" is cuda:0's."""
     cuda = rep.get("cuda")
-    if cuda is None or not isinstance(found, dict):
+    if cuda is None or found is None:
         return
-    verdicts: list[dict[str, Any]] = []
-    for d in found.get("devices") or []:
-        try:
-            cc = (int(d["compute_capability"][0]), int(d["compute_capability"][1]))
-            ordinal, name = int(d["ordinal"]), str(d["name"])[:256]
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
-        v = cuda_support(rep, cc) or {}
-        verdicts.append({**v, "device": f"cuda:{ordinal}", "name": name})
+    verdicts = []
+    for d in found.devices:
+        v = cuda_support(rep, d.compute_capability) or {}
+        verdicts.append({**v, "device": f"cuda:{d.ordinal}", "name": d.name[:256]})
     cuda["devices"] = verdicts
     cuda["device"] = verdicts[0] if verdicts else None
-    note = found.get("unavailable")
-    cuda["devices_note"] = None if verdicts else str(note or "no CUDA device")[:512]
+    cuda["devices_note"] = None if verdicts else (found.unavailable or "no CUDA device")[:512]
 
 
 def _host_loadable(binary: Binary) -> bool:
@@ -332,20 +326,20 @@ def _host_loadable(binary: Binary) -> bool:
     return binary.format == "elf" and binary.arch == host and binary.kind == "shared"
 
 
-def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
-    """Fold the child's "introspect" result into the static report."""
+def merge_dynamic(rep: Report, result: Introspected) -> None:
+    """Fold the child's Introspected reply into the static report."""
     from ..abi import typeschema as schema
     from ..errors import FormatError
 
-    dyn = result.get("functions") or {}
+    dyn = {d.name: d for d in result.functions}
     for f in rep["functions"]:
         d = dyn.get(f["name"])
-        if not d:
+        if d is None:
             continue
-        if d.get("doc") is not None:
-            f["doc"] = d["doc"]
-        raw = d.get("metadata_raw")
-        md = d.get("metadata")
+        if d.doc is not None:
+            f["doc"] = d.doc
+        raw = d.metadata_raw
+        md = d.metadata
         if md is not None or raw is not None:
             try:
                 parsed, spec = schema.parse_metadata(raw if raw is not None else md)
@@ -358,29 +352,23 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
             except FormatError as e:
                 f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
                 _err(rep, f["symbol"], f"metadata of {f['name']}: {e}")
-        if "signature" not in f and d.get("signature"):
-            f["signature"] = d["signature"]
-    rep["globals"] = list(result.get("globals") or [])
-    rep["types"] = list(result.get("types") or [])
+    rep["globals"] = list(result.globals)
+    rep["types"] = list(result.types)
     for t in rep["types"]:
         for kind in ("fields", "methods"):
             for m in t.get(kind) or ():
                 _metadata_object(rep, m, f"{t.get('type_key')}.{m.get('name')}")
-    if result.get("global_info"):
-        rep["global_info"] = result["global_info"]
+    if result.global_info:
+        # the report's JSON: {name: {"metadata": ..., "type": ...}}
+        rep["global_info"] = {g.name: {"metadata": g.metadata} for g in result.global_info}
         for name, info in rep["global_info"].items():
             _metadata_object(rep, info, f"global {name}")
-    if result.get("module") is not None:
-        rep["loaded_module"] = result["module"]
-    _merge_cuda_devices(rep, result.get("cuda_devices"))
-    for problem in result.get("errors") or []:
-        _err(
-            rep,
-            "load",
-            problem if isinstance(problem, str) else str(problem.get("message", problem)),
-        )
-    for w in result.get("warnings") or []:
-        rep["warnings"].append(str(w))
+    if result.module is not None:
+        rep["loaded_module"] = result.module
+    _merge_cuda_devices(rep, result.cuda_devices)
+    for problem in result.errors:
+        _err(rep, "load", problem)
+    rep["warnings"].extend(result.warnings)
 
 
 def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
@@ -435,26 +423,28 @@ def dynamic_part(
         return
     rep["mode"] = "loaded"
     from ..binary.deps import load_read_paths
+    from .messages import Introspect, decode_introspected, encode
 
     try:
-        req: dict[str, Any] = {"path": str(path)}
         reads = load_read_paths(path)
-        if rep.get("cuda") is not None:
+        # Which GPUs can run the library's CUDA code: asked in the worker
+        # (CUDA never starts in tvmffi's own process).
+        cuda_devices = rep.get("cuda") is not None
+        if cuda_devices:
             from ..ffi.cuda import driver_read_paths
 
-            # Which GPUs can run the library's CUDA code: asked in the
-            # worker (CUDA never starts in tvmffi's own process).
-            req["cuda_devices"] = True
             reads += driver_read_paths()
-        if runtime is not None:
-            req["runtime"] = str(runtime)
-        else:
+        if runtime is None:
             from ..ffi import paths
 
             paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
-        result = cast(Any, sandbox).run_task(
-            "inspect.task", req, timeout=timeout, runtime=runtime, read_paths=reads
+        req = Introspect(str(path), None if runtime is None else str(runtime), cuda_devices)
+        got = cast(Any, sandbox).run_task(
+            "inspect.task", encode(req), timeout=timeout, runtime=runtime, read_paths=reads
         )
+        # The worker is not trusted: a reply that does not decode is a failed
+        # load (MessageError, reported below), never read in part.
+        result = decode_introspected(got)
     except InputError:
         # The child could not load the file or the runtime it was given (not a
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
@@ -477,8 +467,7 @@ def dynamic_part(
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
         return
-    if isinstance(result, dict):
-        merge_dynamic(rep, result)
+    merge_dynamic(rep, result)
 
 
 def run(

@@ -72,6 +72,8 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
     from ..binary.deps import load_read_paths
     from ..ffi.hosts import library_message
     from ..sandbox import process as sandbox
+    from ..sandbox.messages import MessageError
+    from .messages import Loaded, LoadOnly, decode_load_reply, encode
 
     try:
         # Output kept for the message, not relayed: a range check loads the
@@ -82,7 +84,7 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
             read_paths=[*load_read_paths(path), runtime],
             cpu_limit=sandbox.cpu_seconds(timeout),
         ) as w:
-            reply = w.call("inspect.load_task", {"path": path, "runtime": runtime}, timeout)
+            got = w.call("inspect.load_task", encode(LoadOnly(path, runtime)), timeout)
     except sandbox.ChildCrashed as e:
         said = library_message(e.stderr or "")
         how = e.signal or f"exit status {e.returncode}"
@@ -91,10 +93,13 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
         )
     except sandbox.ChildTimeout:
         return False, f"did not finish loading within {timeout:g} s"
-    if isinstance(reply, dict) and reply.get("status") == "loaded":
+    try:
+        reply = decode_load_reply(got)
+    except MessageError as e:  # the worker is not trusted: a malformed reply is no load
+        return False, f"the worker's reply is malformed ({e})"[:400]
+    if isinstance(reply, Loaded):
         return True, ""
-    msg = reply.get("message") if isinstance(reply, dict) else None
-    return False, str(msg or f"unexpected reply {reply!r}")[:400]
+    return False, (reply.message or "the loader gave no reason")[:400]
 
 
 #: How a release whose runtime could not be fetched is reported (ranges.py
