@@ -47,7 +47,7 @@ class Entry:
     def debug(self) -> bool:
         return bool(self.flags & FLAG_DEBUG)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # inspect's --json "cuda" (a JSON boundary)
         return {
             "index": self.index,
             "name": self.name,
@@ -83,7 +83,7 @@ class Container:
     version: int
     entries: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # inspect's --json "cuda" (a JSON boundary)
         return {
             "index": self.index,
             "section": self.section,
@@ -105,7 +105,7 @@ class Wrapper:
     offset: int | None  # within that section
     container: int | None  # the container that starts there
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # inspect's --json "cuda" (a JSON boundary)
         return {
             "index": self.index,
             "version": self.version,
@@ -127,7 +127,7 @@ class FatbinSection:
     containers: int
     entries: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # inspect's --json "cuda" (a JSON boundary)
         return {
             "name": self.name,
             "role": self.role,
@@ -202,7 +202,7 @@ class CudaCode:
         names = list(seen)
         return names[:KERNEL_LIST_LIMIT], len(names), unread
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # inspect's --json "cuda" (a JSON boundary)
         kernels, count, unread = self.kernels()
         loaded = self.summary.get(self.loaded_role, {})
         return {
