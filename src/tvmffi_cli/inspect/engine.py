@@ -5,8 +5,8 @@ by default the library is also loaded in a child process (tvmffi_cli.sandbox,
 task "inspect.task") for metadata, docs, globals and types. `static=True` never
 runs any code of the library.
 
-    run(path, static=False, timeout=30.0, runtime=None) -> report dict
-    static_report(binary) -> report dict of an opened Binary
+    run(path, static=False, timeout=30.0, runtime=None) -> Report (inspect/report.py)
+    static_report(binary) -> Report of an opened Binary
 Problems found in the file are collected in report["errors"]; a file that
 cannot be read as a library raises InputError/FormatError (from open_binary).
 """
@@ -32,19 +32,18 @@ from ..abi.symbols import (
     SPECIAL_PREFIX,
 )
 from ..abi.versions import BASELINE, builtin_missing, runtime_range
+from .report import ContextSymbol, Cubin, DeviceVerdict, Function, GlobalInfo, Problem, Report
 
 if TYPE_CHECKING:
+    from ..binary.cudaarch import SupportJson
     from ..binary.model import Binary, Symbol
     from .messages import CudaDevices, Introspected
-
-#: The report: the --json document of `tvmffi inspect`.
-Report = dict[str, Any]
 
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
 
 
 def _err(report: Report, where: str, message: str, offset: int | None = None) -> None:
-    e: dict[str, Any] = {"where": where, "message": message}
+    e: Problem = {"where": where, "message": message}
     if offset is not None:
         e["offset"] = offset
     report["errors"].append(e)
@@ -85,7 +84,7 @@ def static_report(binary: Binary) -> Report:
         "errors": [],
         "warnings": list(b.warnings),
     }
-    rep.update({k: v for k, v in b.extra.items() if k not in rep})
+    _extra(rep, b)
 
     syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
     # One pass over the matches: functions, special symbols, getters, context.
@@ -117,7 +116,7 @@ def static_report(binary: Binary) -> Report:
     add_function = rep["functions"].append
     for s in funcs:
         name = s.name[nf:]
-        f: dict[str, Any] = {
+        f: Function = {
             "name": name,
             "symbol": s.name,
             "address": s.value,
@@ -160,7 +159,7 @@ def static_report(binary: Binary) -> Report:
     # Context symbols: writable pointers the loader fills with C API entries.
     for s in sorted(ctx_syms, key=lambda s: s.name):
         api = s.name[2:]
-        c = {
+        c: ContextSymbol = {
             "name": s.name,
             "api": api,
             "known": api in C_API,
@@ -221,13 +220,17 @@ def static_report(binary: Binary) -> Report:
             data = None
         if data is not None:
             lb = libbin.decode(data, detail_limit=libbin.detail_limit())
+            summary = lb.summary()
             rep["library_bin"] = {
                 "address": lbs.value,
                 "symbol_size": lb.symbol_size,
                 "nbytes": lb.nbytes,
                 "root": lb.root,
                 "section": lbs.section,
-                **lb.summary(),
+                "module_count": summary["module_count"],
+                "modules_listed": summary["modules_listed"],
+                "truncated": summary["truncated"],
+                "kinds": summary["kinds"],
             }
             rep["modules"] = [m.to_json() for m in lb.modules]
             for problem in lb.errors:
@@ -250,6 +253,19 @@ def static_report(binary: Binary) -> Report:
     return rep
 
 
+def _extra(rep: Report, b: Binary) -> None:
+    """The format's own keys (Binary.extra), in the order the reader found them."""
+    for key, value in b.extra.items():
+        if key == "runpath":
+            rep["runpath"] = value
+        elif key == "rpath":
+            rep["rpath"] = value
+        elif key == "fat_slices":
+            rep["fat_slices"] = value
+        elif key == "imports_by_dll":
+            rep["imports_by_dll"] = value
+
+
 def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list[Symbol]) -> None:
     if not candidates:
         return
@@ -261,7 +277,7 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list
             continue
         name = n[len(CUBIN_PREFIX) :]
         end = by_name.get(n + "_end")
-        c: dict[str, Any] = {"name": name, "symbol": n, "address": s.value, "size": None}
+        c: Cubin = {"name": name, "symbol": n, "address": s.value, "size": None}
         if end is not None and end.section == s.section and end.value >= s.value:
             size = end.value - s.value
         elif end is not None:
@@ -283,23 +299,30 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list
             if size > avail:
                 _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
             head = bytes(b.data[off : off + max(0, min(size, avail, CUBIN_PREVIEW))])
-            c.update(modformats.analyze_payload(head))
+            p = modformats.read_payload(head)
+            # the keys of Payload.to_json(), in its order
+            c["type"] = p.type
+            if p.e_machine is not None:
+                c["e_machine"] = p.e_machine
+            if p.arch is not None:
+                c["arch"] = p.arch
         except ValueError:
             _err(rep, n, f"{n} has no bytes in the file")
         rep["cubins"].append(c)
 
 
-def cuda_support(rep: Report, cc: tuple[int, int]) -> dict[str, Any] | None:
+def cuda_support(rep: Report, cc: tuple[int, int]) -> SupportJson | None:
     """Whether a device of compute capability cc = (major, minor) runs the
     CUDA code of the report: stored as rep["cuda"]["device"] and returned
     (None when the library has no fat binary). Pure: the caller queries the
     device."""
     from ..binary import fatbin
 
-    if rep.get("cuda") is None:
+    cuda = rep.get("cuda")
+    if cuda is None:
         return None
-    device = fatbin.support_from_json(rep["cuda"], cc).to_json()
-    rep["cuda"]["device"] = device
+    device = fatbin.support_from_json(cuda, cc).to_json()
+    cuda["device"] = device
     return device
 
 
@@ -309,10 +332,21 @@ def _merge_cuda_devices(rep: Report, found: CudaDevices | None) -> None:
     cuda = rep.get("cuda")
     if cuda is None or found is None:
         return
-    verdicts = []
+    verdicts: list[DeviceVerdict] = []
     for d in found.devices:
-        v = cuda_support(rep, d.compute_capability) or {}
-        verdicts.append({**v, "device": f"cuda:{d.ordinal}", "name": d.name[:256]})
+        # cuda_support also sets cuda["device"]: the key keeps its place in the document
+        v = cuda_support(rep, d.compute_capability)
+        assert v is not None  # rep has CUDA code
+        verdicts.append(
+            {
+                "compute_capability": v["compute_capability"],
+                "verdict": v["verdict"],
+                "arch": v["arch"],
+                "reason": v["reason"],
+                "device": f"cuda:{d.ordinal}",
+                "name": d.name[:256],
+            }
+        )
     cuda["devices"] = verdicts
     cuda["device"] = verdicts[0] if verdicts else None
     cuda["devices_note"] = None if verdicts else (found.unavailable or "no CUDA device")[:512]
@@ -357,12 +391,23 @@ def merge_dynamic(rep: Report, result: Introspected) -> None:
     for t in rep["types"]:
         for kind in ("fields", "methods"):
             for m in t.get(kind) or ():
-                _metadata_object(rep, m, f"{t.get('type_key')}.{m.get('name')}")
+                raw = m.get("metadata")
+                if isinstance(raw, str):
+                    where = f"{t.get('type_key')}.{m.get('name')}"
+                    decoded = _decoded_metadata(rep, raw, where)
+                    m["metadata"] = decoded["metadata"]
+                    if "type" in decoded:
+                        m["type"] = decoded["type"]
     if result.global_info:
-        # the report's JSON: {name: {"metadata": ..., "type": ...}}
-        rep["global_info"] = {g.name: {"metadata": g.metadata} for g in result.global_info}
-        for name, info in rep["global_info"].items():
-            _metadata_object(rep, info, f"global {name}")
+        infos: dict[str, GlobalInfo] = {}
+        for g in result.global_info:
+            where = f"global {g.name}"
+            infos[g.name] = (
+                {"metadata": None}
+                if g.metadata is None
+                else _decoded_metadata(rep, g.metadata, where)
+            )
+        rep["global_info"] = infos
     if result.module is not None:
         rep["loaded_module"] = result.module
     _merge_cuda_devices(rep, result.cuda_devices)
@@ -371,7 +416,7 @@ def merge_dynamic(rep: Report, result: Introspected) -> None:
     rep["warnings"].extend(result.warnings)
 
 
-def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
+def _decoded_metadata(rep: Report, raw: str, where: str) -> GlobalInfo:
     """The metadata text of a global, field or method as the JSON object it
     holds (as for functions), plus "type": its type schema in the one model
     whichever release wrote it. Text that is not a JSON object stays as
@@ -379,22 +424,19 @@ def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
     from ..abi import typeschema as schema
     from ..errors import FormatError
 
-    raw = entry.get("metadata")
-    if not isinstance(raw, str):
-        return
     try:
-        entry["metadata"] = schema.decode_metadata(raw)
+        out: GlobalInfo = {"metadata": schema.decode_metadata(raw)}
     except FormatError as e:
-        entry["metadata"] = {"raw": raw}
         _err(rep, where, f"metadata: {e}")
-        return
+        return {"metadata": {"raw": raw}}
     try:
-        spec = schema.parse_metadata(entry["metadata"])[1]
+        spec = schema.parse_metadata(out["metadata"])[1]
     except FormatError as e:
         _err(rep, where, f"type schema: {e}")
-        return
+        return out
     if spec is not None:
-        entry["type"] = spec.to_json()
+        out["type"] = spec.to_json()
+    return out
 
 
 def dynamic_part(

@@ -39,13 +39,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 LOADS, FAILS, NOT_CHECKED = "loads", "fails", "not-checked"
 #: cover() only: NEW lacks a runtime symbol of the release (not loaded: lazy
 #: binding could hide that); a load not needed to judge the release.
 NO_SYMBOLS, NOT_NEEDED = "lacks-symbols", "not-needed"
 _STATUSES = (LOADS, FAILS, NOT_CHECKED, NO_SYMBOLS, NOT_NEEDED)
+
+
+class ReleaseLoadJson(TypedDict):
+    """ReleaseLoad.to_json(): a helper's answer, and inspect's --json
+    "runtime_range_check" "loads"."""
+
+    release: str
+    status: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ class ReleaseLoad:
     status: str  # LOADS | FAILS | NOT_CHECKED (its runtime is not at hand)
     message: str = ""  # why it failed / was not checked
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReleaseLoadJson:
         return {"release": self.release, "status": self.status, "message": self.message}
 
     @classmethod
