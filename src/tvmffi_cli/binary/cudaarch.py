@@ -91,6 +91,13 @@ class SupportJson(TypedDict):
     reason: str
 
 
+class DeviceVerdict(SupportJson):
+    """A GPU's verdict (inspect's --json "cuda" "devices"): which device it is."""
+
+    device: str
+    name: str
+
+
 @dataclass(frozen=True)
 class Support:
     """Whether a library's CUDA code can run on one device.

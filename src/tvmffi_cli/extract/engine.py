@@ -34,10 +34,13 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..abi.symbols import LIBRARY_BIN
 from ..errors import FormatError, InputError
+
+if TYPE_CHECKING:
+    from ..binary.fatbin_model import CudaJson
 
 MAX_NAME = 96
 MANIFEST = "manifest.json"
@@ -322,9 +325,8 @@ EXTRACT_DECOMPRESS_LIMIT = 1 << 30
 _PACKED_EXT = {"lz4": ".lz4", "zstd": ".zst"}
 
 
-def _fatbin_items(b: Any, cuda: dict[str, Any] | None) -> list[_Item]:
-    """The entries of the library's fat binaries (report["cuda"]: the JSON
-    of binary/fatbin_model.CudaCode)."""
+def _fatbin_items(b: Any, cuda: CudaJson | None) -> list[_Item]:
+    """The entries of the library's fat binaries (report["cuda"])."""
     if not cuda:
         return []
     from ..binary import fatbin

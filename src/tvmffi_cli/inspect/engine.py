@@ -32,10 +32,10 @@ from ..abi.symbols import (
     SPECIAL_PREFIX,
 )
 from ..abi.versions import BASELINE, builtin_missing, runtime_range
-from .report import ContextSymbol, Cubin, DeviceVerdict, Function, GlobalInfo, Problem, Report
+from .report import ContextSymbol, Cubin, Function, GlobalInfo, Problem, Report
 
 if TYPE_CHECKING:
-    from ..binary.cudaarch import SupportJson
+    from ..binary.cudaarch import DeviceVerdict, SupportJson
     from ..binary.model import Binary, Symbol
     from .messages import CudaDevices, Introspected
 

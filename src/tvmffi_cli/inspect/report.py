@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, TypedDict
 
-from ..binary.cudaarch import SupportJson
+from ..binary.fatbin_model import CudaJson
 from ..binary.libbin import ModuleJson, Summary
 from .ranges import RangeCheckJson
 
@@ -92,13 +92,6 @@ class Cubin(_CubinKeys, total=False):
     arch: str
 
 
-class DeviceVerdict(SupportJson):
-    """A GPU's verdict (report["cuda"]["devices"]): which device it is."""
-
-    device: str
-    name: str
-
-
 class _GlobalInfoKeys(TypedDict):
     metadata: Optional[dict[str, Any]]  # free-form: the library's metadata JSON
 
@@ -153,7 +146,7 @@ class _ReportKeys(TypedDict):
     library_ctx: Optional[LibraryCtx]
     context_symbols: list[ContextSymbol]
     cubins: list[Cubin]
-    cuda: Optional[dict[str, Any]]  # binary/fatbin_model's CudaCode JSON, device verdicts
+    cuda: Optional[CudaJson]
     globals: list[str]
     types: list[dict[str, Any]]  # free-form: the runtime's type info JSON
     runtime_imports: list[str]
