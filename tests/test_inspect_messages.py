@@ -13,6 +13,7 @@ from tvmffi_cli.inspect import engine, loads
 from tvmffi_cli.inspect.messages import (
     CudaDevice,
     CudaDevices,
+    FieldInfo,
     FunctionInfo,
     GlobalMeta,
     Introspect,
@@ -20,6 +21,8 @@ from tvmffi_cli.inspect.messages import (
     Loaded,
     LoadFailed,
     LoadOnly,
+    MethodInfo,
+    TypeInfo,
     decode_introspect,
     decode_introspected,
     decode_load_only,
@@ -45,7 +48,17 @@ def test_messages_survive_the_channel():
             FunctionInfo("f", None, None, None),
         ),
         globals=("a.b", "c"),
-        types=({"type_key": "t.T", "fields": []},),
+        types=(
+            TypeInfo(
+                "t.T",
+                70,
+                "ffi.Object",
+                (FieldInfo("x", -1, 3, None, '{"type_schema": "int"}'),),
+                (MethodInfo("make", "makes one", True, None),),
+                "a type",
+                ("__ffi_init__",),
+            ),
+        ),
         global_info=(GlobalMeta("a.b", "{}"), GlobalMeta("c", None)),
         module={"kind": "library"},
         errors=("e",),
@@ -84,6 +97,22 @@ def _introspected(**change):
             "reply: field 'globals' is list, expected a list of strings",
         ),
         (_introspected(types=["t"]), "reply.types[0]: not a JSON object"),
+        (
+            _introspected(
+                types=[
+                    {
+                        "type_key": "t.T",
+                        "type_index": 70,
+                        "parent_type_key": None,
+                        "fields": [{"name": "x", "static_type_index": "int", "flags": 0}],
+                        "methods": [],
+                        "doc": None,
+                        "attrs": [],
+                    }
+                ]
+            ),
+            "reply.types[0].fields[0]: field 'static_type_index' is str, expected an integer",
+        ),
         (_introspected(module="m"), "reply: field 'module' is str, expected a JSON object"),
         (
             _introspected(global_info=[{"name": "g", "metadata": 7}]),

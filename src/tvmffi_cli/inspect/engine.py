@@ -32,12 +32,22 @@ from ..abi.symbols import (
     SPECIAL_PREFIX,
 )
 from ..abi.versions import BASELINE, builtin_missing, runtime_range
-from .report import ContextSymbol, Cubin, Function, GlobalInfo, Problem, Report
+from .report import (
+    ContextSymbol,
+    Cubin,
+    FieldEntry,
+    Function,
+    GlobalInfo,
+    MethodEntry,
+    Problem,
+    Report,
+    TypeEntry,
+)
 
 if TYPE_CHECKING:
     from ..binary.cudaarch import DeviceVerdict, SupportJson
     from ..binary.model import Binary, Symbol
-    from .messages import CudaDevices, Introspected
+    from .messages import CudaDevices, Introspected, TypeInfo
 
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
 
@@ -387,17 +397,7 @@ def merge_dynamic(rep: Report, result: Introspected) -> None:
                 f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
                 _err(rep, f["symbol"], f"metadata of {f['name']}: {e}")
     rep["globals"] = list(result.globals)
-    rep["types"] = list(result.types)
-    for t in rep["types"]:
-        for kind in ("fields", "methods"):
-            for m in t.get(kind) or ():
-                raw = m.get("metadata")
-                if isinstance(raw, str):
-                    where = f"{t.get('type_key')}.{m.get('name')}"
-                    decoded = _decoded_metadata(rep, raw, where)
-                    m["metadata"] = decoded["metadata"]
-                    if "type" in decoded:
-                        m["type"] = decoded["type"]
+    rep["types"] = [_type_entry(rep, t) for t in result.types]
     if result.global_info:
         infos: dict[str, GlobalInfo] = {}
         for g in result.global_info:
@@ -414,6 +414,50 @@ def merge_dynamic(rep: Report, result: Introspected) -> None:
     for problem in result.errors:
         _err(rep, "load", problem)
     rep["warnings"].extend(result.warnings)
+
+
+def _type_entry(rep: Report, t: TypeInfo) -> TypeEntry:
+    """A registered type as the report shows it, its members' metadata
+    decoded (fields first, then methods: the order of the errors)."""
+    fields: list[FieldEntry] = []
+    for f in t.fields:
+        field: FieldEntry = {
+            "name": f.name,
+            "static_type_index": f.static_type_index,
+            "flags": f.flags,
+            "doc": f.doc,
+            "metadata": None,
+        }
+        _member_metadata(rep, field, f.metadata, f"{t.type_key}.{f.name}")
+        fields.append(field)
+    methods: list[MethodEntry] = []
+    for m in t.methods:
+        method: MethodEntry = {
+            "name": m.name,
+            "doc": m.doc,
+            "is_static": m.is_static,
+            "metadata": None,
+        }
+        _member_metadata(rep, method, m.metadata, f"{t.type_key}.{m.name}")
+        methods.append(method)
+    return {
+        "type_key": t.type_key,
+        "type_index": t.type_index,
+        "parent_type_key": t.parent_type_key,
+        "fields": fields,
+        "methods": methods,
+        "doc": t.doc,
+        "attrs": list(t.attrs),
+    }
+
+
+def _member_metadata(rep: Report, entry: GlobalInfo, raw: str | None, where: str) -> None:
+    if raw is None:
+        return
+    decoded = _decoded_metadata(rep, raw, where)
+    entry["metadata"] = decoded["metadata"]
+    if "type" in decoded:
+        entry["type"] = decoded["type"]
 
 
 def _decoded_metadata(rep: Report, raw: str, where: str) -> GlobalInfo:

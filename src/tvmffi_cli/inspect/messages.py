@@ -74,15 +74,45 @@ class CudaDevices(Frozen):
     unavailable: Optional[str] = None
 
 
+class FieldInfo(Frozen):
+    """A field of a registered type (ffi/typeinfo.py): metadata is its text."""
+
+    name: str
+    static_type_index: int
+    flags: int
+    doc: Optional[str]
+    metadata: Optional[str]
+
+
+class MethodInfo(Frozen):
+    name: str
+    doc: Optional[str]
+    is_static: bool
+    metadata: Optional[str]
+
+
+class TypeInfo(Frozen):
+    """A type the library registered (ffi/typeinfo.py), and which of
+    abi.symbols.MEMBER_ATTRS it has as type attributes."""
+
+    type_key: str
+    type_index: int
+    parent_type_key: Optional[str]
+    fields: Tuple[FieldInfo, ...]
+    methods: Tuple[MethodInfo, ...]
+    doc: Optional[str]
+    attrs: Tuple[str, ...]
+
+
 @final
 class Introspected(Frozen):
-    """The reply to Introspect. types and module are the runtime's own JSON
-    (ffi/typeinfo.py's type info, tvmffi_rt_module_describe), which the
-    report carries as they are: free-form objects, a JSON boundary."""
+    """The reply to Introspect. module is the runtime's own JSON
+    (tvmffi_rt_module_describe), which the report carries as it is: a
+    free-form object, a JSON boundary."""
 
     functions: Tuple[FunctionInfo, ...]
     globals: Tuple[str, ...]
-    types: Tuple[dict[str, Any], ...]  # free-form: the runtime's type info JSON
+    types: Tuple[TypeInfo, ...]
     global_info: Tuple[GlobalMeta, ...]
     module: Optional[dict[str, Any]]  # free-form: the runtime's module JSON
     errors: Tuple[str, ...]
@@ -131,7 +161,7 @@ def encode(msg: Message) -> JsonObject:
             for f in msg.functions
         ],
         "globals": list(msg.globals),
-        "types": list(msg.types),
+        "types": [_type_json(t) for t in msg.types],
         "global_info": [{"name": g.name, "metadata": g.metadata} for g in msg.global_info],
         "module": msg.module,
         "errors": list(msg.errors),
@@ -152,8 +182,61 @@ def encode(msg: Message) -> JsonObject:
     }
 
 
+def _type_json(t: TypeInfo) -> JsonObject:
+    return {
+        "type_key": t.type_key,
+        "type_index": t.type_index,
+        "parent_type_key": t.parent_type_key,
+        "fields": [
+            {
+                "name": f.name,
+                "static_type_index": f.static_type_index,
+                "flags": f.flags,
+                "doc": f.doc,
+                "metadata": f.metadata,
+            }
+            for f in t.fields
+        ],
+        "methods": [
+            {"name": m.name, "doc": m.doc, "is_static": m.is_static, "metadata": m.metadata}
+            for m in t.methods
+        ],
+        "doc": t.doc,
+        "attrs": list(t.attrs),
+    }
+
+
 # ---------------------------------------------------------------------------
 # the decoders
+
+
+def _type_info(t: Fields) -> TypeInfo:
+    return TypeInfo(
+        t.text("type_key"),
+        t.integer("type_index"),
+        t.text_or_none("parent_type_key"),
+        tuple(
+            FieldInfo(
+                f.text("name"),
+                f.integer("static_type_index"),
+                f.integer("flags"),
+                f.text_or_none("doc"),
+                f.text_or_none("metadata"),
+            )
+            for f in _objects(t, "fields")
+        ),
+        tuple(
+            MethodInfo(
+                m.text("name"),
+                m.text_or_none("doc"),
+                m.flag("is_static"),
+                m.text_or_none("metadata"),
+            )
+            for m in _objects(t, "methods")
+        ),
+        t.text_or_none("doc"),
+        t.texts("attrs"),
+    )
 
 
 def decode_introspect(obj: object) -> Introspect:
@@ -192,7 +275,7 @@ def decode_introspected(obj: object) -> Introspected:
         )
         for e in _objects(f, "functions")
     )
-    types = tuple(t.obj for t in _objects(f, "types"))
+    types = tuple(_type_info(t) for t in _objects(f, "types"))
     info = tuple(
         GlobalMeta(g.text("name"), g.text_or_none("metadata")) for g in _objects(f, "global_info")
     )

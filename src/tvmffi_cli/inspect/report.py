@@ -97,7 +97,35 @@ class _GlobalInfoKeys(TypedDict):
 
 
 class GlobalInfo(_GlobalInfoKeys, total=False):
+    """The metadata of a global (report["global_info"]), a field or a
+    method, and the type schema it holds."""
+
     type: dict[str, Any]  # abi/typeschema.TypeSpec.to_json()
+
+
+class FieldEntry(GlobalInfo):
+    name: str
+    static_type_index: int
+    flags: int
+    doc: Optional[str]
+
+
+class MethodEntry(GlobalInfo):
+    name: str
+    doc: Optional[str]
+    is_static: bool
+
+
+class TypeEntry(TypedDict):
+    """A type the library registered while loading (report["types"])."""
+
+    type_key: str
+    type_index: int
+    parent_type_key: Optional[str]
+    fields: list[FieldEntry]
+    methods: list[MethodEntry]
+    doc: Optional[str]
+    attrs: list[str]
 
 
 class TriedRuntime(TypedDict):
@@ -148,7 +176,7 @@ class _ReportKeys(TypedDict):
     cubins: list[Cubin]
     cuda: Optional[CudaJson]
     globals: list[str]
-    types: list[dict[str, Any]]  # free-form: the runtime's type info JSON
+    types: list[TypeEntry]
     runtime_imports: list[str]
     unsupported_imports: list[str]
     needs_runtime: bool

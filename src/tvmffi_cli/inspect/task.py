@@ -27,9 +27,12 @@ from ..sandbox.messages import JsonObject
 from .messages import (
     CudaDevice,
     CudaDevices,
+    FieldInfo,
     FunctionInfo,
     GlobalMeta,
     Introspected,
+    MethodInfo,
+    TypeInfo,
     decode_introspect,
     encode,
 )
@@ -97,8 +100,8 @@ def introspect(obj: object) -> Introspected:
         else:
             # The constructor and copy a type has as type attributes (0.1.10+
             # headers register them there, not in the method table).
-            info["attrs"] = member_attrs(rt, index, MEMBER_ATTRS)
-            types.append(info)
+            attrs = tuple(member_attrs(rt, index, MEMBER_ATTRS))
+            types.append(_type_info(info, attrs))
     try:
         module = lib.describe()
         # tvmffi's runtime describes a module as a JSON object; anything else is none
@@ -121,6 +124,24 @@ def introspect(obj: object) -> Introspected:
         tuple(errors),
         tuple(warnings),
         cuda_devices,
+    )
+
+
+def _type_info(info: Any, attrs: tuple[str, ...]) -> TypeInfo:
+    """ffi/typeinfo.type_info_dict's description of a type, as the message's."""
+    return TypeInfo(
+        info["type_key"],
+        info["type_index"],
+        info["parent_type_key"],
+        tuple(
+            FieldInfo(f["name"], f["static_type_index"], f["flags"], f["doc"], f["metadata"])
+            for f in info["fields"]
+        ),
+        tuple(
+            MethodInfo(m["name"], m["doc"], m["is_static"], m["metadata"]) for m in info["methods"]
+        ),
+        info["doc"],
+        attrs,
     )
 
 
