@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Optional, TypedDict
 
 from ..errors import InputError
 
@@ -81,6 +82,22 @@ def parse_cc(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+class SupportJson(TypedDict):
+    """Support.to_json(): inspect's --json "cuda" "device" verdict."""
+
+    compute_capability: str
+    verdict: str
+    arch: Optional[str]
+    reason: str
+
+
+class DeviceVerdict(SupportJson):
+    """A GPU's verdict (inspect's --json "cuda" "devices"): which device it is."""
+
+    device: str
+    name: str
+
+
 @dataclass(frozen=True)
 class Support:
     """Whether a library's CUDA code can run on one device.
@@ -93,7 +110,7 @@ class Support:
     arch: str | None  # the entry the loader would pick (sm_90a, compute_90)
     reason: str
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> SupportJson:
         return {
             "compute_capability": "{}.{}".format(*self.compute_capability),
             "verdict": self.verdict,

@@ -13,7 +13,7 @@ cudaarch.py says which GPU runs which code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .fatbin_format import (
     CONTAINER,
@@ -42,7 +42,7 @@ from .fatbin_format import (
 
 if TYPE_CHECKING:
     from .cudaarch import Support
-    from .fatbin_model import CudaCode
+    from .fatbin_model import CudaCode, CudaJson
     from .model import Binary
 
 
@@ -62,7 +62,7 @@ def read(binary: Binary, names: bool = True) -> CudaCode | None:
     return code
 
 
-def support_from_json(doc: dict[str, Any], cc: tuple[int, int]) -> Support:
+def support_from_json(doc: CudaJson, cc: tuple[int, int]) -> Support:
     """device_support() of a CudaCode.to_json() document (inspect's "cuda")."""
     from .cudaarch import CodeArch, device_support
 
@@ -70,7 +70,7 @@ def support_from_json(doc: dict[str, Any], cc: tuple[int, int]) -> Support:
     archs = [
         CodeArch.parse(e["arch"])
         for e in doc.get("entries") or ()
-        if e.get("role") == role and e.get("arch")
+        if e.get("role") == role and e["arch"]
     ]
     return device_support(archs, cc)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Optional, TypedDict
 
-from .cudaarch import SASS, CodeArch, Support, device_support
+from .cudaarch import SASS, CodeArch, DeviceVerdict, Support, SupportJson, device_support
 from .fatbin_format import (
     DECOMPRESS_LIMIT,
     EXECUTABLE,
@@ -16,6 +16,93 @@ from .fatbin_format import (
     KERNEL_LIST_LIMIT,
     RELOCATABLE,
 )
+
+
+class EntryJson(TypedDict):
+    """Entry.to_json() (inspect's --json "cuda" "entries")."""
+
+    index: int
+    name: Optional[str]
+    kind: str
+    arch: Optional[str]
+    sm: Optional[int]
+    variant: Optional[str]
+    role: str
+    section: str
+    container: int
+    offset: int
+    size: int
+    compression: str
+    compressed_size: Optional[int]
+    uncompressed_size: Optional[int]
+    version: str
+    debug: bool
+    flags: int
+    identifier: Optional[str]
+    truncated: bool
+    kernels: Optional[list[str]]
+    kernel_count: Optional[int]
+    kernels_note: Optional[str]
+
+
+class ContainerJson(TypedDict):
+    index: int
+    section: str
+    offset: int
+    size: int
+    version: int
+    entries: int
+
+
+class WrapperJson(TypedDict):
+    index: int
+    version: int
+    address: Optional[int]
+    section: Optional[str]
+    offset: Optional[int]
+    container: Optional[int]
+
+
+class FatbinSectionJson(TypedDict):
+    name: str
+    role: str
+    offset: int
+    size: int
+    containers: int
+    entries: int
+
+
+#: role -> {sass, ptx, compression} -> counts
+Counts = dict[str, dict[str, dict[str, int]]]
+
+
+class _CudaJsonKeys(TypedDict):
+    sections: list[FatbinSectionJson]
+    containers: list[ContainerJson]
+    wrappers: list[WrapperJson]
+    entry_count: int
+    entries_listed: int
+    truncated: bool
+    entries: list[EntryJson]
+    loaded: str
+    sass: list[str]
+    ptx: list[str]
+    summary: Counts
+    kernel_count: int
+    kernels: list[str]
+    kernels_unread: int
+    decompressed_bytes: int
+    decompress_limit: int
+
+
+class CudaJson(_CudaJsonKeys, total=False):
+    """CudaCode.to_json(): inspect's --json "cuda". Loading adds the GPUs'
+    verdicts (inspect/engine.py): `device` (cuda:0's, or the one asked for),
+    `devices` and, when none was judged, `devices_note`."""
+
+    device: Optional[SupportJson]
+    devices: list[DeviceVerdict]
+    devices_note: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -47,7 +134,7 @@ class Entry:
     def debug(self) -> bool:
         return bool(self.flags & FLAG_DEBUG)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EntryJson:
         return {
             "index": self.index,
             "name": self.name,
@@ -83,7 +170,7 @@ class Container:
     version: int
     entries: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ContainerJson:
         return {
             "index": self.index,
             "section": self.section,
@@ -105,7 +192,7 @@ class Wrapper:
     offset: int | None  # within that section
     container: int | None  # the container that starts there
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> WrapperJson:
         return {
             "index": self.index,
             "version": self.version,
@@ -127,7 +214,7 @@ class FatbinSection:
     containers: int
     entries: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FatbinSectionJson:
         return {
             "name": self.name,
             "role": self.role,
@@ -156,7 +243,7 @@ class CudaCode:
     wrappers: tuple[Wrapper, ...]
     entries: tuple[Entry, ...]  # the first ENTRY_LIST_LIMIT
     entry_count: int
-    summary: dict[str, dict[str, dict[str, int]]]  # role -> {sass, ptx, compression} -> counts
+    summary: Counts
     problems: tuple[Problem, ...]
     decompressed_bytes: int = 0
     limit: int = DECOMPRESS_LIMIT
@@ -202,7 +289,7 @@ class CudaCode:
         names = list(seen)
         return names[:KERNEL_LIST_LIMIT], len(names), unread
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CudaJson:
         kernels, count, unread = self.kernels()
         loaded = self.summary.get(self.loaded_role, {})
         return {

@@ -45,6 +45,21 @@ def detail_limit() -> int:
     return int(v) if v.isdigit() and int(v) > 0 else DETAIL_LIMIT
 
 
+class _ModuleJsonKeys(TypedDict):
+    index: int
+    kind: str
+    imports: list[int]
+    blob_size: int | None
+    blob_offset: int | None
+
+
+class ModuleJson(_ModuleJsonKeys, total=False):
+    """Module.to_json() (inspect's --json "modules")."""
+
+    import_count: int
+    details: modformats.GpuModuleJson | modformats.OpaqueJson
+
+
 class Module:
     __slots__ = (
         "index",
@@ -83,15 +98,24 @@ class Module:
         self.blob = blob  # bytes (bounded by the symbol) or None for _lib
         self.details = None  # filled by modformats
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, object] = {
-            "index": self.index,
-            "kind": self.kind,
-            "imports": list(self.imports),
-            **({} if self.import_count is None else {"import_count": self.import_count}),
-            "blob_size": self.blob_size,
-            "blob_offset": self.blob_offset,
-        }
+    def to_json(self) -> ModuleJson:
+        if self.import_count is None:
+            d: ModuleJson = {
+                "index": self.index,
+                "kind": self.kind,
+                "imports": list(self.imports),
+                "blob_size": self.blob_size,
+                "blob_offset": self.blob_offset,
+            }
+        else:  # between imports and blob_size in the document
+            d = {
+                "index": self.index,
+                "kind": self.kind,
+                "imports": list(self.imports),
+                "import_count": self.import_count,
+                "blob_size": self.blob_size,
+                "blob_offset": self.blob_offset,
+            }
         if self.details is not None:
             d["details"] = self.details.to_json()
         return d
@@ -138,7 +162,7 @@ class LibraryBin:
             "kinds": dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # a JSON boundary (tests, tools)
         return {
             "symbol_size": self.symbol_size,
             "nbytes": self.nbytes,

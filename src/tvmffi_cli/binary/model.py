@@ -120,7 +120,7 @@ class Symbol:
         self.binding = binding  # "global" | "weak"
         self._sec = sec  # the Section object, used to map to a file offset
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # a symbol as JSON (a JSON boundary)
         return {
             "name": self.name,
             "address": self.value,

@@ -16,11 +16,63 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, TypedDict, Union, final
 
 from ..abi.dtypes import format_dtype as dtype_str
 from .fatbin_format import EM_CUDA, FATBIN_MAGIC
 from .reader import LibBinError, Problem, Reader
+
+
+class _FuncJsonKeys(TypedDict):
+    name: str
+    arg_types: list[str]
+    launch_param_tags: list[str]
+
+
+class FuncJson(_FuncJsonKeys, total=False):
+    """FuncInfo.to_json() (inspect's --json modules[].details.functions)."""
+
+    arg_extra_tags: list[int]
+    key: str
+    omitted: int
+
+
+class PayloadJson(TypedDict, total=False):
+    """Payload.to_json(): `type` always, the others when known."""
+
+    type: str
+    e_machine: int
+    arch: str
+
+
+class _GpuModuleJsonKeys(TypedDict):
+    format: str
+    functions: list[FuncJson]
+    payload_size: int
+
+
+@final  # (so that `"format" in details` tells it from OpaqueJson)
+class GpuModuleJson(_GpuModuleJsonKeys, total=False):
+    """GpuModule.to_json() (inspect's --json modules[].details)."""
+
+    payload_offset: int
+    sources: list[str]
+    shaders: list[str]
+    layout: str
+    payload: PayloadJson
+
+
+class Preview(TypedDict):
+    hex: str
+    ascii: str
+
+
+@final
+class OpaqueJson(TypedDict):
+    """Opaque.to_json() (inspect's --json modules[].details)."""
+
+    size: int
+    preview: Preview
 
 
 @dataclass(frozen=True)
@@ -36,8 +88,8 @@ class FuncInfo:
     key: Optional[str] = None
     omitted: Optional[int] = None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, object] = {
+    def to_json(self) -> FuncJson:
+        d: FuncJson = {
             "name": self.name,
             "arg_types": list(self.arg_types),
             "launch_param_tags": list(self.launch_param_tags),
@@ -63,15 +115,15 @@ class Part:
 
 @dataclass(frozen=True)
 class Payload:
-    """What a GPU payload is (analyze_payload): type elf | cubin | fatbin |
+    """What a GPU payload is (read_payload): type elf | cubin | fatbin |
     ptx | text | binary; e_machine of an ELF; arch (sm_XX) of a cubin or PTX."""
 
     type: str
     e_machine: Optional[int] = None
     arch: Optional[str] = None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, object] = {"type": self.type}
+    def to_json(self) -> PayloadJson:
+        d: PayloadJson = {"type": self.type}
         if self.e_machine is not None:
             d["e_machine"] = self.e_machine
         if self.arch is not None:
@@ -103,9 +155,9 @@ class GpuModule:
     layout: Optional[str] = None
     payload: Optional[Payload] = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GpuModuleJson:
         t = self.tail
-        d: dict[str, object] = {
+        d: GpuModuleJson = {
             "format": self.format,
             "functions": [f.to_json() for f in self.functions],
             "payload_size": t.payload_size,
@@ -131,7 +183,7 @@ class Opaque:
     hex: str
     ascii: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OpaqueJson:
         return {"size": self.size, "preview": {"hex": self.hex, "ascii": self.ascii}}
 
 
@@ -319,11 +371,6 @@ def decode_gpu(kind: str, blob: bytes) -> tuple[GpuModule, bytes | None]:
 def opaque(data: bytes | bytearray | memoryview) -> Opaque:
     head = bytes(data[:PREVIEW])
     return Opaque(len(data), head.hex(), "".join(chr(c) if 32 <= c < 127 else "." for c in head))
-
-
-def analyze_payload(data: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """read_payload(data).to_json() (inspect's cubin symbols)."""
-    return read_payload(data).to_json()
 
 
 def read_payload(data: bytes | bytearray | memoryview) -> Payload:

@@ -13,12 +13,15 @@ reported by the CLI).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..inspect.engine import run as run_report
 
+if TYPE_CHECKING:
+    from ..inspect.report import Report
 
-def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
+
+def emit(rep: Report, as_json: bool, path: str) -> int:
     """Print the report and return the exit code (0, or 1 with one stderr line)."""
     import sys
 
@@ -26,12 +29,12 @@ def emit(rep: dict[str, Any], as_json: bool, path: str) -> int:
         from . import jsonout
 
         # `path` stays for existing readers; `library` is the contract's name.
-        jsonout.emit(rep, library=rep.get("path"), runtime=rep.get("runtime"))
+        jsonout.emit(dict(rep), library=rep["path"], runtime=rep.get("runtime"))
     else:
         from .. import text
         from ..render.inspect import render
 
-        rep = text.terminal_clean(rep)
+        rep = text.terminal_clean(rep)  # the same document, its strings made inert
         render(rep)
         if rep.get("mode") == "loaded":
             from . import sandbox_opts
@@ -57,38 +60,31 @@ def run(argv: list[str]) -> int | None:
     with --static/--json/--timeout S/--runtime P/--no-sandbox/--memory-limit
     SIZE) and returns the exit code, or None for anything else (e.g. --help)
     so the caller falls back to the click command."""
-    opts: dict[str, Any] = {
-        "static": False,
-        "json": False,
-        "timeout": 30.0,
-        "runtime": None,
-        "no_sandbox": False,
-        "memory-limit": None,
-        "verify_range": False,
-    }
+    static = as_json = no_sandbox = verify_range = False
+    valued: dict[str, str] = {}  # --timeout, --runtime, --memory-limit: their text
     paths: list[str] = []
     it = iter(argv)
     for a in it:
         if a == "--static":
-            opts["static"] = True
+            static = True
         elif a == "--json":
-            opts["json"] = True
+            as_json = True
         elif a == "--no-sandbox":
-            opts["no_sandbox"] = True
+            no_sandbox = True
         elif a == "--verify-range":
-            opts["verify_range"] = True
+            verify_range = True
         elif a in ("--timeout", "--runtime", "--memory-limit"):
             v = next(it, None)
             if v is None:
                 return None
-            opts[a[2:]] = v
+            valued[a] = v
         elif a.startswith("-") and a != "-":
             return None
         else:
             paths.append(a)
     if len(paths) != 1:
         return None
-    if opts["static"]:
+    if static:
         import gc
 
         # A static read makes ~5 objects per exported function, freed by
@@ -97,26 +93,22 @@ def run(argv: list[str]) -> int | None:
         gc.disable()
     from .numbers import seconds
 
-    opts["timeout"] = seconds(opts["timeout"], "--timeout")
-    if opts["no_sandbox"] or opts["memory-limit"] is not None:
+    timeout = seconds(valued.get("--timeout", 30.0), "--timeout")
+    runtime = valued.get("--runtime")
+    memory_limit = valued.get("--memory-limit")
+    if no_sandbox or memory_limit is not None:
         from . import sandbox_opts
 
-        sandbox_opts.apply(bool(opts["no_sandbox"]), opts["memory-limit"])
+        sandbox_opts.apply(no_sandbox, memory_limit)
     from . import wheel_input
 
-    _check_verify(opts["verify_range"], opts["static"], wheel_input.is_bundle(paths[0]))
+    _check_verify(verify_range, static, wheel_input.is_bundle(paths[0]))
     if wheel_input.is_bundle(paths[0]):
-        return wheel_input.inspect(
-            paths[0], opts["static"], opts["json"], opts["timeout"], opts["runtime"]
-        )
+        return wheel_input.inspect(paths[0], static, as_json, timeout, runtime)
     rep = run_report(
-        paths[0],
-        static=opts["static"],
-        timeout=opts["timeout"],
-        runtime=opts["runtime"],
-        verify_range=opts["verify_range"],
+        paths[0], static=static, timeout=timeout, runtime=runtime, verify_range=verify_range
     )
-    return emit(rep, opts["json"], paths[0])
+    return emit(rep, as_json, paths[0])
 
 
 def _check_verify(verify_range: bool, static: bool, bundle: bool) -> None:

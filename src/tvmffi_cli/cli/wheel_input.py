@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ..inspect.report import Runtime
 
 
 def is_bundle(path: str) -> bool:
@@ -16,10 +19,10 @@ def is_bundle(path: str) -> bool:
     return os.path.isdir(path) or (path.lower().endswith(".whl") and os.path.isfile(path))
 
 
-def _emit_json(res: Any, runtimes: dict[str, Any] | None = None) -> None:
+def _emit_json(res: Any, runtimes: Mapping[str, Optional[Runtime]] | None = None) -> None:
     """The wheel document; each library's report gets the contract keys of
     its own command's --json (its runtime: from `runtimes` by library path,
-    else the report's own)."""
+    else the report's own; None: none could be chosen)."""
     from . import jsonout
 
     doc = res.to_json()
@@ -31,7 +34,9 @@ def _emit_json(res: Any, runtimes: dict[str, Any] | None = None) -> None:
     sys.stdout.write(jsonout.dumps(jsonout.contract(doc, library=doc.get("library"))) + "\n")
 
 
-def _finish(res: Any, as_json: bool, runtimes: dict[str, Any] | None = None) -> int:
+def _finish(
+    res: Any, as_json: bool, runtimes: Mapping[str, Optional[Runtime]] | None = None
+) -> int:
     if as_json:
         _emit_json(res, runtimes)
     else:
@@ -97,7 +102,7 @@ def conform(
 ) -> int:
     from ..wheel import conform_bundle, open_bundle
 
-    runtimes: dict[str, Any] = {}
+    runtimes: dict[str, Runtime | None] = {}
 
     def recording(lib: str) -> Any:
         from .sandbox_opts import runtime_json

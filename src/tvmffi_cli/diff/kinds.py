@@ -125,7 +125,7 @@ class Change:
     def note(self) -> bool:
         return self.kind in NOTES
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # diff's --json (a JSON boundary)
         return {
             "kind": self.kind,
             "subject": self.subject,
@@ -144,7 +144,7 @@ class SideRange:
     releases: tuple[str, ...]
     basis: str  # "symbols" | "loading" | "loading and symbols"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # diff's --json (a JSON boundary)
         return {"releases": list(self.releases), "basis": self.basis}
 
 
@@ -189,7 +189,7 @@ class DiffResult:
     def exit_code(self) -> int:
         return {"incompatible": 1, "cannot judge": 2}.get(self.verdict, 0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # diff's --json (a JSON boundary)
         out: dict[str, Any] = {
             "old": self.old_path,
             "new": self.new_path,

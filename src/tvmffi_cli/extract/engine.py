@@ -33,12 +33,14 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..abi.symbols import LIBRARY_BIN
 from ..errors import FormatError, InputError
+
+if TYPE_CHECKING:
+    from ..binary.fatbin_model import CudaJson
 
 MAX_NAME = 96
 MANIFEST = "manifest.json"
@@ -77,7 +79,7 @@ class Entry:
     sha256: str
     kernels: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # extract's --json (a JSON boundary)
         return {
             "file": self.file,
             "kind": self.kind,
@@ -104,7 +106,7 @@ class ModuleNode:
     blob_offset: int | None  # within the symbol; None for _lib
     file: str | None = None  # the module<index>-<kind>.bin written for it (None for _lib)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # extract's --json (a JSON boundary)
         return {
             "index": self.index,
             "kind": self.kind,
@@ -124,7 +126,7 @@ class ExtractResult:
     modules: tuple[ModuleNode, ...] = ()
     root: int | None = None  # index of the root module (the loader returns module 0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # extract's --json (a JSON boundary)
         return {
             "library": self.library,
             "directory": self.directory,
@@ -192,13 +194,9 @@ class Collected:
 
 def collect(path: str) -> Collected:
     """Read what there is to extract (static only: the file's bytes)."""
-    from ..binary import libbin, modformats
-    from ..binary import open_binary as _open
-    from ..inspect.engine import static_report as _report
+    from ..binary import libbin, modformats, open_binary
+    from ..inspect.engine import static_report
 
-    # inspect's report is a JSON document (not typed yet): seen through a typed name.
-    open_binary: Callable[[str], Any] = _open
-    static_report: Callable[[Any], dict[str, Any]] = _report
     items: list[_Item] = []
     errors: list[str] = []
     nodes: list[ModuleNode] = []
@@ -327,7 +325,7 @@ EXTRACT_DECOMPRESS_LIMIT = 1 << 30
 _PACKED_EXT = {"lz4": ".lz4", "zstd": ".zst"}
 
 
-def _fatbin_items(b: Any, cuda: dict[str, Any] | None) -> list[_Item]:
+def _fatbin_items(b: Any, cuda: CudaJson | None) -> list[_Item]:
     """The entries of the library's fat binaries (report["cuda"])."""
     if not cuda:
         return []

@@ -11,7 +11,7 @@ parser into a `TypeRef` tree, so neither command re-reads symbols or JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from ..abi.structs import STATIC_TYPE_NAMES, kTVMFFIFieldFlagBitMaskWritable
 from ..abi.versions import release_of_label
 from ..errors import FormatError
 from .hosting import LOAD_FAILED  # the inspect engine's words (engine.dynamic_part)
+from .report import Report
 
 #: One node of a parsed type schema: the one model of abi/typeschema.py (the
 #: same for every release's format), under the name stubs and diff use.
@@ -196,7 +197,7 @@ def _field_type(f: Mapping[str, Any], where: str, problems: list[str]) -> TypeRe
     return None  # Any, or a dynamic (registered) type without a schema
 
 
-def _types(rep: Mapping[str, Any], problems: list[str]) -> tuple[ObjectType, ...]:
+def _types(rep: Report, problems: list[str]) -> tuple[ObjectType, ...]:
     out = []
     for t in rep.get("types") or ():
         key = str(t.get("type_key"))
@@ -225,7 +226,7 @@ def _types(rep: Mapping[str, Any], problems: list[str]) -> tuple[ObjectType, ...
     return tuple(sorted(out, key=lambda o: o.key))
 
 
-def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
+def _modules(rep: Report) -> tuple[EmbeddedModule, ...]:
     seen: dict[str, int] = {}
     out = []
     for m in rep.get("modules") or ():
@@ -234,21 +235,17 @@ def _modules(rep: Mapping[str, Any]) -> tuple[EmbeddedModule, ...]:
             continue
         n = seen.get(kind, 0)
         seen[kind] = n + 1
-        details = m.get("details") or {}
-        kernels = tuple(
-            Kernel(str(f.get("name")), tuple(str(a) for a in f.get("arg_types") or ()))
-            for f in details.get("functions") or ()
-        )
-        payload = details.get("payload") or {}
-        out.append(
-            EmbeddedModule(
-                f"{kind}#{n}", int(m.get("index", 0)), kind, kernels, payload.get("type")
-            )
-        )
+        details = m.get("details")
+        kernels: tuple[Kernel, ...] = ()
+        payload: str | None = None
+        if details is not None and "format" in details:  # a GPU module's
+            kernels = tuple(Kernel(f["name"], tuple(f["arg_types"])) for f in details["functions"])
+            payload = details.get("payload", {}).get("type")
+        out.append(EmbeddedModule(f"{kind}#{n}", int(m.get("index", 0)), kind, kernels, payload))
     return tuple(out)
 
 
-def load_failure(rep: Mapping[str, Any]) -> str | None:
+def load_failure(rep: Report) -> str | None:
     """The message when the report asked for the loaded view but loading failed."""
     for e in rep.get("errors") or ():
         if (
@@ -260,7 +257,7 @@ def load_failure(rep: Mapping[str, Any]) -> str | None:
     return None
 
 
-def from_report(rep: Mapping[str, Any]) -> Api:
+def from_report(rep: Report) -> Api:
     """The API model of an inspect report (static or loaded). A report whose
     loading failed counts as static: it knows no globals or types."""
     problems: list[str] = []
@@ -282,21 +279,20 @@ def from_report(rep: Mapping[str, Any]) -> Api:
                 _arg_names(raw),
             )
         )
-    check = rep.get("runtime_range_check") or {}
-    runs_on = [
-        str(r) for r in (check.get("runs_on") if check else rep.get("runtime_releases")) or ()
-    ]
+    check = rep.get("runtime_range_check")
+    runs_on = list(check["runs_on"] if check else rep.get("runtime_releases", []))
     failures = [
-        (str(x.get("release")), str(x.get("message", "")))
-        for x in check.get("loads") or ()
-        if x.get("status") == "fails"
+        (x["release"], x["message"])
+        for x in (check["loads"] if check else ())
+        if x["status"] == "fails"
     ]
     # Releases auto tried while loading it, and that failed, are known too.
-    for t in (rep.get("runtime") or {}).get("tried") or ():
-        release = release_of_label(str(t.get("runtime", "")))
+    rt = rep.get("runtime")
+    for tried in rt.get("tried", []) if rt else ():
+        release = release_of_label(tried["runtime"])
         if release is not None and release in runs_on:
             runs_on.remove(release)
-            failures.append((release, str(t.get("error", ""))))
+            failures.append((release, tried["error"]))
     basis = str(rep.get("runtime_range_basis") or "symbols")
     if basis == "symbols" and failures:
         basis = "loading and symbols"
@@ -325,11 +321,10 @@ def inspect_library(
     timeout: float = 30.0,
     runtime: str | None = None,
     verify_range: bool = False,
-) -> dict[str, Any]:
+) -> Report:
     """The inspect report of `path` (the one place stubs/diff ask for it)."""
-    from .engine import run as _run
+    from .engine import run
 
-    run: Callable[..., dict[str, Any]] = _run
     return run(path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range)
 
 
@@ -339,7 +334,7 @@ def load_api(
     timeout: float = 30.0,
     runtime: str | None = None,
     verify_range: bool = False,
-) -> tuple[Api, dict[str, Any]]:
+) -> tuple[Api, Report]:
     rep = inspect_library(
         path, static=static, timeout=timeout, runtime=runtime, verify_range=verify_range
     )

@@ -5,8 +5,8 @@ by default the library is also loaded in a child process (tvmffi_cli.sandbox,
 task "inspect.task") for metadata, docs, globals and types. `static=True` never
 runs any code of the library.
 
-    run(path, static=False, timeout=30.0, runtime=None) -> report dict
-    static_report(binary) -> report dict of an opened Binary
+    run(path, static=False, timeout=30.0, runtime=None) -> Report (inspect/report.py)
+    static_report(binary) -> Report of an opened Binary
 Problems found in the file are collected in report["errors"]; a file that
 cannot be read as a library raises InputError/FormatError (from open_binary).
 """
@@ -32,18 +32,28 @@ from ..abi.symbols import (
     SPECIAL_PREFIX,
 )
 from ..abi.versions import BASELINE, builtin_missing, runtime_range
+from .report import (
+    ContextSymbol,
+    Cubin,
+    FieldEntry,
+    Function,
+    GlobalInfo,
+    MethodEntry,
+    Problem,
+    Report,
+    TypeEntry,
+)
 
 if TYPE_CHECKING:
+    from ..binary.cudaarch import DeviceVerdict, SupportJson
     from ..binary.model import Binary, Symbol
-
-#: The report: the --json document of `tvmffi inspect`.
-Report = dict[str, Any]
+    from .messages import CudaDevices, Introspected, TypeInfo
 
 CUBIN_PREVIEW = 4096  # enough of a payload to identify it
 
 
 def _err(report: Report, where: str, message: str, offset: int | None = None) -> None:
-    e: dict[str, Any] = {"where": where, "message": message}
+    e: Problem = {"where": where, "message": message}
     if offset is not None:
         e["offset"] = offset
     report["errors"].append(e)
@@ -84,7 +94,7 @@ def static_report(binary: Binary) -> Report:
         "errors": [],
         "warnings": list(b.warnings),
     }
-    rep.update({k: v for k, v in b.extra.items() if k not in rep})
+    _extra(rep, b)
 
     syms = b.find_symbols((FUNC_PREFIX, CTX_PREFIX))
     # One pass over the matches: functions, special symbols, getters, context.
@@ -116,7 +126,7 @@ def static_report(binary: Binary) -> Report:
     add_function = rep["functions"].append
     for s in funcs:
         name = s.name[nf:]
-        f: dict[str, Any] = {
+        f: Function = {
             "name": name,
             "symbol": s.name,
             "address": s.value,
@@ -159,7 +169,7 @@ def static_report(binary: Binary) -> Report:
     # Context symbols: writable pointers the loader fills with C API entries.
     for s in sorted(ctx_syms, key=lambda s: s.name):
         api = s.name[2:]
-        c = {
+        c: ContextSymbol = {
             "name": s.name,
             "api": api,
             "known": api in C_API,
@@ -220,13 +230,17 @@ def static_report(binary: Binary) -> Report:
             data = None
         if data is not None:
             lb = libbin.decode(data, detail_limit=libbin.detail_limit())
+            summary = lb.summary()
             rep["library_bin"] = {
                 "address": lbs.value,
                 "symbol_size": lb.symbol_size,
                 "nbytes": lb.nbytes,
                 "root": lb.root,
                 "section": lbs.section,
-                **lb.summary(),
+                "module_count": summary["module_count"],
+                "modules_listed": summary["modules_listed"],
+                "truncated": summary["truncated"],
+                "kinds": summary["kinds"],
             }
             rep["modules"] = [m.to_json() for m in lb.modules]
             for problem in lb.errors:
@@ -249,6 +263,19 @@ def static_report(binary: Binary) -> Report:
     return rep
 
 
+def _extra(rep: Report, b: Binary) -> None:
+    """The format's own keys (Binary.extra), in the order the reader found them."""
+    for key, value in b.extra.items():
+        if key == "runpath":
+            rep["runpath"] = value
+        elif key == "rpath":
+            rep["rpath"] = value
+        elif key == "fat_slices":
+            rep["fat_slices"] = value
+        elif key == "imports_by_dll":
+            rep["imports_by_dll"] = value
+
+
 def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list[Symbol]) -> None:
     if not candidates:
         return
@@ -260,7 +287,7 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list
             continue
         name = n[len(CUBIN_PREFIX) :]
         end = by_name.get(n + "_end")
-        c: dict[str, Any] = {"name": name, "symbol": n, "address": s.value, "size": None}
+        c: Cubin = {"name": name, "symbol": n, "address": s.value, "size": None}
         if end is not None and end.section == s.section and end.value >= s.value:
             size = end.value - s.value
         elif end is not None:
@@ -282,46 +309,57 @@ def _cubins(b: Binary, by_name: dict[str, Symbol], rep: Report, candidates: list
             if size > avail:
                 _err(rep, n, f"{n} claims {size} bytes but its section holds only {avail}")
             head = bytes(b.data[off : off + max(0, min(size, avail, CUBIN_PREVIEW))])
-            c.update(modformats.analyze_payload(head))
+            p = modformats.read_payload(head)
+            # the keys of Payload.to_json(), in its order
+            c["type"] = p.type
+            if p.e_machine is not None:
+                c["e_machine"] = p.e_machine
+            if p.arch is not None:
+                c["arch"] = p.arch
         except ValueError:
             _err(rep, n, f"{n} has no bytes in the file")
         rep["cubins"].append(c)
 
 
-def cuda_support(rep: Report, cc: tuple[int, int]) -> dict[str, Any] | None:
+def cuda_support(rep: Report, cc: tuple[int, int]) -> SupportJson | None:
     """Whether a device of compute capability cc = (major, minor) runs the
     CUDA code of the report: stored as rep["cuda"]["device"] and returned
     (None when the library has no fat binary). Pure: the caller queries the
     device."""
     from ..binary import fatbin
 
-    if rep.get("cuda") is None:
+    cuda = rep.get("cuda")
+    if cuda is None:
         return None
-    device = fatbin.support_from_json(rep["cuda"], cc).to_json()
-    rep["cuda"]["device"] = device
+    device = fatbin.support_from_json(cuda, cc).to_json()
+    cuda["device"] = device
     return device
 
 
-def _merge_cuda_devices(rep: Report, found: Any) -> None:
-    """The worker's answer to "cuda_devices": {"devices": [{ordinal, name,
-    compute_capability: [major, minor]}]} or {"unavailable": reason}. Each
-    device gets the verdict of cuda_support; "device" is cuda:0's."""
+def _merge_cuda_devices(rep: Report, found: CudaDevices | None) -> None:
+    """The worker's answer to Introspect.cuda_devices: each device gets the
+    verdict of cuda_support; "device" is cuda:0's."""
     cuda = rep.get("cuda")
-    if cuda is None or not isinstance(found, dict):
+    if cuda is None or found is None:
         return
-    verdicts: list[dict[str, Any]] = []
-    for d in found.get("devices") or []:
-        try:
-            cc = (int(d["compute_capability"][0]), int(d["compute_capability"][1]))
-            ordinal, name = int(d["ordinal"]), str(d["name"])[:256]
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
-        v = cuda_support(rep, cc) or {}
-        verdicts.append({**v, "device": f"cuda:{ordinal}", "name": name})
+    verdicts: list[DeviceVerdict] = []
+    for d in found.devices:
+        # cuda_support also sets cuda["device"]: the key keeps its place in the document
+        v = cuda_support(rep, d.compute_capability)
+        assert v is not None  # rep has CUDA code
+        verdicts.append(
+            {
+                "compute_capability": v["compute_capability"],
+                "verdict": v["verdict"],
+                "arch": v["arch"],
+                "reason": v["reason"],
+                "device": f"cuda:{d.ordinal}",
+                "name": d.name[:256],
+            }
+        )
     cuda["devices"] = verdicts
     cuda["device"] = verdicts[0] if verdicts else None
-    note = found.get("unavailable")
-    cuda["devices_note"] = None if verdicts else str(note or "no CUDA device")[:512]
+    cuda["devices_note"] = None if verdicts else (found.unavailable or "no CUDA device")[:512]
 
 
 def _host_loadable(binary: Binary) -> bool:
@@ -332,20 +370,20 @@ def _host_loadable(binary: Binary) -> bool:
     return binary.format == "elf" and binary.arch == host and binary.kind == "shared"
 
 
-def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
-    """Fold the child's "introspect" result into the static report."""
+def merge_dynamic(rep: Report, result: Introspected) -> None:
+    """Fold the child's Introspected reply into the static report."""
     from ..abi import typeschema as schema
     from ..errors import FormatError
 
-    dyn = result.get("functions") or {}
+    dyn = {d.name: d for d in result.functions}
     for f in rep["functions"]:
         d = dyn.get(f["name"])
-        if not d:
+        if d is None:
             continue
-        if d.get("doc") is not None:
-            f["doc"] = d["doc"]
-        raw = d.get("metadata_raw")
-        md = d.get("metadata")
+        if d.doc is not None:
+            f["doc"] = d.doc
+        raw = d.metadata_raw
+        md = d.metadata
         if md is not None or raw is not None:
             try:
                 parsed, spec = schema.parse_metadata(raw if raw is not None else md)
@@ -358,32 +396,71 @@ def merge_dynamic(rep: Report, result: dict[str, Any]) -> None:
             except FormatError as e:
                 f["metadata"] = md if isinstance(md, dict) else {"raw": raw}
                 _err(rep, f["symbol"], f"metadata of {f['name']}: {e}")
-        if "signature" not in f and d.get("signature"):
-            f["signature"] = d["signature"]
-    rep["globals"] = list(result.get("globals") or [])
-    rep["types"] = list(result.get("types") or [])
-    for t in rep["types"]:
-        for kind in ("fields", "methods"):
-            for m in t.get(kind) or ():
-                _metadata_object(rep, m, f"{t.get('type_key')}.{m.get('name')}")
-    if result.get("global_info"):
-        rep["global_info"] = result["global_info"]
-        for name, info in rep["global_info"].items():
-            _metadata_object(rep, info, f"global {name}")
-    if result.get("module") is not None:
-        rep["loaded_module"] = result["module"]
-    _merge_cuda_devices(rep, result.get("cuda_devices"))
-    for problem in result.get("errors") or []:
-        _err(
-            rep,
-            "load",
-            problem if isinstance(problem, str) else str(problem.get("message", problem)),
-        )
-    for w in result.get("warnings") or []:
-        rep["warnings"].append(str(w))
+    rep["globals"] = list(result.globals)
+    rep["types"] = [_type_entry(rep, t) for t in result.types]
+    if result.global_info:
+        infos: dict[str, GlobalInfo] = {}
+        for g in result.global_info:
+            where = f"global {g.name}"
+            infos[g.name] = (
+                {"metadata": None}
+                if g.metadata is None
+                else _decoded_metadata(rep, g.metadata, where)
+            )
+        rep["global_info"] = infos
+    if result.module is not None:
+        rep["loaded_module"] = result.module
+    _merge_cuda_devices(rep, result.cuda_devices)
+    for problem in result.errors:
+        _err(rep, "load", problem)
+    rep["warnings"].extend(result.warnings)
 
 
-def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
+def _type_entry(rep: Report, t: TypeInfo) -> TypeEntry:
+    """A registered type as the report shows it, its members' metadata
+    decoded (fields first, then methods: the order of the errors)."""
+    fields: list[FieldEntry] = []
+    for f in t.fields:
+        field: FieldEntry = {
+            "name": f.name,
+            "static_type_index": f.static_type_index,
+            "flags": f.flags,
+            "doc": f.doc,
+            "metadata": None,
+        }
+        _member_metadata(rep, field, f.metadata, f"{t.type_key}.{f.name}")
+        fields.append(field)
+    methods: list[MethodEntry] = []
+    for m in t.methods:
+        method: MethodEntry = {
+            "name": m.name,
+            "doc": m.doc,
+            "is_static": m.is_static,
+            "metadata": None,
+        }
+        _member_metadata(rep, method, m.metadata, f"{t.type_key}.{m.name}")
+        methods.append(method)
+    return {
+        "type_key": t.type_key,
+        "type_index": t.type_index,
+        "parent_type_key": t.parent_type_key,
+        "fields": fields,
+        "methods": methods,
+        "doc": t.doc,
+        "attrs": list(t.attrs),
+    }
+
+
+def _member_metadata(rep: Report, entry: GlobalInfo, raw: str | None, where: str) -> None:
+    if raw is None:
+        return
+    decoded = _decoded_metadata(rep, raw, where)
+    entry["metadata"] = decoded["metadata"]
+    if "type" in decoded:
+        entry["type"] = decoded["type"]
+
+
+def _decoded_metadata(rep: Report, raw: str, where: str) -> GlobalInfo:
     """The metadata text of a global, field or method as the JSON object it
     holds (as for functions), plus "type": its type schema in the one model
     whichever release wrote it. Text that is not a JSON object stays as
@@ -391,22 +468,19 @@ def _metadata_object(rep: Report, entry: dict[str, Any], where: str) -> None:
     from ..abi import typeschema as schema
     from ..errors import FormatError
 
-    raw = entry.get("metadata")
-    if not isinstance(raw, str):
-        return
     try:
-        entry["metadata"] = schema.decode_metadata(raw)
+        out: GlobalInfo = {"metadata": schema.decode_metadata(raw)}
     except FormatError as e:
-        entry["metadata"] = {"raw": raw}
         _err(rep, where, f"metadata: {e}")
-        return
+        return {"metadata": {"raw": raw}}
     try:
-        spec = schema.parse_metadata(entry["metadata"])[1]
+        spec = schema.parse_metadata(out["metadata"])[1]
     except FormatError as e:
         _err(rep, where, f"type schema: {e}")
-        return
+        return out
     if spec is not None:
-        entry["type"] = spec.to_json()
+        out["type"] = spec.to_json()
+    return out
 
 
 def dynamic_part(
@@ -435,26 +509,28 @@ def dynamic_part(
         return
     rep["mode"] = "loaded"
     from ..binary.deps import load_read_paths
+    from .messages import Introspect, decode_introspected, encode
 
     try:
-        req: dict[str, Any] = {"path": str(path)}
         reads = load_read_paths(path)
-        if rep.get("cuda") is not None:
+        # Which GPUs can run the library's CUDA code: asked in the worker
+        # (CUDA never starts in tvmffi's own process).
+        cuda_devices = rep.get("cuda") is not None
+        if cuda_devices:
             from ..ffi.cuda import driver_read_paths
 
-            # Which GPUs can run the library's CUDA code: asked in the
-            # worker (CUDA never starts in tvmffi's own process).
-            req["cuda_devices"] = True
             reads += driver_read_paths()
-        if runtime is not None:
-            req["runtime"] = str(runtime)
-        else:
+        if runtime is None:
             from ..ffi import paths
 
             paths.runtime_library()  # a bad TVMFFI_RUNTIME is exit 2, judged before any load
-        result = cast(Any, sandbox).run_task(
-            "inspect.task", req, timeout=timeout, runtime=runtime, read_paths=reads
+        req = Introspect(str(path), None if runtime is None else str(runtime), cuda_devices)
+        got = cast(Any, sandbox).run_task(
+            "inspect.task", encode(req), timeout=timeout, runtime=runtime, read_paths=reads
         )
+        # The worker is not trusted: a reply that does not decode is a failed
+        # load (MessageError, reported below), never read in part.
+        result = decode_introspected(got)
     except InputError:
         # The child could not load the file or the runtime it was given (not a
         # loadable library, bad --runtime/TVMFFI_RUNTIME): what the user gave
@@ -477,8 +553,7 @@ def dynamic_part(
         kind = type(e).__name__
         _err(rep, "load", f"loading the library failed ({kind}: {e})")
         return
-    if isinstance(result, dict):
-        merge_dynamic(rep, result)
+    merge_dynamic(rep, result)
 
 
 def run(

@@ -18,13 +18,12 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from ..binary.model import Binary
     from ..ffi.hosts import RuntimeChoice
-
-Report = dict[str, Any]
+    from .report import Problem, Report, Runtime
 
 #: How the engine's load errors begin (engine.dynamic_part), read by api.py too.
 LOAD_FAILED = "loading the library failed"
@@ -33,11 +32,16 @@ LOAD_FAILED = "loading the library failed"
 MAX_TRIES = 3
 
 
-def _load_error(rep: Report) -> dict[str, Any] | None:
+def _load_error(rep: Report) -> Problem | None:
     for e in rep["errors"]:
-        if e.get("where") == "load" and str(e.get("message", "")).startswith(LOAD_FAILED):
-            return e  # type: ignore[no-any-return]
+        if e["where"] == "load" and e["message"].startswith(LOAD_FAILED):
+            return e
     return None
+
+
+def _runtime(choice: RuntimeChoice) -> Runtime:
+    # ffi/hosts.py builds it as a plain JSON object, of these keys
+    return cast("Runtime", choice.to_json())
 
 
 def load(
@@ -56,19 +60,19 @@ def load(
     tries = 0
     while True:
         out = copy.deepcopy(rep)
-        out["runtime"] = choice.to_json()
+        out["runtime"] = _runtime(choice)
         dynamic_part(out, b, path, timeout, choice.path)
         tries += 1
         err = _load_error(out)
         if err is None:
             return out
-        why = str(err["message"]).removeprefix("loading the library failed").lstrip(": ")
+        why = err["message"].removeprefix("loading the library failed").lstrip(": ")
         nxt = hosts.fallback(path, choice, why) if tries < MAX_TRIES else None
         if nxt is None:
             if hosts.MISSING_DEPENDENCY not in why:
-                err["message"] = str(err["message"]) + hosts.hint(path, choice)
+                err["message"] += hosts.hint(path, choice)
             if choice.tried:
-                out["runtime"] = choice.to_json()
+                out["runtime"] = _runtime(choice)
             return out
         choice = nxt
 

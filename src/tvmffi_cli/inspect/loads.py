@@ -39,13 +39,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 LOADS, FAILS, NOT_CHECKED = "loads", "fails", "not-checked"
 #: cover() only: NEW lacks a runtime symbol of the release (not loaded: lazy
 #: binding could hide that); a load not needed to judge the release.
 NO_SYMBOLS, NOT_NEEDED = "lacks-symbols", "not-needed"
 _STATUSES = (LOADS, FAILS, NOT_CHECKED, NO_SYMBOLS, NOT_NEEDED)
+
+
+class ReleaseLoadJson(TypedDict):
+    """ReleaseLoad.to_json(): a helper's answer, and inspect's --json
+    "runtime_range_check" "loads"."""
+
+    release: str
+    status: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ class ReleaseLoad:
     status: str  # LOADS | FAILS | NOT_CHECKED (its runtime is not at hand)
     message: str = ""  # why it failed / was not checked
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReleaseLoadJson:
         return {"release": self.release, "status": self.status, "message": self.message}
 
     @classmethod
@@ -72,6 +81,8 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
     from ..binary.deps import load_read_paths
     from ..ffi.hosts import library_message
     from ..sandbox import process as sandbox
+    from ..sandbox.messages import MessageError
+    from .messages import Loaded, LoadOnly, decode_load_reply, encode
 
     try:
         # Output kept for the message, not relayed: a range check loads the
@@ -82,7 +93,7 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
             read_paths=[*load_read_paths(path), runtime],
             cpu_limit=sandbox.cpu_seconds(timeout),
         ) as w:
-            reply = w.call("inspect.load_task", {"path": path, "runtime": runtime}, timeout)
+            got = w.call("inspect.load_task", encode(LoadOnly(path, runtime)), timeout)
     except sandbox.ChildCrashed as e:
         said = library_message(e.stderr or "")
         how = e.signal or f"exit status {e.returncode}"
@@ -91,10 +102,13 @@ def load_on(path: str, runtime: str, timeout: float) -> tuple[bool, str]:
         )
     except sandbox.ChildTimeout:
         return False, f"did not finish loading within {timeout:g} s"
-    if isinstance(reply, dict) and reply.get("status") == "loaded":
+    try:
+        reply = decode_load_reply(got)
+    except MessageError as e:  # the worker is not trusted: a malformed reply is no load
+        return False, f"the worker's reply is malformed ({e})"[:400]
+    if isinstance(reply, Loaded):
         return True, ""
-    msg = reply.get("message") if isinstance(reply, dict) else None
-    return False, str(msg or f"unexpected reply {reply!r}")[:400]
+    return False, (reply.message or "the loader gave no reason")[:400]
 
 
 #: How a release whose runtime could not be fetched is reported (ranges.py

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from .loads import (
     FAILS,
@@ -34,6 +34,7 @@ from .loads import (
     NOT_NEEDED,
     Launch,
     ReleaseLoad,
+    ReleaseLoadJson,
     load_release,
     not_at_hand,
     run_all,
@@ -51,6 +52,26 @@ __all__ = [
     "cover",
     "verify",
 ]
+
+
+class RangeCheckJson(TypedDict):
+    """RangeCheck.to_json(): inspect's --json "runtime_range_check"."""
+
+    basis: str
+    by_symbols: list[str]
+    runs_on: list[str]
+    loads: list[ReleaseLoadJson]
+
+
+class CoverJson(TypedDict):
+    """Cover.to_json(): one release of diff's --json range coverage."""
+
+    release: str
+    verdict: str
+    new: str
+    old: str
+    new_message: str
+    old_message: str
 
 
 @dataclass(frozen=True)
@@ -83,7 +104,7 @@ class RangeCheck:
             return "symbols"
         return "loading and symbols" if self.unchecked else "loading"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RangeCheckJson:
         return {
             "basis": self.basis,
             "by_symbols": list(self.by_symbols),
@@ -210,7 +231,7 @@ class Cover:
             return self.new_message
         return self.old_message if self.old == NOT_CHECKED else self.new_message
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CoverJson:
         return {
             "release": self.release,
             "verdict": self.verdict,

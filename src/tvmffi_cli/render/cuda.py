@@ -3,12 +3,15 @@ linked into a library (the report's "cuda", binary/fatbin.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from .common import human_size
 
 if TYPE_CHECKING:
     from rich.tree import Tree
+
+    from ..binary.cudaarch import SupportJson
+    from ..binary.fatbin_model import CudaJson, EntryJson
 
 #: Entries listed one per line; more are summed up.
 ENTRY_LINES = 32
@@ -56,7 +59,7 @@ def _counts(group: dict[str, int]) -> str:
     return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in group.items())
 
 
-def _entry_line(e: dict[str, Any], escape: Callable[[str], str]) -> str:
+def _entry_line(e: EntryJson, escape: Callable[[str], str]) -> str:
     label = {"sass": "ELF", "ptx": "PTX"}.get(e["kind"], "?")
     line = f"{label} {escape(e['name'] or e['kind'])}  {human_size(e['size'])}"
     if e["compression"] != "none":
@@ -72,7 +75,7 @@ def _entry_line(e: dict[str, Any], escape: Callable[[str], str]) -> str:
     return line
 
 
-def add_cuda(tree: Tree, cuda: dict[str, Any], escape: Callable[[str], str]) -> None:
+def add_cuda(tree: Tree, cuda: CudaJson, escape: Callable[[str], str]) -> None:
     """Add the CUDA code branch for a report's non-null "cuda"."""
     where = ", ".join(f"{s['name']} {human_size(s['size'])}" for s in cuda["sections"])
     node = tree.add(f"[bold]CUDA code[/] ({where or 'no fat binary section'})")
@@ -120,14 +123,20 @@ def add_cuda(tree: Tree, cuda: dict[str, Any], escape: Callable[[str], str]) -> 
             f"relocatable device code (input of the device link, not loaded): {n} entries: "
             + "; ".join(p for p in parts if p)
         )
-    devices = cuda.get("devices") or ([cuda["device"]] if cuda.get("device") else [])
-    for device in devices:
+    # (verdict, which GPU, its name): each GPU found, else the one asked for
+    devices: list[tuple[SupportJson, str, str]] = [
+        (d, d["device"], d["name"]) for d in cuda.get("devices") or ()
+    ]
+    one = cuda.get("device")
+    if not devices and one:
+        devices = [(one, "this GPU", "")]
+    for device, who, called in devices:
         verdict = {
             "sass": f"[green]SASS {device['arch']}[/]",
             "ptx": f"[yellow]PTX JIT of {device['arch']}[/] (the first load compiles it)",
         }.get(device["verdict"], f"[red]nothing it can run[/] ({escape(device['reason'])})")
-        who = device.get("device", "this GPU")
-        name = f" {escape(device['name'])}" if device.get("name") else ""
+        name = f" {escape(called)}" if called else ""
         node.add(f"{who}{name} (compute capability {device['compute_capability']}): {verdict}")
-    if not devices and cuda.get("devices_note"):
-        node.add(f"[dim]GPUs here: none judged ({escape(cuda['devices_note'])})[/]")
+    note = cuda.get("devices_note")
+    if not devices and note:
+        node.add(f"[dim]GPUs here: none judged ({escape(note)})[/]")

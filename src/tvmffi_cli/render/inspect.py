@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import text
@@ -12,6 +11,9 @@ from .common import human_size, make_console
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.tree import Tree
+
+    from ..inspect.ranges import RangeCheckJson
+    from ..inspect.report import Function, Report
 
 
 def _short_doc(doc: str | None, n: int = 70) -> str:
@@ -28,7 +30,7 @@ DOC_MIN = 24
 _TABLE_INDENT = 4  # the tree's guide in front of the table
 
 
-def build(rep: dict[str, Any], width: int | None = None) -> Tree:
+def build(rep: Report, width: int | None = None) -> Tree:
     from rich.markup import escape as markup_escape
 
     def escape(s: str) -> str:
@@ -110,8 +112,8 @@ def build(rep: dict[str, Any], width: int | None = None) -> Tree:
             if fdoc:
                 node.add(f"[dim]{fdoc}[/]")
 
-    if rep["modules"] or rep["library_bin"]:
-        lb = rep["library_bin"] or {}
+    lb = rep["library_bin"]
+    if lb is not None:  # (modules come from it)
         mnode = tree.add(
             f"[bold]Embedded modules[/] (library_bin {human_size(lb.get('symbol_size'))}"
             f", root {lb.get('root')})"
@@ -125,8 +127,10 @@ def build(rep: dict[str, Any], width: int | None = None) -> Tree:
                 if m.get("import_count"):
                     label = label[:-1] + f", ... {m['import_count']:,} in all]"
             node = mnode.add(label)
-            d = m.get("details") or {}
-            if "format" in d:
+            d = m.get("details")
+            if d is None:
+                pass
+            elif "format" in d:
                 p = d.get("payload") or {}
                 line = f"format {escape(d['format'])}, payload {human_size(d.get('payload_size'))}"
                 if p.get("type"):
@@ -158,16 +162,17 @@ def build(rep: dict[str, Any], width: int | None = None) -> Tree:
                 f"{escape(c['name'])}  {human_size(c['size'])}  {c.get('type', '?')}"
                 + (f" {c['arch']}" if c.get("arch") else "")
             )
-    if rep.get("cuda"):
+    cuda = rep.get("cuda")
+    if cuda:
         from .cuda import add_cuda
 
-        add_cuda(tree, rep["cuda"], escape)
+        add_cuda(tree, cuda, escape)
     if rep["context_symbols"] or rep["library_ctx"]:
         knode = tree.add("[bold]Context symbols[/]")
         if rep["library_ctx"]:
             knode.add(LIBRARY_CTX)
-        for c in rep["context_symbols"]:
-            knode.add(escape(c["name"]) + ("" if c["known"] else " [yellow](unknown API)[/]"))
+        for ctx in rep["context_symbols"]:
+            knode.add(escape(ctx["name"]) + ("" if ctx["known"] else " [yellow](unknown API)[/]"))
     if rep["globals"]:
         gnode = tree.add(f"[bold]Global functions registered on load[/] ({len(rep['globals'])})")
         info = rep.get("global_info") or {}
@@ -196,7 +201,7 @@ def build(rep: dict[str, Any], width: int | None = None) -> Tree:
     return tree
 
 
-def _function_row(f: Mapping[str, Any], escape: Any) -> tuple[str, str, str]:
+def _function_row(f: Function, escape: Any) -> tuple[str, str, str]:
     """(name, signature, doc) of one function, as rich markup."""
     sig = f.get("signature") or ""
     if not sig:
@@ -245,12 +250,12 @@ def _global_signature(name: str, info: Any) -> str | None:
     return None if spec is None else spec.signature(name)
 
 
-def render(rep: dict[str, Any], console: Console | None = None) -> None:
+def render(rep: Report, console: Console | None = None) -> None:
     console = console or make_console()
     console.print(build(rep, console.width))
 
 
-def _range_check(node: Any, check: dict[str, Any]) -> None:
+def _range_check(node: Any, check: RangeCheckJson) -> None:
     """What loading the library on each release of its range showed."""
     from rich.markup import escape
 

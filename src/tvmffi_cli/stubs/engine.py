@@ -562,7 +562,7 @@ def write(result: StubResult, path: str) -> None:
         raise
 
 
-def summary(result: StubResult) -> dict[str, Any]:
+def summary(result: StubResult) -> dict[str, Any]:  # stubs --json (a JSON boundary)
     return {
         "exports": result.exports,
         "globals": result.globals,

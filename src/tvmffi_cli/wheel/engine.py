@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, is_dataclass, replace
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, is_dataclass, replace
+from typing import Any, Optional
 
 from .. import text
 from ..errors import InputError, TvmffiError
@@ -49,7 +49,8 @@ class BundleResult:
     elapsed: float
     #: wheel-level conform results (declared-runtime), conform.results.Result
     checks: tuple[Any, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: stubs into a directory: each member's .pyi written (member -> path)
+    written: Optional[Mapping[str, str]] = None
 
     @property
     def exit_code(self) -> int:
@@ -74,6 +75,7 @@ class BundleResult:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The --json document of a bundle (the JSON boundary)."""
         doc: dict[str, Any] = {
             # The JSON contract of every command: library (the path given),
             # runtime (null here: each library's report names its own).
@@ -101,7 +103,8 @@ class BundleResult:
             "elapsed_s": round(self.elapsed, 3),
             "errors": [f"{o.library}: {o.error}" for o in self.outcomes if o.error],
         }
-        doc.update(self.extra)
+        if self.written is not None:
+            doc["written"] = dict(self.written)
         return doc
 
 
@@ -170,7 +173,7 @@ def stubs_bundle(
         return 0, r
 
     res = _each(b, "stubs", one)
-    return replace(res, extra={"written": written})
+    return replace(res, written=written)
 
 
 def stub_name(member: str) -> str:
