@@ -161,7 +161,7 @@ def call_matrix(parsed: ArgvSpec, opts: dict[str, Any], runtimes: list[str], as_
     sandbox_opts.apply(
         bool(opts.get("--no-sandbox")),
         opts.get("--memory-limit"),
-        **sandbox_opts.confine_from(opts),
+        sandbox_opts.confine_from(parsed),
     )
     assert parsed.lib is not None and parsed.func is not None  # parse_argv sets them
     m = matrix.run_matrix(
@@ -223,7 +223,7 @@ def base_request(parsed: ArgvSpec, opts: dict[str, Any]) -> CallJob:
     sandbox_opts.apply(
         bool(opts.get("--no-sandbox")),
         opts.get("--memory-limit"),
-        **sandbox_opts.confine_from(opts),
+        sandbox_opts.confine_from(parsed),
     )
     return job
 

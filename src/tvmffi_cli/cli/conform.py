@@ -201,12 +201,14 @@ def command(
         if len(runtimes) > 1:
             raise InputError("a wheel or a directory takes one --runtime")
         sandbox_opts.apply(
-            no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox)
+            no_sandbox, memory_limit, cfg.sandbox.under(sandbox_opts.confine_given(**confine))
         )
         declared = "declared-runtime" in registry.selected(sel, ign)
         return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
     opts = options_for(library)
-    sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
+    sandbox_opts.apply(
+        no_sandbox, memory_limit, cfg.sandbox.under(sandbox_opts.confine_given(**confine))
+    )
     if len(runtimes) > 1:
         return _matrix(library, list(runtimes), opts, as_json)
 

@@ -64,6 +64,30 @@ class Policy:
     allow_write: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """The confinement options as the user gave them, before they are checked
+    into a Policy: the command line's (--env, --scratch-limit, ...) or a
+    conform configuration table's (paths already absolute)."""
+
+    env: tuple[str, ...] = ()
+    scratch_limit: str | None = None
+    require_sandbox: bool = False
+    allow_read: tuple[str, ...] = ()
+    allow_write: tuple[str, ...] = ()
+
+    def under(self, given: Confinement) -> Confinement:
+        """These options with `given` (the command line's) over them: lists
+        add up (ours first), a value given wins."""
+        return Confinement(
+            env=(*self.env, *given.env),
+            scratch_limit=given.scratch_limit or self.scratch_limit,
+            require_sandbox=given.require_sandbox or self.require_sandbox,
+            allow_read=(*self.allow_read, *given.allow_read),
+            allow_write=(*self.allow_write, *given.allow_write),
+        )
+
+
 _policy = Policy()
 
 
