@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported on use
+from ..sandbox.jsonvalue import JsonDict
 from ..sandbox.policy import Confinement
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def confine_from(parsed: ArgvSpec) -> Confinement:
     return confine_given(**{k: opts[k] for k in CONFINE_OPTIONS if k in opts})
 
 
-def field() -> dict[str, Any]:
+def field() -> JsonDict:
     """The `sandbox` field of a --json output."""
     if "tvmffi_cli.sandbox.process" not in sys.modules:
         # No worker can have run: skip importing the worker machinery

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, Collection, Dict, Iterator
 
 from . import callargs
+from .messages import Memcheck
 from .probe_tensors import describe as describe_tensor
 from .results import FAIL, PASS, SKIP, Result
 
@@ -33,7 +34,7 @@ class FunctionFacts:
         #: none (None: no GPU steps were asked for; conform/probe_gpu.py)
         self.gpu: str | None = None
         #: what `--sanitizer memcheck` found (conform/sanitizer.py), None: not run
-        self.memcheck: dict[str, Any] | None = None
+        self.memcheck: Memcheck | None = None
 
     def call_obs(self) -> Iterator[tuple[str, Obs]]:
         """(step, obs) for completed calls of the function itself (not getters,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
+from .jsonvalue import JsonDict
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
 #: Bytes the worker may keep in its scratch directory (and per file written).
@@ -102,7 +103,7 @@ def policy() -> Policy:
     return _policy
 
 
-def no_worker_field() -> dict[str, Any]:
+def no_worker_field() -> JsonDict:
     """The `sandbox` field of a --json output when no library code ran."""
     return {
         "enabled": _policy.sandbox,
