@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, Callable, Mapping, TypeVar, Union
+from typing import Any, Callable, TypeVar, Union
 
 from ..call import argv, engine
 from ..call.argv import ArgvSpec
-from ..call.describe import JsonDict
+from ..call.describe import JsonDict, JsonValue
 from ..call.messages import BenchOk, CallJob, CallOk, ChildFailure, Raised
 from ..errors import EXIT_FAILED, InputError
 from . import sandbox_opts
@@ -177,15 +177,19 @@ def call_matrix(parsed: ArgvSpec, opts: dict[str, Any], runtimes: list[str], as_
     if as_json:
         from . import jsonout
 
-        doc = m.to_json()
-        for run in doc["runs"]:  # each run is the document a single call prints
-            d = run.get("document")
-            if isinstance(d, dict):
-                errs = [d["error"]] if isinstance(d.get("error"), dict) else []
+        runs: list[JsonValue] = []
+        for r in m.runs:  # each run's document is the one a single call prints
+            run = r.to_json()
+            if r.document is not None:
+                err = r.document.get("error")
                 run["document"] = jsonout.contract(
-                    d, library=doc["library"], runtime=run.get("runtime"), errors=errs
+                    r.document,
+                    library=m.library,
+                    runtime=run["runtime"],
+                    errors=[err] if isinstance(err, dict) else [],
                 )
-        emit_json(doc)
+            runs.append(run)
+        emit_json({**m.to_json(), "runs": runs})
         return m.exit_code()
     from ..render import call as render_call
     from ..render import matrix as render_matrix
@@ -228,7 +232,7 @@ def base_request(parsed: ArgvSpec, opts: dict[str, Any]) -> CallJob:
     return job
 
 
-def with_runtime(doc: JsonDict, job: CallJob) -> dict[str, object]:
+def with_runtime(doc: JsonDict, job: CallJob) -> JsonDict:
     """The --json document with the runtime that hosted the library."""
     return {**doc, "runtime": job.runtime.to_json()}
 
@@ -262,13 +266,18 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: Mapping[str, object], library: str | None = None) -> None:
+def emit_json(doc: JsonDict, library: str | None = None) -> None:
     """The --json document with the contract keys (cli/jsonout.py); `errors`
     holds the error that ended the call, if any."""
     from . import jsonout
 
-    errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
-    jsonout.emit(dict(doc), library=library, runtime=doc.get("runtime"), errors=errors)
+    err = doc.get("error")
+    jsonout.emit(
+        doc,
+        library=library,
+        runtime=doc.get("runtime"),
+        errors=[err] if isinstance(err, dict) else [],
+    )
 
 
 _Ok = TypeVar("_Ok", CallOk, BenchOk)

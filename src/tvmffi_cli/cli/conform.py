@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..text import JsonValue
 from . import sandbox_opts
 
 MAX_JOBS = 256
@@ -231,10 +232,10 @@ def command(
         from . import jsonout
 
         doc = report.to_json()
-        errors = [
-            {"check": r["check"], "function": r.get("function"), "message": r.get("message")}
-            for r in doc["results"]
-            if r.get("status") == "error"
+        errors: list[JsonValue] = [
+            {"check": r.check, "function": r.function, "message": r.message}
+            for r in report.results
+            if r.status == "error"
         ]
         jsonout.emit(
             doc, library=library, runtime=sandbox_opts.runtime_json(runtime, library), errors=errors
@@ -271,12 +272,17 @@ def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
     if as_json:
         from . import jsonout
 
-        doc = m.to_json()
-        for run in doc["runtimes"]:  # each report is the document one run prints
-            run["report"] = jsonout.contract(
-                run["report"], library=library, runtime=run.get("runtime")
-            )
-        jsonout.emit(doc, library=library)
+        # each report is the document one run prints
+        runs: list[JsonValue] = [
+            {
+                **r.to_json(),
+                "report": jsonout.contract(
+                    r.report.to_json(), library=library, runtime=r.choice.to_json()
+                ),
+            }
+            for r in m.runs
+        ]
+        jsonout.emit({**m.to_json(), "runtimes": runs}, library=library)
     else:
         from ..render import matrix
         from ..render.common import make_console

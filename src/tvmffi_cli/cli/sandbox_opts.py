@@ -8,8 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported on use
-from ..sandbox.jsonvalue import JsonDict
 from ..sandbox.policy import Confinement
+from ..text import JsonDict
 
 if TYPE_CHECKING:
     from ..call.argv import ArgvSpec

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import text
+from ..text import JsonDict
 from . import registry
 
 PASS = "pass"
@@ -21,6 +22,8 @@ class Result:
     function: str | None  # None for library-level results
     status: str
     message: str = ""
+    #: check-specific facts, emitted as the --json `details` object (a
+    #: free-form JSON object per check: the schema says only "object")
     details: dict[str, Any] | None = None
     #: a command that shows this failure again and exits 1
     reproduce: str | None = None
@@ -63,8 +66,8 @@ class Result:
         """True when this result makes the run fail (exit 1)."""
         return self.severity == registry.ERROR and self.bad and self.suppressed is None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        d: JsonDict = {
             "check": self.check,
             "function": self.function,
             "status": self.status,
@@ -163,11 +166,11 @@ class Report:
             line += f"; {self.not_exercised}"
         return line
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        d: JsonDict = {
             "library": self.path,
             "passed": self.passed,
-            "summary": self.counts(),
+            "summary": dict(self.counts()),
             "functions": list(self.functions),
             "globals": list(self.globals),
             "results": [r.to_json() for r in self.results],

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import ctypes
 
-    from .jsonvalue import JsonDict
+    from ..text import JsonDict
 
 LIBRARY_ENV = "TVMFFI_SANDBOX_LIB"
 _LIBNAME = "libtvmffi_sandbox.so"

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, cast
 
-from .jsonvalue import JsonDict as JsonDict  # re-exported: the tasks' modules
-from .jsonvalue import JsonValue as JsonValue
+from ..text import JsonDict as JsonDict  # re-exported: the tasks' modules
+from ..text import JsonValue as JsonValue
 from .kernel import Applied
 
 if TYPE_CHECKING:

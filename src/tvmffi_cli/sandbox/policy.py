@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
-from .jsonvalue import JsonDict
+from ..text import JsonDict
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
 #: Bytes the worker may keep in its scratch directory (and per file written).

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors, text
 from ..errors import TvmffiError
+from ..text import JsonDict
 from . import cgroup, failures, files, kernel, messages, protocol, spawn, zygote
 from .environ import child_env as _child_env
 from .failures import require_message as require_message
 from .files import remove_tree as remove_tree
-from .jsonvalue import JsonDict
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
 from .policy import REQUIRE_ENV as REQUIRE_ENV

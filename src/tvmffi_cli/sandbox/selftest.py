@@ -15,7 +15,7 @@ request {"op": "state"}              -> what the worker process holds: environme
 import os
 import sys
 
-from .jsonvalue import JsonDict
+from ..text import JsonDict
 
 #: One value per worker process (in a PID namespace every worker is pid 2).
 _BOOT = os.urandom(8).hex()
