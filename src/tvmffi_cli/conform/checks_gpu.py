@@ -120,7 +120,7 @@ def check_device_mismatch(f: FunctionFacts) -> Result:
             f"{s}: called with a CUDA tensor, the host dereferenced device memory "
             f"({_crash_text(f.crashes[s], f.timeout)} at an address of the tensor's device "
             "memory); a host kernel must raise for a tensor that is not on the CPU",
-            {"steps": deref},
+            {"steps": list(deref)},
             output=_output(f, deref),
         )
     # A host tensor to a CUDA kernel: launched on host memory.

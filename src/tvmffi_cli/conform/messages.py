@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from ..sandbox.messages import Fields, Frozen, JsonDict
+from ..sandbox.messages import Fields, Frozen, JsonDict, JsonValue, MessageError
 
 
 class ExitRequest(Frozen):
@@ -95,3 +95,64 @@ class Memcheck(Frozen):
     errors: int = 0
     first: str = ""
     report: str = ""
+
+
+class FieldLayout(Frozen):
+    """One reflected field of a registered type: [name, offset, size,
+    alignment] on the probe's event stream."""
+
+    name: str
+    offset: int
+    size: int
+    alignment: int
+
+    def to_json(self) -> JsonValue:
+        return [self.name, self.offset, self.size, self.alignment]
+
+    @classmethod
+    def from_json(cls, obj: object, what: str) -> FieldLayout:
+        if not (isinstance(obj, list) and len(obj) == 4 and isinstance(obj[0], str)):
+            raise MessageError(f"{what}: not [name, offset, size, alignment]")
+        nums = obj[1:]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+            raise MessageError(f"{what}: offset, size and alignment must be integers")
+        return cls(obj[0], *nums)
+
+
+class TypeLayout(Frozen):
+    """The layout of one object type a library registered while loading
+    (probe_types.py, child side; checks_types.py judges it): its fields,
+    its ancestors' and the object's size when it registered one."""
+
+    key: str
+    total_size: int | None
+    fields: tuple[FieldLayout, ...]
+    inherited: tuple[FieldLayout, ...]
+
+    def to_json(self) -> JsonDict:
+        return {
+            "key": self.key,
+            "total_size": self.total_size,
+            "fields": [f.to_json() for f in self.fields],
+            "inherited": [f.to_json() for f in self.inherited],
+        }
+
+    @classmethod
+    def from_json(cls, obj: object) -> TypeLayout:
+        f = Fields(obj, "TypeLayout")
+        key = f.text("key")
+
+        def spans(name: str) -> tuple[FieldLayout, ...]:
+            return tuple(
+                FieldLayout.from_json(x, f"type {key} {name}[{i}]")
+                for i, x in enumerate(f.items(name))
+            )
+
+        return cls(key, f.integer_or_none("total_size"), spans("fields"), spans("inherited"))
+
+
+def decode_type_layouts(obj: object) -> tuple[TypeLayout, ...]:
+    """The probe's list of type layouts; MessageError for anything else."""
+    if not isinstance(obj, list):
+        raise MessageError("type layouts: not a list")
+    return tuple(TypeLayout.from_json(t) for t in obj)

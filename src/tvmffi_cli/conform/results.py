@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from .. import text
 from ..text import JsonDict
@@ -22,9 +21,9 @@ class Result:
     function: str | None  # None for library-level results
     status: str
     message: str = ""
-    #: check-specific facts, emitted as the --json `details` object (a
-    #: free-form JSON object per check: the schema says only "object")
-    details: dict[str, Any] | None = None
+    #: check-specific facts, the --json `details` object (JSON of each
+    #: check's own shape: the schema says only "object")
+    details: JsonDict | None = None
     #: a command that shows this failure again and exits 1
     reproduce: str | None = None
     #: why a configuration suppressed this finding (it then never blocks)
