@@ -210,7 +210,8 @@ SANDBOX_KEYS = ("require-sandbox", "env", "allow-read", "allow-write", "scratch-
 
 
 def _sandbox(table: dict[str, Any], where: str, base: Path) -> Confinement:
-    """The sandbox options of the table, checked; paths made absolute."""
+    """The sandbox options of the table (the toml reader's free-form value),
+    checked; paths made absolute."""
     req = table.get("require-sandbox", False)
     if not isinstance(req, bool):
         raise InputError(f"{where}: require-sandbox must be true or false")

@@ -99,6 +99,7 @@ class Object(_ObjectRef):
 
     def __init__(self, handle: int, rt: Runtime, type_index: Optional[int] = None) -> None:
         super().__init__(handle, rt, type_index)
+        # the library's field values, as any_to_py converts them (free-form)
         self._fields: Optional[dict[str, Any]] = None
 
     @property

@@ -56,6 +56,8 @@ def _counts(group: dict[str, int]) -> str:
     return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in group.items())
 
 
+# Both render the `cuda` object of inspect's --json document (its schema:
+# schemas/inspect.schema.json), as inspect and the wheel reports hold it.
 def _entry_line(e: dict[str, Any], escape: Callable[[str], str]) -> str:
     label = {"sass": "ELF", "ptx": "PTX"}.get(e["kind"], "?")
     line = f"{label} {escape(e['name'] or e['kind'])}  {human_size(e['size'])}"
