@@ -9,7 +9,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..text import JsonDict
@@ -65,11 +65,12 @@ class Policy:
     allow_write: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Confinement:
+class Confinement(NamedTuple):
     """The confinement options as the user gave them, before they are checked
     into a Policy: the command line's (--env, --scratch-limit, ...) or a
-    conform configuration table's (paths already absolute)."""
+    conform configuration table's (paths already absolute). A NamedTuple:
+    immutable and typed as a frozen dataclass, without its cost at start-up
+    (call's fast path builds one; bench/bench_startup.py)."""
 
     env: tuple[str, ...] = ()
     scratch_limit: str | None = None
