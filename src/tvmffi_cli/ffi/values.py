@@ -560,7 +560,8 @@ def _read_map(rt: Runtime, h: int, t: int, iter_name: str, size_name: str) -> di
 
 
 def read_fields(rt: Runtime, handle: Optional[int], type_index: int) -> dict[str, Any]:
-    """{name: value} of the reflected fields of an object (ancestors first)."""
+    """{name: value} of the reflected fields of an object (ancestors first):
+    the library's values as any_to_py converts them (free-form)."""
     info = rt.type_info(type_index)
     if info is None:
         return {}
