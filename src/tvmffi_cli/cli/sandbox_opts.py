@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported on use
 from ..sandbox.policy import Confinement
-from ..text import JsonDict
 
 if TYPE_CHECKING:
     from ..call.argv import ArgvSpec
+    from ..text import JsonDict
 
 NO_SANDBOX_HELP = (
     "Run the library without kernel confinement (Landlock, seccomp, network "

@@ -9,10 +9,12 @@ import math
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
-from ..text import JsonDict
+
+if TYPE_CHECKING:
+    from ..text import JsonDict  # annotations only: policy is on the light start-up path
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
 #: Bytes the worker may keep in its scratch directory (and per file written).
