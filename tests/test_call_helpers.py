@@ -119,7 +119,7 @@ class InProcessCall:
         from tvmffi_cli.cli import call as cmd
 
         parsed = A.parse_argv([str(lib), *map(str, argv)], cmd.CALL_OPTIONS, cwd=os.getcwd())
-        job = cmd.base_request(parsed, parsed.options)
+        job = cmd.base_request(parsed)
         _, args = files.private_inputs(job.request.args, job.request.cwd, into=self.inputs)
         request = replace(job.request, runtime=self.runtime, args=args)
         got = self.worker.call("call.task", messages.encode(request), timeout=60)

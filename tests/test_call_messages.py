@@ -166,7 +166,7 @@ def test_a_worker_reply_encodes_to_its_own_json(worker, lib, argv):
     from tvmffi_cli.cli import call as cmd
 
     parsed = A.parse_argv([str(lib()), *argv], cmd.CALL_OPTIONS)
-    job = cmd.base_request(parsed, parsed.options)
+    job = cmd.base_request(parsed)
     _, args = files.private_inputs(job.request.args, job.request.cwd, into=worker.inputs)
     request = replace(job.request, runtime=None, args=args)
     wire = worker.worker.call("call.task", M.encode(request), timeout=60)

@@ -8,6 +8,7 @@ import pytest
 
 from tvmffi_cli.conform import checks_kernel, checks_probe, checks_types, sigs
 from tvmffi_cli.conform.checks_crash import FunctionFacts
+from tvmffi_cli.conform.messages import TypeLayout
 from tvmffi_cli.conform.probe_layouts import View, contiguous, encode
 
 #: What the official TVM_FFI_DLL_EXPORT_TYPED_FUNC raises for a wrong arity.
@@ -155,14 +156,14 @@ def test_type_layouts():
         "fields": [["a", 24, 4, 4], ["b", 32, 8, 8], ["c", 40, 1, 1]],
         "inherited": [],
     }
-    assert checks_types.problems(good) == []
+    assert checks_types.problems(TypeLayout.from_json(good)) == []
     bad = {
         "key": "t.Bad",
         "total_size": 40,
         "fields": [["a", 24, 8, 8], ["b", 28, 8, 8], ["c", 4096, 8, 8], ["h", 8, 8, 8]],
         "inherited": [],
     }
-    got = checks_types.problems(bad)
+    got = checks_types.problems(TypeLayout.from_json(bad))
     assert any("field b" in p and "alignment 8" in p for p in got)
     assert any("field b" in p and "overlaps field a" in p for p in got)
     assert any("field c" in p and "past the object's 40 bytes" in p for p in got)
@@ -174,7 +175,10 @@ def test_type_layouts():
         "fields": [["a", 24, 8, 8], ["d", 32, 8, 8]],
         "inherited": [["a", 24, 8, 8]],
     }
-    assert checks_types.problems(child) == []
+    assert checks_types.problems(TypeLayout.from_json(child)) == []
     r = checks_types.check_type_layout([good, bad, child], loaded=True)
     assert r.status == "fail" and r.function is None and list(r.details["types"]) == ["t.Bad"]
     assert checks_types.check_type_layout(None, loaded=True).status == "skip"
+    # What the probe's stream carries is decoded, and refused when it is not a layout.
+    r = checks_types.check_type_layout([dict(good, fields=[["a", "24", 4, 4]])], loaded=True)
+    assert r.status == "error" and "offset, size and alignment must be integers" in r.message

@@ -74,7 +74,7 @@ def _ours(runtime_sel):
         for func, args in CASES:
             argv = [lib, func, *[cli for cli, _py in args], "--runtime", runtime_sel, "--json"]
             parsed = call_argv.parse_argv(argv, cmd.CALL_OPTIONS, cwd=os.getcwd())
-            job = cmd.base_request(parsed, parsed.options)
+            job = cmd.base_request(parsed)
             request = job.request
             choice = job.runtime.to_json()
             if worker is None:

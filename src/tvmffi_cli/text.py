@@ -32,7 +32,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Union
+
+#: A JSON value, as json.loads returns it (here: the room every other may import).
+JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
+#: A JSON object: a task's request and reply on the worker's channel, a --json document.
+JsonDict = dict[str, JsonValue]
 
 #: C0 controls but \t and \n, DEL, C1 controls, bidi embeddings/overrides/isolates,
 #: line/paragraph separators.

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FormatError, InputError
+from ..text import JsonDict
 
 MAX_DEPTH = 64  # deeper than any real signature; bounds recursion on hostile input
 
@@ -152,10 +153,10 @@ class TypeSpec:
         ps, r = self._sig_parts()
         return f"{name}({ps}) -> {r}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         """The model as JSON ({"type", "args"}, functions {"params", "return"}):
         one shape for every release's format (schemas/inspect.schema.json)."""
-        d: dict[str, Any] = {"type": self.key}
+        d: JsonDict = {"type": self.key}
         if self.args:
             d["args"] = [a.to_json() for a in self.args]
         if self.params is not None:
@@ -234,7 +235,7 @@ def parse_type(schema: object) -> TypeSpec:
     return _node(schema, 0)
 
 
-def decode_metadata(metadata: object) -> dict[str, Any]:
+def decode_metadata(metadata: object) -> JsonDict:
     """A metadata JSON text (or an already decoded object) as a dict;
     FormatError when it is not JSON or not an object."""
     if isinstance(metadata, (str, bytes)):
@@ -247,7 +248,7 @@ def decode_metadata(metadata: object) -> dict[str, Any]:
     return metadata
 
 
-def parse_metadata(metadata: object) -> tuple[dict[str, Any], TypeSpec | None]:
+def parse_metadata(metadata: object) -> tuple[JsonDict, TypeSpec | None]:
     """Parse metadata (JSON text or a decoded object) holding "type_schema"
     (JSON in a string, or an object). Returns (metadata dict, TypeSpec or
     None when there is no type_schema)."""

@@ -20,18 +20,16 @@ import base64
 import json
 import math
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Tuple, Union
 
 from ..sandbox.messages import Fields, Frozen, MessageError
+from ..sandbox.messages import JsonDict as JsonDict  # re-exported: call's modules, api
+from ..sandbox.messages import JsonValue as JsonValue
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-#: A JSON value, as json.loads returns it.
-JsonValue = Union[None, bool, int, float, str, List["JsonValue"], Dict[str, "JsonValue"]]
-#: A JSON object.
-JsonDict = Dict[str, JsonValue]
 #: A float as JSON carries it: the number, or "NaN" / "Infinity" / "-Infinity".
 JsonFloat = Union[float, str]
 

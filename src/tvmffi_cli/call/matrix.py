@@ -11,9 +11,10 @@ the matrix is the same exit 2 a single run gives.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
+from ..text import JsonDict
 from . import engine
 from .messages import CallOk, ChildFailure, Raised
 from .specs import ArgSpec
@@ -33,7 +34,7 @@ class CallRun:
     runtime: RuntimeChoice
     status: str  # ok | raised | Crash | Timeout | input_error
     reply: Optional[CallOk]
-    document: Optional[dict[str, object]]
+    document: Optional[JsonDict]
     message: str = ""
 
     @property
@@ -42,7 +43,7 @@ class CallRun:
             return EXIT_OK
         return EXIT_USAGE if self.status == INPUT_ERROR else EXIT_FAILED
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "label": self.label,
             "runtime": self.runtime.to_json(),
@@ -65,7 +66,7 @@ class CallMatrix:
             return EXIT_USAGE
         return EXIT_OK if all(c == EXIT_OK for c in codes) else EXIT_FAILED
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "library": self.library,
             "function": self.function,
@@ -98,7 +99,7 @@ def run_matrix(
             runs.append(CallRun(label, choice, INPUT_ERROR, None, None, str(e)))
             continue
         runtime = {"runtime": choice.to_json()}
-        doc: dict[str, object]
+        doc: JsonDict
         if isinstance(outcome, ChildFailure):
             doc = {**outcome.to_json(), **runtime}
             runs.append(CallRun(label, choice, outcome.kind, None, doc, outcome.message))

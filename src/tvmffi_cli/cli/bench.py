@@ -14,6 +14,7 @@ from . import sandbox_opts
 from .call import (
     SHARED_OPTIONS,
     STREAM_HELP,
+    Shared,
     base_request,
     emit_json,
     lazy_command,
@@ -33,6 +34,7 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     STREAM_HELP,
+    Shared,
     (
         "--runtime auto|builtin|official|VERSION|PATH",
         (
@@ -60,9 +62,7 @@ def run(tokens: list[str]) -> int | None:
     opts = parsed.options
     as_json = bool(opts.get("--json"))
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
-    if opts.get("--timeout") is None:
-        opts["--timeout"] = "600"
-    job = base_request(parsed, opts)
+    job = base_request(parsed, Shared.of(parsed, timeout="600"))
     request = replace(
         job.request,
         repeat=_positive_int(opts.get("--repeat"), "--repeat", literals.INT64_MAX),

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, Callable, Mapping, TypeVar, Union
+from typing import Any, Callable, TypeVar, Union
 
 from ..call import argv, engine
 from ..call.argv import ArgvSpec
-from ..call.describe import JsonDict
+from ..call.describe import JsonDict, JsonValue
 from ..call.messages import BenchOk, CallJob, CallOk, ChildFailure, Raised
 from ..errors import EXIT_FAILED, InputError
+from ..sandbox.messages import Frozen
+from ..sandbox.policy import Confinement
 from . import sandbox_opts
 from .fastpath import echo
 from .sandbox_opts import CONFINE_OPTIONS, CONFINE_ROWS
@@ -95,8 +97,10 @@ def run(tokens: list[str]) -> int | None:
     verbose = bool(opts.get("-v") or opts.get("--verbose"))
     runtimes = parsed.repeated.get("--runtime", [])
     if len(runtimes) > 1:
-        return call_matrix(parsed, opts, runtimes, as_json)
-    job = base_request(parsed, opts)
+        if opts.get("--out"):
+            raise InputError("--out takes one --runtime (the runs would write the same files)")
+        return call_matrix(parsed, Shared.of(parsed), runtimes, as_json)
+    job = base_request(parsed)
     # verbose: a crash keeps the runtime's own report (backtrace)
     request = replace(job.request, guard=bool(opts.get("--guard")), verbose=verbose)
     out_dir = opts.get("--out")
@@ -151,41 +155,73 @@ def run(tokens: list[str]) -> int | None:
     return 0
 
 
-def call_matrix(parsed: ArgvSpec, opts: dict[str, Any], runtimes: list[str], as_json: bool) -> int:
+class Shared(Frozen):
+    """The options call and bench share, typed out of the parsed command line
+    (Frozen: made a dataclass on first use, off call's start-up path)."""
+
+    timeout: str | None
+    runtime: str | None
+    owned_tensors: bool
+    stream: str | None
+    no_sandbox: bool
+    memory_limit: str | None
+    confine: Confinement
+
+    @classmethod
+    def of(cls, parsed: ArgvSpec, timeout: str | None = None) -> Shared:
+        """`timeout`: the default when --timeout is not given (None: call's)."""
+        o = parsed.options
+        given = o.get("--timeout")
+        return cls(
+            timeout=timeout if given is None else str(given),
+            runtime=o.get("--runtime"),
+            owned_tensors=bool(o.get("--owned-tensors")),
+            stream=o.get("--stream"),
+            no_sandbox=bool(o.get("--no-sandbox")),
+            memory_limit=o.get("--memory-limit"),
+            confine=sandbox_opts.confine_from(parsed),
+        )
+
+    @property
+    def tensor_mode(self) -> str:
+        return "object" if self.owned_tensors else "dltensor"
+
+    def apply_sandbox(self) -> None:
+        sandbox_opts.apply(self.no_sandbox, self.memory_limit, self.confine)
+
+
+def call_matrix(parsed: ArgvSpec, shared: Shared, runtimes: list[str], as_json: bool) -> int:
     """The same call once per --runtime, one table (or JSON) with a column per runtime."""
     from ..call import matrix
-    from . import sandbox_opts
 
-    if opts.get("--out"):
-        raise InputError("--out takes one --runtime (the runs would write the same files)")
-    sandbox_opts.apply(
-        bool(opts.get("--no-sandbox")),
-        opts.get("--memory-limit"),
-        **sandbox_opts.confine_from(opts),
-    )
+    shared.apply_sandbox()
     assert parsed.lib is not None and parsed.func is not None  # parse_argv sets them
     m = matrix.run_matrix(
         parsed.lib,
         parsed.func,
         parsed.args,
         runtimes,
-        timeout=parse_timeout(opts.get("--timeout")),
-        tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
+        timeout=parse_timeout(shared.timeout),
+        tensor_mode=shared.tensor_mode,
     )
     if m.exit_code() == 2:
         raise InputError(m.runs[0].message)  # refused on every runtime: as a single run
     if as_json:
         from . import jsonout
 
-        doc = m.to_json()
-        for run in doc["runs"]:  # each run is the document a single call prints
-            d = run.get("document")
-            if isinstance(d, dict):
-                errs = [d["error"]] if isinstance(d.get("error"), dict) else []
+        runs: list[JsonValue] = []
+        for r in m.runs:  # each run's document is the one a single call prints
+            run = r.to_json()
+            if r.document is not None:
+                err = r.document.get("error")
                 run["document"] = jsonout.contract(
-                    d, library=doc["library"], runtime=run.get("runtime"), errors=errs
+                    r.document,
+                    library=m.library,
+                    runtime=run["runtime"],
+                    errors=[err] if isinstance(err, dict) else [],
                 )
-        emit_json(doc)
+            runs.append(run)
+        emit_json({**m.to_json(), "runs": runs})
         return m.exit_code()
     from ..render import call as render_call
     from ..render import matrix as render_matrix
@@ -206,8 +242,11 @@ def call_matrix(parsed: ArgvSpec, opts: dict[str, Any], runtimes: list[str], as_
     return m.exit_code()
 
 
-def base_request(parsed: ArgvSpec, opts: dict[str, Any]) -> CallJob:
-    """The request shared by call and bench (library, function, argument specs)."""
+def base_request(parsed: ArgvSpec, shared: Shared | None = None) -> CallJob:
+    """The request shared by call and bench (library, function, argument specs);
+    `shared`: the options (None: read from `parsed`, as call reads them)."""
+    if shared is None:
+        shared = Shared.of(parsed)
     if len(parsed.repeated.get("--runtime", [])) > 1:
         raise InputError("--runtime repeats only on `call` and `conform`")
     assert parsed.lib is not None and parsed.func is not None  # parse_argv sets them
@@ -215,20 +254,16 @@ def base_request(parsed: ArgvSpec, opts: dict[str, Any]) -> CallJob:
         parsed.lib,
         parsed.func,
         parsed.args,
-        timeout=parse_timeout(opts.get("--timeout")),
-        runtime=opts.get("--runtime"),
-        tensor_mode="object" if opts.get("--owned-tensors") else "dltensor",
-        stream=opts.get("--stream"),
+        timeout=parse_timeout(shared.timeout),
+        runtime=shared.runtime,
+        tensor_mode=shared.tensor_mode,
+        stream=shared.stream,
     )
-    sandbox_opts.apply(
-        bool(opts.get("--no-sandbox")),
-        opts.get("--memory-limit"),
-        **sandbox_opts.confine_from(opts),
-    )
+    shared.apply_sandbox()
     return job
 
 
-def with_runtime(doc: JsonDict, job: CallJob) -> dict[str, object]:
+def with_runtime(doc: JsonDict, job: CallJob) -> JsonDict:
     """The --json document with the runtime that hosted the library."""
     return {**doc, "runtime": job.runtime.to_json()}
 
@@ -262,13 +297,18 @@ def parse_timeout(text: str | None) -> float:
     return DEFAULT_TIMEOUT if text is None else seconds(text, "--timeout")
 
 
-def emit_json(doc: Mapping[str, object], library: str | None = None) -> None:
+def emit_json(doc: JsonDict, library: str | None = None) -> None:
     """The --json document with the contract keys (cli/jsonout.py); `errors`
     holds the error that ended the call, if any."""
     from . import jsonout
 
-    errors = [doc["error"]] if isinstance(doc.get("error"), dict) else []
-    jsonout.emit(dict(doc), library=library, runtime=doc.get("runtime"), errors=errors)
+    err = doc.get("error")
+    jsonout.emit(
+        doc,
+        library=library,
+        runtime=doc.get("runtime"),
+        errors=[err] if isinstance(err, dict) else [],
+    )
 
 
 _Ok = TypeVar("_Ok", CallOk, BenchOk)

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..text import JsonValue
 from . import sandbox_opts
 
 MAX_JOBS = 256
@@ -201,12 +202,14 @@ def command(
         if len(runtimes) > 1:
             raise InputError("a wheel or a directory takes one --runtime")
         sandbox_opts.apply(
-            no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox)
+            no_sandbox, memory_limit, cfg.sandbox.under(sandbox_opts.confine_given(**confine))
         )
         declared = "declared-runtime" in registry.selected(sel, ign)
         return wheel_input.conform(library, options_for, declared, as_json, junit_xml, verbose)
     opts = options_for(library)
-    sandbox_opts.apply(no_sandbox, memory_limit, **sandbox_opts.with_config(confine, cfg.sandbox))
+    sandbox_opts.apply(
+        no_sandbox, memory_limit, cfg.sandbox.under(sandbox_opts.confine_given(**confine))
+    )
     if len(runtimes) > 1:
         return _matrix(library, list(runtimes), opts, as_json)
 
@@ -229,10 +232,10 @@ def command(
         from . import jsonout
 
         doc = report.to_json()
-        errors = [
-            {"check": r["check"], "function": r.get("function"), "message": r.get("message")}
-            for r in doc["results"]
-            if r.get("status") == "error"
+        errors: list[JsonValue] = [
+            {"check": r.check, "function": r.function, "message": r.message}
+            for r in report.results
+            if r.status == "error"
         ]
         jsonout.emit(
             doc, library=library, runtime=sandbox_opts.runtime_json(runtime, library), errors=errors
@@ -269,12 +272,17 @@ def _matrix(library: str, runtimes: list[str], opts: Any, as_json: bool) -> int:
     if as_json:
         from . import jsonout
 
-        doc = m.to_json()
-        for run in doc["runtimes"]:  # each report is the document one run prints
-            run["report"] = jsonout.contract(
-                run["report"], library=library, runtime=run.get("runtime")
-            )
-        jsonout.emit(doc, library=library)
+        # each report is the document one run prints
+        runs: list[JsonValue] = [
+            {
+                **r.to_json(),
+                "report": jsonout.contract(
+                    r.report.to_json(), library=library, runtime=r.choice.to_json()
+                ),
+            }
+            for r in m.runs
+        ]
+        jsonout.emit({**m.to_json(), "runtimes": runs}, library=library)
     else:
         from ..render import matrix
         from ..render.common import make_console

@@ -26,10 +26,13 @@ def emit(rep: Report, as_json: bool, path: str) -> int:
     import sys
 
     if as_json:
+        from ..inspect.report import as_json as json_of
         from . import jsonout
 
         # `path` stays for existing readers; `library` is the contract's name.
-        jsonout.emit(dict(rep), library=rep["path"], runtime=rep.get("runtime"))
+        doc = json_of(rep)
+        assert isinstance(doc, dict)
+        jsonout.emit(doc, library=rep["path"], runtime=json_of(rep.get("runtime")))
     else:
         from .. import text
         from ..render.inspect import render

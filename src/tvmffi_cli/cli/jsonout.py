@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Any
 
+from ..text import JsonDict, JsonValue
+
 #: When the command started (cli/main.py sets it): elapsed_s counts from here.
 STARTED = time.perf_counter()
 
@@ -62,12 +64,12 @@ def dumps(doc: Any) -> str:
 
 
 def contract(
-    doc: dict[str, Any],
+    doc: JsonDict,
     *,
     library: str | None,
-    runtime: Any = None,
-    errors: list[Any] | None = None,
-) -> dict[str, Any]:
+    runtime: JsonValue = None,
+    errors: list[JsonValue] | None = None,
+) -> JsonDict:
     """`doc` with the top-level keys every command has (existing values win)."""
     from . import sandbox_opts
 
@@ -82,10 +84,10 @@ def contract(
 
 
 def emit(
-    doc: dict[str, Any],
+    doc: JsonDict,
     *,
     library: str | None,
-    runtime: Any = None,
-    errors: list[Any] | None = None,
+    runtime: JsonValue = None,
+    errors: list[JsonValue] | None = None,
 ) -> None:
     sys.stdout.write(dumps(contract(doc, library=library, runtime=runtime, errors=errors)) + "\n")

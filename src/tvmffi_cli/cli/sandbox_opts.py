@@ -5,9 +5,14 @@ line that says what was applied."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..sandbox import policy as sbpolicy  # light; sandbox.process is imported on use
+from ..sandbox.policy import Confinement
+
+if TYPE_CHECKING:
+    from ..call.argv import ArgvSpec
+    from ..text import JsonDict
 
 NO_SANDBOX_HELP = (
     "Run the library without kernel confinement (Landlock, seccomp, network "
@@ -110,68 +115,77 @@ def confine_options(f: F) -> F:
     return f
 
 
-def _dirs(values: Any, option: str) -> tuple[str, ...]:
+def _dirs(values: tuple[str, ...], option: str) -> tuple[str, ...]:
     import os
 
     from ..errors import InputError
 
     out = []
-    for v in values or ():
+    for v in values:
         if not os.path.exists(v):
             raise InputError(f"{option} {v}: no such file or directory")
         out.append(os.path.abspath(v))
     return tuple(out)
 
 
-def apply(no_sandbox: bool, memory_limit: str | None, **confine: Any) -> None:
+def confine_given(**given: Any) -> Confinement:
+    """The confinement options by click name (confine_env=...) or spelling
+    ("--env": [...]) as one typed value; absent ones keep their defaults."""
+    get = {
+        k.removeprefix("confine_").removeprefix("--").replace("-", "_"): v for k, v in given.items()
+    }
+    scratch = get.get("scratch_limit")
+    return Confinement(
+        env=tuple(get.get("env") or ()),
+        scratch_limit=None if scratch is None else str(scratch),
+        require_sandbox=bool(get.get("require_sandbox")),
+        allow_read=tuple(get.get("allow_read") or ()),
+        allow_write=tuple(get.get("allow_write") or ()),
+    )
+
+
+def apply(
+    no_sandbox: bool,
+    memory_limit: str | None,
+    confine: Confinement | None = None,
+    **given: Any,
+) -> None:
     """Set the policy every worker of this command starts with. `confine`:
-    the confinement options by click name (confine_env=...) or spelling
-    ("--env": [...]); absent ones keep their defaults."""
+    the confinement options (or, as before, `given` by click name or
+    spelling: see confine_given()); absent ones keep their defaults."""
     import os
 
     from ..sandbox import environ
 
-    get: dict[str, Any] = {}
-    for k, v in confine.items():
-        get[k.removeprefix("confine_").removeprefix("--").replace("-", "_")] = v
-    changes: dict[str, Any] = {"sandbox": not no_sandbox}
-    if memory_limit is not None:
-        changes["memory_limit"] = sbpolicy.parse_size(memory_limit)
-    if get.get("scratch_limit") is not None:
-        changes["scratch_limit"] = sbpolicy.parse_size(
-            str(get["scratch_limit"]), "--scratch-limit", 1 << 20
-        )
-    changes["env"] = environ.check_names(get.get("env") or ())
-    changes["allow_read"] = _dirs(get.get("allow_read"), "--allow-read")
-    changes["allow_write"] = _dirs(get.get("allow_write"), "--allow-write")
-    require = bool(get.get("require_sandbox")) or os.environ.get(sbpolicy.REQUIRE_ENV) == "1"
+    c = confine if confine is not None else confine_given(**given)
+    require = c.require_sandbox or os.environ.get(sbpolicy.REQUIRE_ENV) == "1"
     if require and no_sandbox:
         from ..errors import InputError
 
         raise InputError("--require-sandbox and --no-sandbox contradict each other")
-    changes["require"] = require
-    sbpolicy.set_policy(**changes)
+    pol = sbpolicy.policy()
+    sbpolicy.set_policy(
+        sandbox=not no_sandbox,
+        memory_limit=pol.memory_limit
+        if memory_limit is None
+        else sbpolicy.parse_size(memory_limit),
+        scratch_limit=pol.scratch_limit
+        if c.scratch_limit is None
+        else sbpolicy.parse_size(c.scratch_limit, "--scratch-limit", 1 << 20),
+        env=environ.check_names(c.env),
+        allow_read=_dirs(c.allow_read, "--allow-read"),
+        allow_write=_dirs(c.allow_write, "--allow-write"),
+        require=require,
+    )
 
 
-def with_config(confine: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
-    """The click options merged with a config table's sandbox keys
-    ("require-sandbox", ...): lists add up, the command line wins otherwise."""
-    out = dict(confine)
-    for key, value in table.items():
-        name = "confine_" + key.replace("-", "_")
-        if isinstance(value, tuple):
-            out[name] = (*value, *(out.get(name) or ()))
-        elif not out.get(name):
-            out[name] = value
-    return out
+def confine_from(parsed: ArgvSpec) -> Confinement:
+    """The confinement options out of call's parsed command line."""
+    opts = parsed.options
+    return confine_given(**{k: opts[k] for k in CONFINE_OPTIONS if k in opts})
 
 
-def confine_from(opts: dict[str, Any]) -> dict[str, Any]:
-    """The confinement options out of call's parsed option dict."""
-    return {k: opts[k] for k in CONFINE_OPTIONS if k in opts}
-
-
-def field() -> dict[str, Any]:
+def field() -> JsonDict:
     """The `sandbox` field of a --json output."""
     if "tvmffi_cli.sandbox.process" not in sys.modules:
         # No worker can have run: skip importing the worker machinery

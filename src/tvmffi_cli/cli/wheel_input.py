@@ -23,6 +23,7 @@ def _emit_json(res: Any, runtimes: Mapping[str, Optional[Runtime]] | None = None
     """The wheel document; each library's report gets the contract keys of
     its own command's --json (its runtime: from `runtimes` by library path,
     else the report's own; None: none could be chosen)."""
+    from ..inspect.report import as_json
     from . import jsonout
 
     doc = res.to_json()
@@ -30,7 +31,9 @@ def _emit_json(res: Any, runtimes: Mapping[str, Optional[Runtime]] | None = None
         rep = entry.get("report")
         if isinstance(rep, dict):
             rt = (runtimes or {}).get(entry.get("library"), rep.get("runtime"))
-            entry["report"] = jsonout.contract(rep, library=entry.get("library"), runtime=rt)
+            entry["report"] = jsonout.contract(
+                rep, library=entry.get("library"), runtime=as_json(rt)
+            )
     sys.stdout.write(jsonout.dumps(jsonout.contract(doc, library=doc.get("library"))) + "\n")
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Collection, Dict, Iterator
 
+from ..text import JsonDict, JsonValue
 from . import callargs
+from .messages import Memcheck
 from .probe_tensors import describe as describe_tensor
 from .results import FAIL, PASS, SKIP, Result
 
@@ -33,7 +35,7 @@ class FunctionFacts:
         #: none (None: no GPU steps were asked for; conform/probe_gpu.py)
         self.gpu: str | None = None
         #: what `--sanitizer memcheck` found (conform/sanitizer.py), None: not run
-        self.memcheck: dict[str, Any] | None = None
+        self.memcheck: Memcheck | None = None
 
     def call_obs(self) -> Iterator[tuple[str, Obs]]:
         """(step, obs) for completed calls of the function itself (not getters,
@@ -111,17 +113,19 @@ def _step_words(f: FunctionFacts, step: str) -> str:
     return words
 
 
-def _calls(f: FunctionFacts, steps: list[str]) -> dict[str, Any]:
+def _calls(f: FunctionFacts, steps: list[str]) -> JsonDict:
     """details of a finding: the steps, the arguments of the first one's call
     and the `tvmffi call` arguments that build them (when there are)."""
-    d: dict[str, Any] = {"steps": steps}
+    d: JsonDict = {"steps": list(steps)}
     args = callargs.args_of(steps[0], f.params) if steps else None
     if args is not None:
-        d["args"] = args
+        listed: list[JsonValue] = [*args]
+        d["args"] = listed
         argv = callargs.call_argv(args)
         c = f.crashes.get(steps[0]) or {}
         if argv is not None and c.get("alone") is not False and steps[0] != AFTER_CALLS:
-            d["call"] = argv
+            words: list[JsonValue] = [*argv]
+            d["call"] = words
     return d
 
 

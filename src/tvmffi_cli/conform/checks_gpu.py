@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, Optional
 
-from .checks_crash import FunctionFacts, Obs, _crash_text, _output
+from .checks_crash import FunctionFacts, _crash_text, _output
 from .results import ERROR, FAIL, PASS, SKIP, Result
 
 VALID, STREAM = "gpu:valid", "gpu:stream"
@@ -120,7 +120,7 @@ def check_device_mismatch(f: FunctionFacts) -> Result:
             f"{s}: called with a CUDA tensor, the host dereferenced device memory "
             f"({_crash_text(f.crashes[s], f.timeout)} at an address of the tensor's device "
             "memory); a host kernel must raise for a tensor that is not on the CPU",
-            {"steps": deref},
+            {"steps": list(deref)},
             output=_output(f, deref),
         )
     # A host tensor to a CUDA kernel: launched on host memory.
@@ -228,23 +228,23 @@ def check_stream_use(f: FunctionFacts) -> Result:
 
 
 def check_memcheck(f: FunctionFacts) -> Result:
-    got: Optional[Obs] = f.memcheck
+    got = f.memcheck
     if got is None:
         skip = _gpu_skip("memcheck", f)
         if skip is not None and skip.message == NOT_APPLICABLE:
             return skip
         return Result("memcheck", f.name, SKIP, "not asked for (--sanitizer memcheck)")
-    if "skipped" in got:
-        return Result("memcheck", f.name, SKIP, str(got["skipped"]))
-    if got.get("error"):
-        return Result("memcheck", f.name, ERROR, str(got["error"]))
-    if got.get("errors"):
+    if got.skipped is not None:
+        return Result("memcheck", f.name, SKIP, got.skipped)
+    if got.error:
+        return Result("memcheck", f.name, ERROR, got.error)
+    if got.errors:
         return Result(
             "memcheck",
             f.name,
             FAIL,
-            f"compute-sanitizer memcheck: {got['errors']} error(s): {got.get('first', '')}",
-            {"report": got.get("report", "")},
+            f"compute-sanitizer memcheck: {got.errors} error(s): {got.first}",
+            {"report": got.report},
         )
     return Result("memcheck", f.name, PASS, "compute-sanitizer memcheck: 0 errors")
 

@@ -97,7 +97,12 @@ def check_tensor_shapes(f: FunctionFacts) -> Result:
                 "(the same call with the data in ordinary memory returned)"
             )
         return Result(
-            "tensor-shapes", f.name, FAIL, "; ".join(words), {"steps": oob}, output=_output(f, oob)
+            "tensor-shapes",
+            f.name,
+            FAIL,
+            "; ".join(words),
+            {"steps": list(oob)},
+            output=_output(f, oob),
         )
     ran = [s for s in steps if s in f.obs and "skipped" not in f.obs[s]]
     if not ran:

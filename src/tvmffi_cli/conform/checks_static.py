@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Collection
+from typing import TYPE_CHECKING, Callable, Collection
 
 from ..abi.symbols import (
     CTX_PREFIX,
@@ -16,6 +16,7 @@ from ..abi.symbols import (
 from ..abi.symbols import LIBRARY_BIN as LIBBIN
 from ..abi.symbols import LIBRARY_CTX as LIBCTX
 from ..abi.symbols import METADATA_PREFIX as META_PREFIX
+from ..text import JsonValue
 from .results import FAIL, PASS, SKIP, Result
 
 if TYPE_CHECKING:
@@ -169,22 +170,19 @@ def check_library_bin(binary: Binary, inv: Inventory) -> list[Result]:
     except FormatError as e:
         return [Result("library-bin", None, FAIL, f"{LIBBIN}: {e}")]
     lb = libbin.decode(data)
-    errors: list[dict[str, Any]] = [dict(e) for e in lb.errors]
+    # (byte offset, or None for the whole symbol; message)
+    errors: list[tuple[int | None, str]] = [(e["offset"], e["message"]) for e in lb.errors]
     libs = [m.index for m in lb.modules if m.kind == libbin.LIB_KIND]
     if len(libs) > 1:
         errors.append(
-            {
-                "offset": None,
-                "message": f"{len(libs)} `_lib` modules (indices {libs}); at most one is allowed",
-            }
+            (None, f"{len(libs)} `_lib` modules (indices {libs}); at most one is allowed")
         )
     if errors:
-        first = errors[0]
-        at = f" at byte {first['offset']}" if first.get("offset") is not None else ""
+        offset, message = errors[0]
+        at = f" at byte {offset}" if offset is not None else ""
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return [
-            Result("library-bin", None, FAIL, f"{first['message']}{at}{more}", {"errors": errors})
-        ]
+        listed: list[JsonValue] = [{"offset": o, "message": m} for o, m in errors]
+        return [Result("library-bin", None, FAIL, f"{message}{at}{more}", {"errors": listed})]
     kinds = ", ".join(m.kind for m in lb.modules)
     return [Result("library-bin", None, PASS, f"{len(lb.modules)} modules ({kinds})")]
 
@@ -212,7 +210,7 @@ def check_context_symbols(binary: Binary, inv: Inventory) -> list[Result]:
         if sym.size is not None and sym.size != ptr:
             bad.append(f"{n}: is {sym.size} bytes, must be {ptr} (one pointer)")
     if bad:
-        return [Result("context-symbols", None, FAIL, "; ".join(bad), {"problems": bad})]
+        return [Result("context-symbols", None, FAIL, "; ".join(bad), {"problems": list(bad)})]
     return [Result("context-symbols", None, PASS, f"{len(names)} context symbols")]
 
 
@@ -231,7 +229,7 @@ def check_c_api_imports(binary: Binary, inv: Inventory) -> list[Result]:
                 None,
                 FAIL,
                 f"imports {len(unknown)} function(s) outside the C API: " + ", ".join(unknown),
-                {"unknown": unknown},
+                {"unknown": list(unknown)},
             )
         ]
     return [

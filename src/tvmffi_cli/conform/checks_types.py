@@ -5,22 +5,22 @@ probe worker's load)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..abi.structs import OBJECT_HEADER_SIZE
-from .results import FAIL, PASS, SKIP, Result
+from ..sandbox.messages import MessageError
+from .messages import TypeLayout, decode_type_layouts
+from .results import ERROR, FAIL, PASS, SKIP, Result
 
 
-def problems(t: dict[str, Any]) -> list[str]:
+def problems(t: TypeLayout) -> list[str]:
     """What is wrong with one type's field layout."""
     out: list[str] = []
-    total = t.get("total_size")
+    total = t.total_size
     spans: list[tuple[int, int, str]] = []
-    for name, off, size, align in t.get("inherited") or ():
-        spans.append((int(off), int(off) + max(int(size), 0), str(name)))
+    for a in t.inherited:
+        spans.append((a.offset, a.offset + max(a.size, 0), a.name))
     inherited = {(s, e, n) for s, e, n in spans}
-    for name, off, size, align in t.get("fields") or ():
-        off, size, align = int(off), int(size), int(align)
+    for f in t.fields:
+        name, off, size, align = f.name, f.offset, f.size, f.alignment
         where = f"field {name} (offset {off}, size {size})"
         if size <= 0:
             out.append(f"{where}: size must be positive")
@@ -37,21 +37,27 @@ def problems(t: dict[str, Any]) -> list[str]:
                 continue  # an inherited field registered again under the child type
             if off < e and s < off + size:
                 out.append(f"{where}: overlaps field {other} [{s}, {e})")
-        spans.append((off, off + size, str(name)))
+        spans.append((off, off + size, name))
     return out
 
 
-def check_type_layout(types: list[dict[str, Any]] | None, loaded: bool) -> Result:
+def check_type_layout(raw: object, loaded: bool) -> Result:
+    """`raw`: the probe's type layouts as its event stream carried them
+    (decoded here: the parent refuses what does not decode)."""
     if not loaded:
         return Result("type-layout", None, SKIP, "the library did not load")
-    if types is None:
+    if raw is None:
         return Result(
             "type-layout",
             None,
             SKIP,
             "the runtime cannot list the types a library registers (needs tvmffi's runtime)",
         )
-    bad = {t["key"]: p for t in types if (p := problems(t))}
+    try:
+        types = decode_type_layouts(raw)
+    except MessageError as e:
+        return Result("type-layout", None, ERROR, f"the probe's type layouts: {e}")
+    bad = {t.key: p for t in types if (p := problems(t))}
     if bad:
         parts = [f"{k}: {'; '.join(p[:3])}" for k, p in bad.items()]
         return Result(
@@ -59,9 +65,9 @@ def check_type_layout(types: list[dict[str, Any]] | None, loaded: bool) -> Resul
             None,
             FAIL,
             " | ".join(parts[:5]) + (f" (+{len(parts) - 5} more types)" if len(parts) > 5 else ""),
-            {"types": bad},
+            {"types": {k: list(p) for k, p in bad.items()}},
         )
-    with_fields = sum(1 for t in types if t.get("fields"))
+    with_fields = sum(1 for t in types if t.fields)
     return Result(
         "type-layout",
         None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..abi.versions import KNOWN_RELEASES, NEWEST, RuntimeRange, newer, plain, runtime_range
+from ..text import JsonDict
 from .results import FAIL, PASS, Result
 
 
@@ -38,7 +39,7 @@ def _span(rr: RuntimeRange) -> str:
     return f"runs on apache-tvm-ffi >= {rr.min_version}{top}"
 
 
-def _details(rr: RuntimeRange) -> dict[str, Any]:
+def _details(rr: RuntimeRange) -> JsonDict:
     return {
         "min_runtime_version": rr.min_version,
         "max_runtime_version": rr.max_version,

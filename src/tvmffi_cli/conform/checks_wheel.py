@@ -20,10 +20,10 @@ runtime (it defines the C API) passes with a note: its libraries meet that.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..abi.versions import KNOWN_RELEASES, releases_text, runtime_range
 from ..ffi.hosts import MISSING_DEPENDENCY as MISSING_DEPENDENCY
+from ..text import JsonDict, JsonValue
 from .results import FAIL, PASS, Result
 
 CHECK = "declared-runtime"
@@ -135,24 +135,25 @@ def declared_runtime(
         else [v for v in KNOWN_RELEASES if admits(specifier, v)]
     )
     wrong = [v for v in admitted if v in bad or v in load_bad]
-    details: dict[str, Any] = {
+    failing: list[JsonValue] = [
+        {"release": v, "library": lib, "symbols": list(syms), "load_error": None}
+        for v in wrong
+        for lib, syms in bad.get(v, [])
+    ]
+    failing += [
+        {"release": v, "library": lib, "symbols": [], "load_error": msg}
+        for v in wrong
+        if v not in bad
+        for lib, msg in load_bad.get(v, [])
+    ]
+    details: JsonDict = {
         "declared": specifier,
-        "admitted": admitted,
-        "runs_on": runs_on,
-        "failing": [
-            {"release": v, "library": lib, "symbols": syms, "load_error": None}
-            for v in wrong
-            for lib, syms in bad.get(v, [])
-        ]
-        + [
-            {"release": v, "library": lib, "symbols": [], "load_error": msg}
-            for v in wrong
-            if v not in bad
-            for lib, msg in load_bad.get(v, [])
-        ],
-        "loaded_on": loaded,
-        "not_loaded": unchecked,
-        "load_unverified": deps,
+        "admitted": list(admitted),
+        "runs_on": list(runs_on),
+        "failing": failing,
+        "loaded_on": list(loaded),
+        "not_loaded": list(unchecked),
+        "load_unverified": list(deps),
     }
     said = (
         "declares no apache-tvm-ffi requirement"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..sandbox.policy import Confinement
 from . import registry
 from .results import Result
 
@@ -59,8 +60,8 @@ class Config:
     timeout: float | None = None
     suppress: tuple[Suppression, ...] = field(default_factory=tuple)
     max_runtime: str | None = None
-    #: Sandbox options by their option name without dashes ("require-sandbox").
-    sandbox: dict[str, Any] = field(default_factory=dict)
+    #: The table's sandbox options (the command line's go over them).
+    sandbox: Confinement = Confinement()
 
     def apply(self, results: list[Result]) -> list[Result]:
         """Mark the findings a suppression covers (they stay in the report)."""
@@ -141,6 +142,7 @@ def _ids(value: Any, where: str) -> frozenset[str]:
 
 
 def parse(table: dict[str, Any], source: str) -> Config:
+    # `table`: the TOML table as the toml reader gives it (free-form, checked here)
     where = f"{source} [tool.tvmffi.conform]"
     known = {
         "select",
@@ -207,27 +209,22 @@ def parse(table: dict[str, Any], source: str) -> Config:
 SANDBOX_KEYS = ("require-sandbox", "env", "allow-read", "allow-write", "scratch-limit")
 
 
-def _sandbox(table: dict[str, Any], where: str, base: Path) -> dict[str, Any]:
-    """The sandbox options of the table, checked; paths made absolute."""
-    out: dict[str, Any] = {}
-    req = table.get("require-sandbox")
-    if req is not None:
-        if not isinstance(req, bool):
-            raise InputError(f"{where}: require-sandbox must be true or false")
-        out["require-sandbox"] = req
+def _sandbox(table: dict[str, Any], where: str, base: Path) -> Confinement:
+    """The sandbox options of the table (the toml reader's free-form value),
+    checked; paths made absolute."""
+    req = table.get("require-sandbox", False)
+    if not isinstance(req, bool):
+        raise InputError(f"{where}: require-sandbox must be true or false")
+    lists: dict[str, tuple[str, ...]] = {}
     for key in ("env", "allow-read", "allow-write"):
-        v = table.get(key)
-        if v is None:
-            continue
+        v = table.get(key, [])
         if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
             raise InputError(f"{where}: {key} must be a list of strings")
-        out[key] = tuple(v) if key == "env" else tuple(str(base / x) for x in v)
+        lists[key] = tuple(v) if key == "env" else tuple(str(base / x) for x in v)
     lim = table.get("scratch-limit")
-    if lim is not None:
-        if not isinstance(lim, str):
-            raise InputError(f'{where}: scratch-limit must be a size like "2G"')
-        out["scratch-limit"] = lim
-    return out
+    if lim is not None and not isinstance(lim, str):
+        raise InputError(f'{where}: scratch-limit must be a size like "2G"')
+    return Confinement(lists["env"], lim, req, lists["allow-read"], lists["allow-write"])
 
 
 def check_version(text: str, where: str) -> str:

@@ -18,6 +18,7 @@ import subprocess
 from typing import Any
 
 from ..sandbox import process as _sandbox
+from .messages import ExitRequest
 from .results import FAIL, PASS, SKIP, Result
 
 sandbox: Any = _sandbox  # (the sandbox module is not annotated yet)
@@ -87,7 +88,7 @@ def run(path: str | None, timeout: float, runtime: str | None = None) -> Result:
     try:
         w.start()
         try:
-            w.call("conform.exit_task", {"path": path}, timeout=timeout + 30)
+            w.call("conform.exit_task", ExitRequest(path).to_json(), timeout=timeout + 30)
         except sandbox.ChildCrashed as e:
             return Result(
                 "exit-clean",

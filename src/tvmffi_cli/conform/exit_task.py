@@ -11,19 +11,23 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from ..sandbox.messages import JsonDict
+from .messages import ExitLoaded, ExitRequest
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
-    if request.get("path") is None:  # the control run: the runtime alone
+
+def run(obj: object) -> JsonDict:
+    request = ExitRequest.from_json(obj)
+    if request.path is None:  # the control run: the runtime alone
         from ..ffi import runtime
 
         get: Any = runtime.get_runtime
         get()
-        return {"loaded": False, "globals": []}
+        return ExitLoaded(False, ()).to_json()
     from ..ffi import library
 
     load: Any = library.load  # (ffi.library is not annotated yet)
-    lib = load(str(request["path"]))
-    names = sorted(getattr(lib, "globals", None) or ())
+    lib = load(request.path)
+    names = tuple(sorted(getattr(lib, "globals", None) or ()))
     del lib
     gc.collect()
-    return {"loaded": True, "globals": names}
+    return ExitLoaded(True, names).to_json()

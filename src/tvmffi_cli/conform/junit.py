@@ -20,9 +20,11 @@ def _case(suite: ET.Element, cls: str, r: Result) -> None:
     where = r.function if r.function is not None else "(library)"
     case = ET.SubElement(suite, "testcase", classname=f"{cls}.{where}", name=r.check)
     text = f"{r.title}\n{r.message}" + (f"\nreproduce: {r.reproduce}" if r.reproduce else "")
-    args = (r.details or {}).get("args")
-    if r.bad and args is not None:
-        text += f"\narguments of {(r.details or {}).get('steps', ['the call'])[0]}: {words(args)}"
+    d = r.details or {}
+    args, steps = d.get("args"), d.get("steps")
+    if r.bad and isinstance(args, list):
+        first = steps[0] if isinstance(steps, list) and steps else "the call"
+        text += f"\narguments of {first}: {words([a for a in args if isinstance(a, dict)])}"
     if r.bad:
         text += f"\nfix: {r.fix}"
     if r.output:

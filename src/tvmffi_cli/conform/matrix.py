@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..ffi.hosts import RuntimeChoice, choose_runtime
+from ..text import JsonDict
 from .results import ERROR, FAIL, PASS, Report
 from .runner import Options, Progress, run
 
@@ -25,7 +25,7 @@ class RuntimeRun:
     choice: RuntimeChoice
     report: Report
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "label": self.choice.label(),
             "runtime": self.choice.to_json(),
@@ -75,7 +75,7 @@ class Matrix:
             out.append((check, cells))
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonDict:
         return {
             "library": self.library,
             "passed": self.passed,

@@ -2,25 +2,28 @@
 compute-sanitizer (conform/sanitizer.py), load the library and make one
 function's CUDA call (conform/probe_gpu.py's gpu:valid step).
 
-request: {"path", "name", "getters": [...], "global": bool}
-reply:   {"obs": {...}} or {"skipped": why}
+request: MemcheckRequest; reply: MemcheckSkipped or MemcheckCalled
+(conform/messages.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from ..sandbox.messages import JsonDict
+from .messages import MemcheckCalled, MemcheckRequest, MemcheckSkipped
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def run(obj: object) -> JsonDict:
     from .probe_gpu import VALID
     from .probe_task import Prober
 
+    request = MemcheckRequest.from_json(obj)
     p = Prober(lambda _msg: None)
-    info = p.load(request["path"])
+    info = p.load(request.path)
     if not info.get("ok"):
-        return {"skipped": f"the library did not load: {info.get('error')}"}
-    name, is_global = request["name"], bool(request.get("global"))
-    _steps, sig, _note = p.plan(name, set(request.get("getters") or ()), is_global)
+        return MemcheckSkipped(f"the library did not load: {info.get('error')}").to_json()
+    name = request.name
+    _steps, sig, _note = p.plan(name, set(request.getters), request.is_global)
     if not p.gpu.ready(p):
-        return {"skipped": p.gpu.why}
-    return {"obs": p.gpu.run_step(p, name, VALID, sig, is_global)}
+        return MemcheckSkipped(str(p.gpu.why)).to_json()
+    p.gpu.run_step(p, name, VALID, sig, request.is_global)
+    return MemcheckCalled().to_json()

@@ -239,7 +239,7 @@ def thread_released(p: Any, fn: Caller, raws: list[bytes], guarded: bool) -> lis
     call made in a fresh thread failed."""
     objs = p._objects(raws)
     base = [p.strong(o) for o in objs]
-    box: dict[str, Any] = {}
+    box: dict[str, Any] = {}  # the probe's observation of the call (JSON it streams)
     t = threading.Thread(target=lambda: box.update(p.call(fn, raws, guarded)))
     t.start()
     t.join()

@@ -113,7 +113,7 @@ class Prober(ProbeValues):
             "globals": new,
             "types": None
             if types_from is None or types_to is None
-            else probe_types.layouts(self, types_from, types_to),
+            else [t.to_json() for t in probe_types.layouts(self, types_from, types_to)],
         }
 
     def symbol(self, name: str) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..abi import structs as abi
+from .messages import FieldLayout, TypeLayout
 
 #: At most this many types are described (a library registering more is
 #: described in part; the check says so).
@@ -21,22 +22,22 @@ def type_end(p: Any) -> int | None:
     return None if f is None else int(f())
 
 
-def _fields(info: abi.TVMFFITypeInfo) -> list[list[Any]]:
+def _fields(info: abi.TVMFFITypeInfo) -> list[FieldLayout]:
     out = []
     for j in range(max(0, min(info.num_fields, 1024))):
         f = info.fields[j]
         name = abi.byte_array_bytes(f.name)[:200].decode("utf-8", "replace")
-        out.append([name, int(f.offset), int(f.size), int(f.alignment)])
+        out.append(FieldLayout(name, int(f.offset), int(f.size), int(f.alignment)))
     return out
 
 
-def layouts(p: Any, begin: int, end: int) -> list[dict[str, Any]]:
+def layouts(p: Any, begin: int, end: int) -> list[TypeLayout]:
     out = []
     for idx in range(begin, min(end, begin + LIMIT)):
         info = p.rt.type_info(idx)
         if info is None:
             continue
-        inherited: list[list[Any]] = []
+        inherited: list[FieldLayout] = []
         for d in range(max(0, min(info.type_depth, 64))):
             anc = info.type_ancestors[d] if info.type_ancestors else None
             if anc:
@@ -44,12 +45,6 @@ def layouts(p: Any, begin: int, end: int) -> list[dict[str, Any]]:
         total = None
         if info.metadata:
             total = int(info.metadata.contents.total_size) or None
-        out.append(
-            {
-                "key": abi.byte_array_bytes(info.type_key)[:200].decode("utf-8", "replace"),
-                "total_size": total,
-                "fields": _fields(info),
-                "inherited": inherited,
-            }
-        )
+        key = abi.byte_array_bytes(info.type_key)[:200].decode("utf-8", "replace")
+        out.append(TypeLayout(key, total, tuple(_fields(info)), tuple(inherited)))
     return out

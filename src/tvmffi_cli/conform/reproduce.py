@@ -60,9 +60,10 @@ def reproducer(r: Result, path: str, o: Options) -> str:
     else `tvmffi conform` narrowed to the check and the function."""
     d = r.details or {}
     argv = d.get("call")
-    if r.check in CALL_CHECKS and argv is not None and r.function:
-        cmd = ["tvmffi", "call", path, r.function, *argv]
-        if any("dtype" in a for a in d.get("args") or ()):
+    if r.check in CALL_CHECKS and isinstance(argv, list) and r.function:
+        cmd = ["tvmffi", "call", path, r.function, *map(str, argv)]
+        args = d.get("args")
+        if isinstance(args, list) and any(isinstance(a, dict) and "dtype" in a for a in args):
             cmd.append("--guard")
         if r.check == "no-hang":
             cmd += ["--timeout", f"{o.timeout:g}"]

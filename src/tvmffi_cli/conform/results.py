@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from .. import text
+from ..text import JsonDict
 from . import registry
 
 PASS = "pass"
@@ -21,7 +21,9 @@ class Result:
     function: str | None  # None for library-level results
     status: str
     message: str = ""
-    details: dict[str, Any] | None = None
+    #: check-specific facts, the --json `details` object (JSON of each
+    #: check's own shape: the schema says only "object")
+    details: JsonDict | None = None
     #: a command that shows this failure again and exits 1
     reproduce: str | None = None
     #: why a configuration suppressed this finding (it then never blocks)
@@ -63,8 +65,8 @@ class Result:
         """True when this result makes the run fail (exit 1)."""
         return self.severity == registry.ERROR and self.bad and self.suppressed is None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        d: JsonDict = {
             "check": self.check,
             "function": self.function,
             "status": self.status,
@@ -167,11 +169,11 @@ class Report:
             line += f"; {len(self.not_run)} function(s) not run (no CUDA device)"
         return line
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> JsonDict:
+        d: JsonDict = {
             "library": self.path,
             "passed": self.passed,
-            "summary": self.counts(),
+            "summary": dict(self.counts()),
             "functions": list(self.functions),
             "globals": list(self.globals),
             "results": [r.to_json() for r in self.results],

@@ -13,10 +13,10 @@ import os
 import re
 import shutil
 import sys
-from typing import Any
 
 from .checks_crash import FunctionFacts
 from .checks_gpu import VALID, check_memcheck
+from .messages import Memcheck, MemcheckRequest, MemcheckSkipped, decode_memcheck_reply
 from .reproduce import Options
 from .results import Result
 
@@ -44,9 +44,9 @@ def run(
         if f.gpu is None or VALID not in (f.plan or ()):
             continue  # device-call says why no CUDA call ran
         if dev.get("rc") != 0 or dev.get("cuda_error"):
-            f.memcheck = {"skipped": "the CUDA call did not succeed (see device-call)"}
+            f.memcheck = Memcheck(skipped="the CUDA call did not succeed (see device-call)")
         elif exe is None:
-            f.memcheck = {"skipped": "compute-sanitizer is not installed (not on PATH)"}
+            f.memcheck = Memcheck(skipped="compute-sanitizer is not installed (not on PATH)")
         else:
             f.memcheck = one(exe, path, f, o)
         per_function[name] = [
@@ -55,7 +55,7 @@ def run(
     return per_function
 
 
-def one(exe: str, path: str, f: FunctionFacts, o: Options) -> dict[str, Any]:
+def one(exe: str, path: str, f: FunctionFacts, o: Options) -> Memcheck:
     from ..binary.deps import load_read_paths
     from ..ffi.cuda import driver_read_paths
     from ..sandbox import process as sandbox
@@ -71,12 +71,7 @@ def one(exe: str, path: str, f: FunctionFacts, o: Options) -> dict[str, Any]:
                 f'--log-file "{logdir}/memcheck.%p.log" "{sys.executable}" "$@"\n'
             )
         os.chmod(wrapper, 0o700)
-        request = {
-            "path": path,
-            "name": f.name,
-            "getters": sorted(f.getters),
-            "global": f.is_global,
-        }
+        request = MemcheckRequest(path, f.name, tuple(sorted(f.getters)), f.is_global)
         try:
             with sandbox.Worker(
                 python=wrapper,
@@ -84,18 +79,22 @@ def one(exe: str, path: str, f: FunctionFacts, o: Options) -> dict[str, Any]:
                 read_paths=[*load_read_paths(path), *driver_read_paths(), path],
                 write_paths=[logdir],
             ) as worker:
-                reply = worker.call("conform.memcheck_task", request, max(60.0, 10 * o.timeout))
+                raw = worker.call(
+                    "conform.memcheck_task", request.to_json(), max(60.0, 10 * o.timeout)
+                )
+            reply = decode_memcheck_reply(raw)
         except Exception as e:  # the sanitizer or the worker failed: say so, do not guess
-            return {"error": f"compute-sanitizer run failed: {type(e).__name__}: {e}"}
-        if isinstance(reply, dict) and "skipped" in reply:
-            return {"skipped": str(reply["skipped"])}
+            return Memcheck(error=f"compute-sanitizer run failed: {type(e).__name__}: {e}")
+        if isinstance(reply, MemcheckSkipped):
+            return Memcheck(skipped=reply.why)
         return read_logs(logdir)
     finally:
         sandbox.remove_tree(logdir)
 
 
-def read_logs(logdir: str) -> dict[str, Any]:
-    """{"errors", "first", "report"} from the sanitizer's logs, or {"error"}."""
+def read_logs(logdir: str) -> Memcheck:
+    """The errors the sanitizer's logs count (and the first, and the log's
+    head), or an error when it wrote no summary."""
     from .. import text
 
     errors, lines, summaries = 0, [], 0
@@ -107,10 +106,10 @@ def read_logs(logdir: str) -> dict[str, Any]:
             errors += int(m.group(1))
         lines += [ln for ln in body.splitlines() if ln.strip("= ")]
     if not summaries:
-        return {
-            "error": "compute-sanitizer wrote no ERROR SUMMARY (it may not run inside the "
+        return Memcheck(
+            error="compute-sanitizer wrote no ERROR SUMMARY (it may not run inside the "
             "sandbox here: try --no-sandbox)"
-        }
+        )
     first = next((ln.strip("= ") for ln in lines if "Invalid" in ln or "Error" in ln), "")
     report, _ = text.cap("\n".join(lines[:40]), 4000)
-    return {"errors": errors, "first": text.one_line(first)[:300], "report": report}
+    return Memcheck(errors=errors, first=text.one_line(first)[:300], report=report)

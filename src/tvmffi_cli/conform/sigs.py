@@ -10,11 +10,12 @@ the parent and by the probe worker.
 
 from __future__ import annotations
 
-from typing import Any, List, TypedDict
+from typing import List, TypedDict
 
 from ..abi import constants as C
 from ..abi import typeschema as schema
 from ..errors import FormatError
+from ..text import JsonDict
 
 # Value kinds the probe can build, by the type index they carry.
 K_NONE, K_INT, K_BOOL, K_FLOAT = C.kTVMFFINone, C.kTVMFFIInt, C.kTVMFFIBool, C.kTVMFFIFloat
@@ -79,7 +80,7 @@ def _sig(spec: schema.TypeSpec) -> Sig | None:
     return Sig([_as_dict(p) for p in spec.params], ret)
 
 
-def parse_type_schema(text: str | dict[str, Any]) -> Sig | None:
+def parse_type_schema(text: str | JsonDict) -> Sig | None:
     """Sig of a function type schema (str or already-decoded dict)."""
     try:
         return _sig(schema.parse_type(text))
@@ -87,7 +88,7 @@ def parse_type_schema(text: str | dict[str, Any]) -> Sig | None:
         raise SchemaError(str(e)) from None
 
 
-def parse_metadata(text: str) -> tuple[dict[str, Any], Sig | None]:
+def parse_metadata(text: str) -> tuple[JsonDict, Sig | None]:
     """(metadata dict, Sig or None) from the getter's string, or raise SchemaError."""
     try:
         doc, spec = schema.parse_metadata(text)

@@ -53,6 +53,7 @@ from ..abi.versions import (
     span,
 )
 from ..errors import InputError, TvmffiError
+from ..text import JsonDict
 from . import fetch
 
 #: The named choices of --runtime; anything else is a path.
@@ -85,8 +86,8 @@ class RuntimeChoice:
     #: Runtimes auto tried first and how loading failed on each (label, message).
     tried: tuple[tuple[str, str], ...] = field(default=())
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {
             "kind": self.kind,
             "path": self.path,
             "requested": self.requested,
@@ -121,7 +122,7 @@ class RuntimeChoice:
         )
 
 
-def label_of(choice: dict[str, object]) -> str:
+def label_of(choice: JsonDict) -> str:
     """The human name of a runtime, from RuntimeChoice.to_json()."""
     if choice.get("kind") in ("release", "path"):  # named by its release when it is one
         rel = choice.get("release")

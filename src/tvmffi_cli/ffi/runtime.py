@@ -88,7 +88,8 @@ class Runtime(CFunctions):
         for name in self.missing:
             setattr(self, name, _Absent(name, self))
         self.rt = bind_rt_api(self.lib)
-        self._globals: dict[str, Any] = {}  # name -> values.Function (values.global_func)
+        # name -> values.Function (values.global_func); Any: values imports this module
+        self._globals: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     # -- identity -----------------------------------------------------------

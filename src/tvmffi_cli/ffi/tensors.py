@@ -30,6 +30,7 @@ class _ArrayHolder:
     keeps the Tensor (and thus the memory) alive."""
 
     def __init__(self, tensor: object, iface: dict[str, Any]) -> None:
+        # iface: numpy's __array_interface__ protocol value (a free-form dict there)
         self.tensor = tensor
         self.__array_interface__ = iface
 
@@ -369,7 +370,7 @@ def tensor_from_dlpack(rt: Runtime, value: Any, owned: Optional[list[int]] = Non
     """Owned ffi.Tensor handle of an object exporting `__dlpack__`, without a
     copy: the producer's managed tensor is handed to the runtime, which calls
     its deleter when the Tensor dies. Asks for a DLPack 1.x capsule first."""
-    kw: dict[str, Any] = {}
+    kw: dict[str, int] = {}  # __dlpack__ keywords: stream
     if value.__dlpack_device__()[0] in (abi.kDLCUDA, abi.kDLCUDAManaged):
         # The library launches on TVMFFIEnvGetStream, NULL (the legacy default
         # stream, DLPack's 1) unless the caller published one: the producer

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..abi import structs as abi
 from ..abi.constants import kTVMFFINone
+from ..text import JsonDict, JsonValue
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
 
-def type_info_dict(rt: Runtime, type_index: int) -> Optional[dict[str, Any]]:
+def type_info_dict(rt: Runtime, type_index: int) -> Optional[JsonDict]:
     """JSON-able description of a registered type (for introspection)."""
     info = rt.type_info(type_index)
     if info is None:
@@ -22,7 +23,7 @@ def type_info_dict(rt: Runtime, type_index: int) -> Optional[dict[str, Any]]:
         p = info.type_ancestors[info.type_depth - 1]
         if p:
             parent = abi.byte_array_str(p.contents.type_key)
-    fields = []
+    fields: list[JsonValue] = []
     for j in range(info.num_fields):
         f = info.fields[j]
         fields.append(
@@ -34,7 +35,7 @@ def type_info_dict(rt: Runtime, type_index: int) -> Optional[dict[str, Any]]:
                 "metadata": abi.byte_array_str(f.metadata) or None,
             }
         )
-    methods = []
+    methods: list[JsonValue] = []
     for j in range(info.num_methods):
         m = info.methods[j]
         methods.append(

@@ -99,6 +99,7 @@ class Object(_ObjectRef):
 
     def __init__(self, handle: int, rt: Runtime, type_index: Optional[int] = None) -> None:
         super().__init__(handle, rt, type_index)
+        # the library's field values, as any_to_py converts them (free-form)
         self._fields: Optional[dict[str, Any]] = None
 
     @property
@@ -559,7 +560,8 @@ def _read_map(rt: Runtime, h: int, t: int, iter_name: str, size_name: str) -> di
 
 
 def read_fields(rt: Runtime, handle: Optional[int], type_index: int) -> dict[str, Any]:
-    """{name: value} of the reflected fields of an object (ancestors first)."""
+    """{name: value} of the reflected fields of an object (ancestors first):
+    the library's values as any_to_py converts them (free-form)."""
     info = rt.type_info(type_index)
     if info is None:
         return {}

@@ -11,11 +11,11 @@ as ChildCrashed, with what the library printed on stderr.
 
 from __future__ import annotations
 
-from ..sandbox.messages import JsonObject
+from ..sandbox.messages import JsonDict
 from .messages import Loaded, LoadFailed, decode_load_only, encode
 
 
-def run(obj: object) -> JsonObject:
+def run(obj: object) -> JsonDict:
     from ..ffi import library
 
     request = decode_load_only(obj)

@@ -15,9 +15,9 @@ failed load) rather than reading what it can of it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional, Tuple, Union, final
+from typing import Any, ClassVar, Optional, Tuple, Union, cast, final
 
-from ..sandbox.messages import Fields, Frozen, JsonObject, MessageError
+from ..sandbox.messages import Fields, Frozen, JsonDict, JsonValue, MessageError
 
 # ---------------------------------------------------------------------------
 # requests
@@ -50,7 +50,7 @@ class FunctionInfo(Frozen):
 
     name: str
     metadata_raw: Optional[str]
-    metadata: object
+    metadata: JsonValue
     doc: Optional[str]
 
 
@@ -144,7 +144,7 @@ Message = Union[Introspect, LoadOnly, Introspected, Loaded, LoadFailed]
 # the encoder
 
 
-def encode(msg: Message) -> JsonObject:
+def encode(msg: Message) -> JsonDict:
     """The JSON object of a message (the decoders below read it)."""
     if isinstance(msg, Introspect):
         return {"path": msg.path, "runtime": msg.runtime, "cuda_devices": msg.cuda_devices}
@@ -182,7 +182,7 @@ def encode(msg: Message) -> JsonObject:
     }
 
 
-def _type_json(t: TypeInfo) -> JsonObject:
+def _type_json(t: TypeInfo) -> JsonDict:
     return {
         "type_key": t.type_key,
         "type_index": t.type_index,
@@ -270,7 +270,7 @@ def decode_introspected(obj: object) -> Introspected:
         FunctionInfo(
             e.text("name"),
             e.text_or_none("metadata_raw"),
-            e.obj.get("metadata"),
+            cast(JsonValue, e.obj.get("metadata")),  # decoded JSON: a JSON value
             e.text_or_none("doc"),
         )
         for e in _objects(f, "functions")

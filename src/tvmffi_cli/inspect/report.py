@@ -11,10 +11,11 @@ module description) stay free-form JSON objects.
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional, TypedDict, cast
 
 from ..binary.fatbin_model import CudaJson
 from ..binary.libbin import ModuleJson, Summary
+from ..text import JsonValue
 from .ranges import RangeCheckJson
 
 
@@ -204,3 +205,9 @@ class Report(_ReportKeys, total=False):
     runtime_range_check: RangeCheckJson
     global_info: dict[str, GlobalInfo]
     loaded_module: dict[str, Any]  # free-form: the runtime's module description
+
+
+def as_json(doc: Report | Runtime | None) -> JsonValue:
+    """The report (or its runtime object) as the JSON value it is: the
+    TypedDicts above only name its keys, so no conversion is needed."""
+    return cast(JsonValue, doc)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from ..sandbox.messages import JsonObject
+from ..sandbox.messages import JsonDict
 from .messages import (
     CudaDevice,
     CudaDevices,
@@ -50,7 +50,7 @@ def _cap(text: Any, limit: int, what: str, warnings: list[str]) -> tuple[Any, bo
     return text, False
 
 
-def run(obj: object) -> JsonObject:
+def run(obj: object) -> JsonDict:
     """The task: an Introspect's JSON object in, the Introspected's out."""
     return encode(introspect(obj))
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import ctypes
 
+    from ..text import JsonDict
+
 LIBRARY_ENV = "TVMFFI_SANDBOX_LIB"
 _LIBNAME = "libtvmffi_sandbox.so"
 
@@ -101,7 +103,7 @@ class Applied:
     #: One of MEMORY_MECHANISMS (None: no memory limit).
     memory_mechanism: str | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JsonDict:
         return {
             "enabled": self.enabled,
             "applied": list(self.applied),

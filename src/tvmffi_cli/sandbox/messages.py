@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, cast
 
+from ..text import JsonDict as JsonDict  # re-exported: the tasks' modules
+from ..text import JsonValue as JsonValue
 from .kernel import Applied
 
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ else:
         return lambda cls: cls
 
 
-JsonObject = dict[str, Any]
 _F = TypeVar("_F", bound="Frozen")
 #: Held while a Frozen subclass is made a dataclass (two threads may build its first).
 _making = threading.Lock()
@@ -228,7 +229,7 @@ class Request(Frozen):
     """Run tvmffi_cli.<task>.run(request) in the worker."""
 
     task: str
-    request: JsonObject = field(default_factory=dict)
+    request: JsonDict = field(default_factory=dict)
 
 
 class TaskError(Frozen):
@@ -266,7 +267,7 @@ Message = Union[Config, Hello, Request, Reply, Spawn, Spawned]
 M = TypeVar("M", Config, Hello, Request, Reply, Spawn, Spawned)
 
 
-def encode(msg: Message) -> JsonObject:
+def encode(msg: Message) -> JsonDict:
     if isinstance(msg, Hello):
         return {"hello": 1, "pid": msg.pid, "sandbox": msg.sandbox.to_json()}
     if isinstance(msg, Reply):
@@ -280,7 +281,7 @@ def encode(msg: Message) -> JsonObject:
     return out
 
 
-def _get(obj: JsonObject, key: str, types: tuple[type, ...], what: str) -> Any:
+def _get(obj: JsonDict, key: str, types: tuple[type, ...], what: str) -> Any:
     v = obj.get(key)
     # bool is an int to isinstance; a field typed int takes no bool
     if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -288,7 +289,7 @@ def _get(obj: JsonObject, key: str, types: tuple[type, ...], what: str) -> Any:
     return v
 
 
-def _strings(obj: JsonObject, key: str, what: str) -> tuple[str, ...]:
+def _strings(obj: JsonDict, key: str, what: str) -> tuple[str, ...]:
     v = _get(obj, key, (list,), what)
     if not all(isinstance(s, str) for s in v):
         raise MessageError(f"{what}: field {key!r} holds a non-string")
@@ -299,7 +300,7 @@ _INT = (int,)
 _OPT_INT = (int, type(None))
 
 
-def _config(obj: JsonObject, what: str) -> Config:
+def _config(obj: JsonDict, what: str) -> Config:
     return Config(
         sandbox=_get(obj, "sandbox", (bool,), what),
         memory_limit=_get(obj, "memory_limit", _OPT_INT, what),
@@ -315,19 +316,19 @@ def _config(obj: JsonObject, what: str) -> Config:
     )
 
 
-def _hello(obj: JsonObject, what: str) -> Hello:
+def _hello(obj: JsonDict, what: str) -> Hello:
     if obj.get("hello") != 1:
         raise MessageError("the worker's first message is not its greeting")
     sb = _get(obj, "sandbox", (dict,), what)
     return Hello(pid=_get(obj, "pid", _INT, what), sandbox=Applied.from_json(sb))
 
 
-def _request(obj: JsonObject, what: str) -> Request:
+def _request(obj: JsonDict, what: str) -> Request:
     req = _get(obj, "request", (dict, type(None)), what) or {}
     return Request(task=_get(obj, "task", (str,), what), request=req)
 
 
-def _reply(obj: JsonObject, what: str) -> Reply:
+def _reply(obj: JsonDict, what: str) -> Reply:
     if _get(obj, "ok", (bool,), what):
         return Reply(ok=True, result=obj.get("result"))
     e = _get(obj, "error", (dict,), what)
@@ -343,25 +344,25 @@ def _reply(obj: JsonObject, what: str) -> Reply:
     )
 
 
-def _count(obj: JsonObject, key: str, what: str) -> int:
+def _count(obj: JsonDict, key: str, what: str) -> int:
     v: int = _get(obj, key, _INT, what)
     if v < 0:
         raise MessageError(f"{what}: field {key!r} is negative")
     return v
 
 
-def _spawn(obj: JsonObject, what: str) -> Spawn:
+def _spawn(obj: JsonDict, what: str) -> Spawn:
     return Spawn(sent=_count(obj, "sent", what), received=_count(obj, "received", what))
 
 
-def _spawned(obj: JsonObject, what: str) -> Spawned:
+def _spawned(obj: JsonDict, what: str) -> Spawned:
     pid = _count(obj, "pid", what)
     if pid < 2:
         raise MessageError(f"{what}: pid {pid} is not a probe child's")
     return Spawned(pid=pid)
 
 
-_DECODERS: dict[type, Callable[[JsonObject, str], Message]] = {
+_DECODERS: dict[type, Callable[[JsonDict, str], Message]] = {
     Config: _config,
     Hello: _hello,
     Request: _request,

@@ -9,9 +9,12 @@ import math
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..text import JsonDict  # annotations only: policy is on the light start-up path
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
 #: Bytes the worker may keep in its scratch directory (and per file written).
@@ -64,6 +67,31 @@ class Policy:
     allow_write: tuple[str, ...] = ()
 
 
+class Confinement(NamedTuple):
+    """The confinement options as the user gave them, before they are checked
+    into a Policy: the command line's (--env, --scratch-limit, ...) or a
+    conform configuration table's (paths already absolute). A NamedTuple:
+    immutable and typed as a frozen dataclass, without its cost at start-up
+    (call's fast path builds one; bench/bench_startup.py)."""
+
+    env: tuple[str, ...] = ()
+    scratch_limit: str | None = None
+    require_sandbox: bool = False
+    allow_read: tuple[str, ...] = ()
+    allow_write: tuple[str, ...] = ()
+
+    def under(self, given: Confinement) -> Confinement:
+        """These options with `given` (the command line's) over them: lists
+        add up (ours first), a value given wins."""
+        return Confinement(
+            env=(*self.env, *given.env),
+            scratch_limit=given.scratch_limit or self.scratch_limit,
+            require_sandbox=given.require_sandbox or self.require_sandbox,
+            allow_read=(*self.allow_read, *given.allow_read),
+            allow_write=(*self.allow_write, *given.allow_write),
+        )
+
+
 _policy = Policy()
 
 
@@ -78,7 +106,7 @@ def policy() -> Policy:
     return _policy
 
 
-def no_worker_field() -> dict[str, Any]:
+def no_worker_field() -> JsonDict:
     """The `sandbox` field of a --json output when no library code ran."""
     return {
         "enabled": _policy.sandbox,

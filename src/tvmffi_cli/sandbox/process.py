@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors, text
 from ..errors import TvmffiError
+from ..text import JsonDict
 from . import cgroup, failures, files, kernel, messages, protocol, spawn, zygote
 from .environ import child_env as _child_env
 from .failures import require_message as require_message
@@ -536,7 +537,7 @@ class Worker:
         return ChildCrashed(sig, rc, tail)
 
     # -- requests --------------------------------------------------------------
-    def call(self, task: str, request: dict[str, Any], timeout: float | None = None) -> Any:
+    def call(self, task: str, request: JsonDict, timeout: float | None = None) -> Any:
         """Run tvmffi_cli.<task>.run(request) in the child and return its result."""
         with self._lock:
             self.send(messages.encode(messages.Request(task, request)))
@@ -572,7 +573,7 @@ class Worker:
 
 def run_task(
     task: str,
-    request: dict[str, Any],
+    request: JsonDict,
     timeout: float | None = None,
     runtime: Any = None,
     env: dict[str, str] | None = None,
@@ -602,7 +603,7 @@ def run_task(
         return w.call(task, request, timeout)
 
 
-def sandbox_field(ran: bool = True) -> dict[str, Any]:
+def sandbox_field(ran: bool = True) -> JsonDict:
     """The `sandbox` field of every --json output: what the last worker of
     this process was confined with (or, with ran=False or before any worker,
     that no library code ran)."""

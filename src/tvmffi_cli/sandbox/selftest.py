@@ -14,21 +14,25 @@ request {"op": "state"}              -> what the worker process holds: environme
 
 import os
 import sys
-from typing import Any
+
+from ..text import JsonDict
 
 #: One value per worker process (in a PID namespace every worker is pid 2).
 _BOOT = os.urandom(8).hex()
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def run(request: JsonDict) -> JsonDict:
     op = request.get("op")
     if op == "echo":
         return dict(request, pid=os.getpid(), boot=_BOOT)
     if op == "call":
         from ..ffi.library import load
 
-        lib = load(request["path"], runtime=request.get("runtime"))
-        return {"result": repr(lib[request["func"]](*request.get("args", [])))}
+        args = request.get("args") or []
+        assert isinstance(args, list)
+        rt = request.get("runtime")
+        lib = load(str(request["path"]), runtime=None if rt is None else str(rt))
+        return {"result": repr(lib[str(request["func"])](*args))}
     if op == "print":
         print(request.get("text", ""), flush=True)
         os.write(1, b"raw fd 1 write\n")
@@ -37,7 +41,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         if request.get("kind") == "InputError":
             from ..errors import InputError
 
-            raise InputError(request.get("message", "bad input"))
+            raise InputError(str(request.get("message", "bad input")))
         raise RuntimeError(request.get("message", "boom"))
     if op == "state":
         with open("/proc/self/environ", "rb") as f:
