@@ -156,6 +156,12 @@ def run(
             ev = first.load()
         except WorkerDied as e:
             died = e
+        except BaseException:
+            # e.g. --require-sandbox refused: the spares being started in the
+            # background must not outlive the run (their scratch dirs neither).
+            for w in spares.take():
+                w.kill()
+            raise
         load = _load_result(ev, died)
         if load.status == FAIL:
             from ..ffi.hosts import hint_for_runtime
