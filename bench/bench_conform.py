@@ -8,7 +8,11 @@ reports milliseconds per function. Passes when the library conforms and both
 costs are <= 5 ms per function (issue 12; it was 2.24 ms before the object,
 global and thread probes were added).
 
-    python bench/bench_conform.py [--functions 300] [--jobs 2] [--repeat 3] [--untyped]
+    python bench/bench_conform.py [--functions 300] [--jobs 2] [--repeat 3] [--untyped] [--vs-shared]
+
+--vs-shared also runs each repeat with TVMFFI_CONFORM_ZYGOTE=0 (functions
+share a worker process, no probe child each): the reference the cost of
+per-function isolation is printed against, measured in the same run.
 """
 
 import argparse
@@ -163,7 +167,7 @@ def build(src, out):
     subprocess.run(cmd, check=True)
 
 
-def run_conform(lib, jobs, as_json=True):
+def run_conform(lib, jobs, as_json=True, env=None):
     """(wall s, CPU s of the command and its workers, report, exit code)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -172,7 +176,7 @@ def run_conform(lib, jobs, as_json=True):
         cmd + (["--json"] if as_json else []),
         capture_output=True,
         text=True,
-        env=dict(os.environ, COLUMNS="100"),
+        env=dict(os.environ, COLUMNS="100", **(env or {})),
     )
     dt = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -190,6 +194,11 @@ def main(argv=None):
     ap.add_argument(
         "--untyped", action="store_true", help="generate the functions without metadata getters"
     )
+    ap.add_argument(
+        "--vs-shared",
+        action="store_true",
+        help="reference: the same runs with TVMFFI_CONFORM_ZYGOTE=0 (no probe child per function)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench_conform_") as d:
         src = Path(d) / "gen.c"
@@ -199,12 +208,18 @@ def main(argv=None):
         times = []
         cpus = []
         people = []
+        shared = []
+        shared_cpus = []
         doc = rc = None
         for _ in range(args.repeat):
             dt, cpu, doc, rc = run_conform(lib, args.jobs)
             times.append(dt)
             cpus.append(cpu)
             people.append(run_conform(lib, args.jobs, as_json=False)[0])
+            if args.vs_shared:
+                dt, cpu, _, _ = run_conform(lib, args.jobs, env={"TVMFFI_CONFORM_ZYGOTE": "0"})
+                shared.append(dt)
+                shared_cpus.append(cpu)
     med = statistics.median(times)
     per_fn = 1000.0 * med / args.functions
     per_fn_people = 1000.0 * statistics.median(people) / args.functions
@@ -226,6 +241,14 @@ def main(argv=None):
         f"cpu:     {1000.0 * statistics.median(cpus) / args.functions:.2f} ms per function "
         f"(median user+sys of the command and its workers, --json)"
     )
+    if shared:
+        ref = statistics.median(shared)
+        print(
+            f"shared:  {1000.0 * ref / args.functions:.2f} ms per function without a probe "
+            f"child per function (TVMFFI_CONFORM_ZYGOTE=0), cpu "
+            f"{1000.0 * statistics.median(shared_cpus) / args.functions:.2f}; isolation costs "
+            f"x{med / ref:.2f} wall, x{statistics.median(cpus) / statistics.median(shared_cpus):.2f} cpu"
+        )
     ok = (
         doc["passed"]
         and rc == 0
