@@ -815,7 +815,7 @@ class ModFormatsTarget(Target):
         errors = []
         _jsonable(modformats.decode(kind, blob, 16, errors, 3).to_json())
         _jsonable(errors)
-        _jsonable(modformats.analyze_payload(blob))
+        _jsonable(modformats.read_payload(blob).to_json())
         if len(blob) >= 4:
             code, bits, lanes = struct.unpack_from("<BBH", blob)
             modformats.dtype_str(code, bits, lanes)

@@ -4,11 +4,11 @@ does not decode instead of reading what it can of it. Cheap: no worker runs
 (the sandbox's answers are stood in for)."""
 
 import json
-import os
+from pathlib import Path
 
 import pytest
-import tvm_ffi
 
+import fixturebuild
 from tvmffi_cli.inspect import engine, loads
 from tvmffi_cli.inspect.messages import (
     CudaDevice,
@@ -33,7 +33,11 @@ from tvmffi_cli.sandbox import process
 from tvmffi_cli.sandbox.messages import MessageError
 
 #: The official test library (apache-tvm-ffi, a test dependency): a loadable host library.
-T = os.path.join(os.path.dirname(tvm_ffi.__file__), "lib", "libtvm_ffi_testing.so")
+#: Located, never imported: importing tvm_ffi would load the official
+#: libtvm_ffi.so into this test process beside ours (same soname).
+T = str(
+    (fixturebuild.official_package_dir() or Path("/nonexistent")) / "lib" / "libtvm_ffi_testing.so"
+)
 
 
 def _wire(obj):

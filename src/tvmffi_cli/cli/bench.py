@@ -34,7 +34,6 @@ OPTION_HELP = [
     ("--timeout SECONDS", "Kill the benchmark after this long (default 600)."),
     ("--owned-tensors", "Pass tensors as owned ffi.Tensor objects instead of DLTensor* views."),
     STREAM_HELP,
-    Shared,
     (
         "--runtime auto|builtin|official|VERSION|PATH",
         (
