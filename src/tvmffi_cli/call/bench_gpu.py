@@ -23,7 +23,6 @@ import statistics
 from ctypes import byref
 from typing import Any, List, Union
 
-from ..errors import InputError
 from . import task as call_task
 from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
 from .device import Devices, cuda_error
@@ -52,17 +51,12 @@ def run(
     assert devices.ctx is not None and devices.stream is not None  # start() opened them
     ctx, stream = devices.ctx, devices.stream
     n = len(values)
-    argv = (abi.TVMFFIAny * max(n, 1))()
     keep: List[Any] = []
     owned: List[int] = []
     try:
-        try:
-            for i, v in enumerate(values):
-                ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
-        except (TypeError, ValueError, OverflowError) as e:
-            if isinstance(e, ffi_errors.FFIErrorBase):
-                return Raised(call_task.raised_error(e))
-            raise InputError(f"cannot pass the arguments: {e}") from None
+        argv = call_task.pack_args(rt, values, mode, keep, owned)
+        if isinstance(argv, Raised):
+            return argv
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:
             err = call_task.raised_error(rt.take_error())

@@ -16,7 +16,7 @@ import ctypes
 from ctypes import byref
 from typing import Any, Callable, List, Union
 
-from ..errors import CheckFailed, InputError, TvmffiError
+from ..errors import CheckFailed, TvmffiError
 from . import task as call_task
 from .calibrate import DEFAULT_ROUNDS, DEFAULT_TARGET_ROUND_NS, calibrate
 from .describe import JsonDict
@@ -64,17 +64,12 @@ def _bench_host(
 
     mode = request.tensor_mode
     n = len(values)
-    argv = (abi.TVMFFIAny * max(n, 1))()
     keep: List[Any] = []
     owned: List[int] = []
     try:
-        try:
-            for i, v in enumerate(values):
-                ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
-        except (TypeError, ValueError, OverflowError) as e:
-            if isinstance(e, ffi_errors.FFIErrorBase):
-                return Raised(call_task.raised_error(e))
-            raise InputError(f"cannot pass the arguments: {e}") from None
+        argv = call_task.pack_args(rt, values, mode, keep, owned)
+        if isinstance(argv, Raised):
+            return argv
         # One checked call first: a function that raises is reported, not timed.
         result = abi.TVMFFIAny()
         if rt.TVMFFIFunctionCall(fn.handle, argv, n, byref(result)) != 0:

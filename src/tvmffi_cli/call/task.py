@@ -194,6 +194,26 @@ def raised_error(e: FFIErrorBase) -> RaisedError:
     )
 
 
+def pack_args(rt: Any, values: List[Any], mode: str, keep: List[Any], owned: List[int]) -> Any:
+    """The TVMFFIAny array of `values` for a timed loop (bench), or Raised when
+    the runtime refused one; `owned` gets the handles the caller must DecRef
+    (in its finally, also after a refusal). A value that cannot be converted
+    is the user's: InputError."""
+    from ..abi import structs as abi
+    from ..ffi import errors as ffi_errors
+    from ..ffi import values as ffi_values
+
+    argv = (abi.TVMFFIAny * max(len(values), 1))()
+    try:
+        for i, v in enumerate(values):
+            ffi_values.py_to_any(rt, v, argv[i], keep, owned, mode)
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, ffi_errors.FFIErrorBase):
+            return Raised(raised_error(e))
+        raise InputError(f"cannot pass the arguments: {e}") from None
+    return argv
+
+
 def open_function(request: CallRequest) -> Tuple[Library, Function, str]:
     """(Library, Function, "export"|"global") for request.func, or ResolveError
     naming the closest known names."""
