@@ -677,6 +677,45 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_fork_orphan(void) {
   return (int)copy;
 }
 
+static int read_exact(int fd, void *buf, size_t n) {
+  char *p = buf;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return got == 0 && r == 0 ? 0 : -1; /* 0: end at an order boundary */
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+/* The zygote's order loop, in C so that the zygote runs no Python between
+ * two forks: every page it writes after a fork is copied (the probe child
+ * shares them), and its Python loop wrote ~200 per order. An order is two
+ * little-endian uint64 on order_fd (a socket to tvmffi): the main lane's
+ * frame counts the child resumes from. Each order forks a probe child
+ * (fork_orphan) and answers its pid (int32; 0: the fork failed) on the same
+ * socket. Returns 0 in a probe child, the order in counts[0..1], order_fd
+ * closed; 1 in the zygote when tvmffi closed its end; -1 on a cut order.
+ * The caller holds the GIL and is the process's only thread; the probe
+ * child runs Python's after-fork hooks itself. */
+TVMFFI_SB_EXPORT int tvmffi_sandbox_zygote_serve(int order_fd, uint64_t *counts) {
+  for (;;) {
+    uint64_t order[2];
+    int r = read_exact(order_fd, order, sizeof order);
+    if (r <= 0) return r == 0 ? 1 : -1;
+    int pid = tvmffi_sandbox_fork_orphan();
+    if (pid == 0) {
+      close(order_fd);
+      counts[0] = order[0];
+      counts[1] = order[1];
+      return 0;
+    }
+    int32_t answer = pid > 0 ? (int32_t)pid : 0;
+    sb_write_all(order_fd, &answer, sizeof answer);
+  }
+}
+
 /* ---- confinement (sb_confine.c, sb_mounts.c) --------------------------------- */
 
 /* want: the features asked for, plus TVMFFI_SB_PIDNS / TVMFFI_SB_MOUNTNS when
