@@ -194,7 +194,7 @@ def _lib() -> Any:
         lib.tvmffi_sandbox_fork_orphan.argtypes = []
     if hasattr(lib, "tvmffi_sandbox_zygote_serve"):
         lib.tvmffi_sandbox_zygote_serve.restype = ctypes.c_int
-        lib.tvmffi_sandbox_zygote_serve.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
+        lib.tvmffi_sandbox_zygote_serve.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
     lib.tvmffi_sandbox_confine.restype = ctypes.c_int
     lib.tvmffi_sandbox_confine.argtypes = [
         ctypes.c_uint,
@@ -330,15 +330,17 @@ def has_order_loop() -> bool:
     return lib is not None and hasattr(lib, "tvmffi_sandbox_zygote_serve")
 
 
-def serve_orders(order_fd: int) -> tuple[int, int] | None:
+def serve_orders(order_fd: int) -> int | None:
     """The zygote's order loop in C (tvmffi_sandbox_zygote_serve; see
-    has_order_loop), which forks a probe child per order and answers its
-    pid: in the child, the order's two counts once Python's after-fork hooks
-    ran; None in the zygote when the orders ended (or one was cut)."""
+    has_order_loop), which forks the probe children: in one, the pipe it
+    reads its order from once Python's after-fork hooks ran; None in the
+    zygote when the orders ended (or one was cut)."""
     import ctypes
 
-    counts = (ctypes.c_uint64 * 2)()
-    if int(_fork_lib[0].tvmffi_sandbox_zygote_serve(order_fd, counts)) != 0:
+    # Looked up before the fork: a lookup in each child costs it pages.
+    after_fork = ctypes.pythonapi.PyOS_AfterFork_Child
+    fd = ctypes.c_int(-1)
+    if int(_fork_lib[0].tvmffi_sandbox_zygote_serve(order_fd, ctypes.byref(fd))) != 0:
         return None
-    ctypes.pythonapi.PyOS_AfterFork_Child()
-    return int(counts[0]), int(counts[1])
+    after_fork()
+    return fd.value

@@ -37,7 +37,7 @@ import select
 import struct
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import failures, files, kernel, protocol
 
@@ -388,15 +388,44 @@ def _open_device() -> str | None:
     return None
 
 
-def serve_orders(chan: protocol.Endpoint) -> bool:
+def serve_orders(chan: protocol.Endpoint, before_order: Callable[[], None] | None = None) -> bool:
     """The zygote's loop: a probe child per order. Returns True in a probe
-    child (it then serves the main lane), False in the zygote when the
-    orders end (the parent closed its end: the worker exits)."""
-    got = kernel.serve_orders(order_fd) if kernel.has_order_loop() else _serve_in_python()
-    if got is None:
-        return False
-    chan.recv_seq, chan.send_seq = got
+    child once it has its order (it then serves the main lane), False in the
+    zygote when the orders end (the parent closed its end: the worker exits).
+    A child forked ahead of its order runs `before_order` while it waits."""
+    if kernel.has_order_loop():
+        fd = kernel.serve_orders(order_fd)
+        if fd is None:
+            return False
+        if before_order is not None:
+            before_order()
+        counts = _await_order(fd)
+    else:
+        got = _serve_in_python()
+        if got is None:
+            return False
+        if before_order is not None:
+            before_order()
+        counts = got
+    chan.recv_seq, chan.send_seq = counts
     return True
+
+
+def _await_order(fd: int) -> tuple[int, int]:
+    """A child forked ahead: its order from the zygote. The zygote ended
+    without one: nothing ran here, the child exits."""
+    data = b""
+    while len(data) < ORDER.size:
+        try:
+            chunk = os.read(fd, ORDER.size - len(data))
+        except InterruptedError:
+            continue
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    os.close(fd)
+    sent, received = ORDER.unpack(data)
+    return int(sent), int(received)
 
 
 def _serve_in_python() -> tuple[int, int] | None:
