@@ -78,15 +78,6 @@ def last_sandbox() -> kernel.Applied | None:
     return _last_sandbox
 
 
-def _order_socket() -> tuple[int, int]:
-    """(the zygote's end, tvmffi's end) of the order socket: orders one way,
-    the zygote's answers (a pid each) the other (sandbox/zygote.py)."""
-    import socket
-
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    return theirs.detach(), ours.detach()
-
-
 class Worker:
     """A confined child process serving task requests over an authenticated channel.
 
@@ -169,7 +160,7 @@ class Worker:
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        ord_r, self.order_w = _order_socket() if self.orders else (-1, None)
+        ord_r, self.order_w = zygote.order_socket() if self.orders else (-1, None)
         self._scratch = files.private_dir("tvmffi-scratch-")
         self.fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False

@@ -173,6 +173,15 @@ def _unread(fd: int) -> int:
     return int.from_bytes(buf, "little")
 
 
+def order_socket() -> tuple[int, int]:
+    """(the zygote's end, tvmffi's end) of the order socket: orders one way,
+    the zygote's answers (a pid each) the other."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    return theirs.detach(), ours.detach()
+
+
 def spawn(w: Worker) -> Child:
     """Order a new probe child; ZygoteLost when the zygote cannot give one."""
     chan, status, order_w = w.chan, w.status, w.order_w
@@ -445,11 +454,11 @@ def _serve_in_python() -> tuple[int, int] | None:
             forked = kernel.fork_orphan()
             pid = forked if forked is not None else _fork_twice()
         except OSError:
-            pid = 0
+            pid = -1  # answered as 0: the parent replaces this worker
         if pid == 0:
             os.close(order_fd)
             return counts
-        protocol.write_all(order_fd, ANSWER.pack(pid))
+        protocol.write_all(order_fd, ANSWER.pack(max(pid, 0)))
 
 
 def _fork_twice() -> int:
