@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Collection, Iterable
 
 from ..abi.symbols import CTX_PREFIX
+from ..sandbox.threads import leave_interrupts_to_main
 from . import registry
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
@@ -321,6 +322,7 @@ def _probe_all(
             progress(done[0], len(targets), shown)
 
     def work(prober: Prober) -> None:
+        leave_interrupts_to_main()
         try:
             while True:
                 try:

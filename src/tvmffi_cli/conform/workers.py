@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator
 from .. import errors, text
 from ..sandbox import process as sandbox
 from ..sandbox import zygote
+from ..sandbox.threads import leave_interrupts_to_main
 
 #: One event of the probe worker (a JSON object; see conform/probe_task.py).
 Event = Dict[str, Any]
@@ -97,6 +98,7 @@ class Worker:
         meanwhile. load() (or kill()) waits for it; load() raises what it raised."""
 
         def go() -> None:
+            leave_interrupts_to_main()
             try:
                 self.start()
             except BaseException as e:  # re-raised by load()
@@ -290,6 +292,7 @@ class Spares:
             self._thread.start()
 
     def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        leave_interrupts_to_main()
         for _ in range(n):
             w = Worker(path, timeout, runtime)
             try:

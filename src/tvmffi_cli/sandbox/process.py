@@ -49,6 +49,7 @@ from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
 from .scratch import Meter
+from .threads import leave_interrupts_to_main
 from .worker import BOOT, SYSTEM_READ, python_paths
 
 if TYPE_CHECKING:
@@ -244,6 +245,7 @@ class Worker:
     def _watch_scratch(self) -> None:
         """Kill the worker when its scratch directory grows past the bound
         (RLIMIT_FSIZE bounds each file; this bounds them all)."""
+        leave_interrupts_to_main()
         p = self.proc
         while p is not None and not self._stop_watch.wait(0.1):
             if p.poll() is not None or self._scratch_over():
