@@ -4,8 +4,8 @@ The kernel hands a signal sent to the process to any thread that does not
 block it. A SIGINT taken by a helper thread (the library's output relay, the
 scratch watch, conform's probers) wakes that thread, not the main one, and
 Python runs its handler only when the main thread next runs bytecode: a main
-thread asleep in a select() for a call's whole timeout slept on, and Ctrl-C
-waited for the timeout (tests/test_cli_fastpath.py saw it once under load).
+thread asleep in a select() for a call's whole timeout sleeps on, and Ctrl-C
+waits for the timeout (what tests/test_cli_fastpath.py saw once under load).
 Each helper thread blocks SIGINT first thing, so the main thread takes it.
 """
 
