@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 from .. import text
-from .threads import leave_interrupts_to_main
 
 #: Library output relayed to our stderr per worker; the rest is counted, not shown.
 RELAY_CAP = 1 << 20
@@ -77,7 +76,6 @@ class Relay(threading.Thread):
                 pass
 
     def run(self) -> None:
-        leave_interrupts_to_main()
         pending = b""
         while True:
             try:
