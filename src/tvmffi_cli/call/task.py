@@ -51,6 +51,9 @@ from .specs import (
 )
 
 if TYPE_CHECKING:
+    import ctypes
+
+    from ..abi.structs import TVMFFIAny
     from ..abi.typeschema import TypeSpec
     from ..ffi.errors import FFIErrorBase
     from ..ffi.library import Library
@@ -194,7 +197,9 @@ def raised_error(e: FFIErrorBase) -> RaisedError:
     )
 
 
-def pack_args(rt: Any, values: List[Any], mode: str, keep: List[Any], owned: List[int]) -> Any:
+def pack_args(
+    rt: Any, values: List[Any], mode: str, keep: List[Any], owned: List[int]
+) -> Union[ctypes.Array[TVMFFIAny], Raised]:
     """The TVMFFIAny array of `values` for a timed loop (bench), or Raised when
     the runtime refused one; `owned` gets the handles the caller must DecRef
     (in its finally, also after a refusal). A value that cannot be converted
