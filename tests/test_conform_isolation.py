@@ -129,9 +129,9 @@ def test_without_a_zygote_the_report_says_functions_shared_a_process(monkeypatch
 
 def test_the_probe_child_is_new_for_every_function():
     """One probe child per request: the zygote forks one per function."""
-    from tvmffi_cli.conform import runner
+    from tvmffi_cli.conform.prober import Prober
 
-    p = runner.Prober(str(library()), 5.0)
+    p = Prober(str(library()), 5.0)
     try:
         p.probe("poisons", ())
         first = p.worker
@@ -147,9 +147,9 @@ def test_the_probe_child_is_new_for_every_function():
 def test_library_forks_does_not_leave_a_prober_behind():
     # (the same library, probed twice in one worker: nothing of the first
     # function's forked process answers for the second)
-    from tvmffi_cli.conform import runner
+    from tvmffi_cli.conform.prober import Prober
 
-    p = runner.Prober(str(library()), 5.0)
+    p = Prober(str(library()), 5.0)
     try:
         a = p.probe("forks", ())
         b = p.probe("zz_good", ())
@@ -163,10 +163,10 @@ def test_a_typed_global_s_signature_is_read_the_same_in_every_worker():
     """iso.sum60's metadata (over 1 KiB) was read after its string was
     released: in some workers its first bytes were the allocator's, the
     metadata no JSON, and the global probed as untyped."""
-    from tvmffi_cli.conform import runner
+    from tvmffi_cli.conform.prober import Prober
 
     for _ in range(4):  # each Prober starts a worker of its own
-        p = runner.Prober(str(library()), 5.0)
+        p = Prober(str(library()), 5.0)
         try:
             f = p.probe("iso.sum60", (), True)
         finally:

@@ -235,7 +235,7 @@ def test_tensor_crashes_are_attributed():
 
 
 def test_library_output_is_bounded_and_drops_the_worker_stack():
-    from tvmffi_cli.conform.runner import library_output
+    from tvmffi_cli.conform.checks_crash import library_output
 
     tail = (
         "noise\n" * 50 + "terminate called\n  what():  boom\nFatal Python error: Aborted\n  File x"
@@ -246,7 +246,7 @@ def test_library_output_is_bounded_and_drops_the_worker_stack():
 
 
 def test_fault_line_of_the_worker():
-    from tvmffi_cli.conform.runner import fault_of, library_output
+    from tvmffi_cli.conform.checks_crash import fault_of, library_output
 
     tail = "lib says hi\n\ntvmffi-probe-fault: 0x7f0000001000 args-guard\nFatal Python error: x"
     assert fault_of(tail) == "args-guard"

@@ -197,7 +197,7 @@ def test_refusals(monkeypatch):
     from tvmffi_cli.sandbox import zygote
 
     monkeypatch.setattr(zygote, "order_fd", -1)
-    assert zygote.refusal() == "no order pipe"
+    assert zygote.refusal() == "no order socket"
     monkeypatch.setattr(zygote, "order_fd", 99)
     monkeypatch.setattr(zygote, "applied", ("die-with-parent",))
     assert "supervisor" in zygote.refusal()
@@ -215,14 +215,14 @@ def test_refusals(monkeypatch):
 
 
 def test_a_zygote_that_cannot_fork_is_replaced_by_a_worker_serving_itself(monkeypatch):
-    from tvmffi_cli.conform import runner
+    from tvmffi_cli.conform.prober import Prober
     from tvmffi_cli.sandbox import zygote
 
     def refuse(w):
         raise zygote.ZygoteLost("no fork here")
 
     monkeypatch.setattr(zygote, "spawn", refuse)
-    p = runner.Prober(str(library()), 5.0)
+    p = Prober(str(library()), 5.0)
     try:
         f = p.probe("crash_abort", ("metadata",), False)
         assert f.crashes["zero-args"]["signal"] == "SIGABRT"
@@ -231,3 +231,90 @@ def test_a_zygote_that_cannot_fork_is_replaced_by_a_worker_serving_itself(monkey
         assert p.probe("fine_add_one", ("metadata",), False).obs["valid"]["rc"] == 0
     finally:
         p.close()
+
+
+ORDER_LOOP = r"""
+import ctypes, os, socket, sys, time, types
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the probe children are ours to reap
+from tvmffi_cli.sandbox import kernel, zygote
+if sys.argv[1] == "python":
+    kernel.has_order_loop = lambda: False
+theirs, ours = socket.socketpair()
+z = os.fork()
+if z == 0:  # the zygote
+    ours.close()
+    zygote.order_fd = theirs.fileno()
+    chan = types.SimpleNamespace(recv_seq=-1, send_seq=-1)
+    if zygote.serve_orders(chan):  # a probe child: its exit status says its counts
+        os._exit(10 + chan.recv_seq + 2 * chan.send_seq)
+    os._exit(0)
+theirs.close()
+
+def faults():
+    return int(open(f"/proc/{z}/stat").read().rsplit(")", 1)[1].split()[7])
+
+def spares():
+    kids = []
+    for d in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if d.isdigit() and int(stat[1]) == os.getpid() and int(d) != z and stat[0] != "Z":
+            kids.append(int(d))
+    return kids
+
+for k in range(41):
+    if k == 1:
+        before = faults()  # after the first order: the loop's own start-up is done
+    if k == 20 and sys.argv[1] == "c":
+        # The child forked ahead dies waiting: the order goes to a new one.
+        for _ in range(500):  # it is forked right after the last answer
+            found = spares()
+            if found:
+                break
+            time.sleep(0.01)
+        (spare,) = found
+        os.kill(spare, 9)
+        os.waitpid(spare, 0)
+    ours.sendall(zygote.ORDER.pack(k, k + 1))
+    (child,) = zygote.ANSWER.unpack(ours.recv(4))
+    _, status = os.waitpid(child, 0)  # reparented to this subreaper
+    assert os.waitstatus_to_exitcode(status) == 10 + k + 2 * (k + 1), (k, status)
+print("faults per order", (faults() - before) / 40)
+ours.close()
+_, status = os.waitpid(z, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+while True:  # the last child forked ahead ends without an order, quietly
+    try:
+        _, status = os.wait()
+    except ChildProcessError:
+        break
+    assert os.waitstatus_to_exitcode(status) == 0
+"""
+
+
+@pytest.mark.parametrize("loop", ["c", "python"])
+def test_order_loop_forks_a_child_per_order_with_its_counts(loop):
+    """Each order gets one probe child, answered by its pid, that resumes the
+    main lane from the order's counts; the zygote exits when the orders end.
+    The C loop forks each child ahead of its order (a child that died
+    waiting is replaced) and runs no Python in the zygote between forks: it
+    writes (and so copies, the child sharing them) a handful of pages per
+    order where the Python loop wrote ~200."""
+    import subprocess
+    import sys
+
+    from tvmffi_cli.sandbox import kernel
+
+    if loop == "c" and not kernel.has_order_loop():
+        pytest.fail("the sandbox helper lacks tvmffi_sandbox_zygote_serve")
+    r = subprocess.run(
+        [sys.executable, "-c", ORDER_LOOP, loop], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    per_order = float(r.stdout.split()[-1])
+    if loop == "c":
+        assert per_order < 20, r.stdout
+    else:
+        assert per_order > 20, r.stdout  # the measure sees the Python loop's pages

@@ -181,3 +181,51 @@ def test_relative_library_path_is_found(crashy, monkeypatch):
         "inspect.task", {"path": os.path.basename(crashy)}, timeout=30, runtime=child_runtime()
     )
     assert rep["errors"] == [] and "segv" in {f["name"] for f in rep["functions"]}
+
+
+def _blocked(native_id):
+    import re
+
+    with open(f"/proc/self/task/{native_id}/status") as f:
+        return int(re.search(r"SigBlk:\s*([0-9a-f]+)", f.read()).group(1), 16)
+
+
+def test_helper_threads_leave_ctrl_c_to_the_main_thread(worker):
+    """A SIGINT the kernel hands to a helper thread (output relay, scratch
+    watch) never wakes a main thread asleep in a select(): Ctrl-C then waited
+    for the call's timeout (sandbox/threads.py). Each helper blocks it."""
+    import signal
+    import threading
+
+    worker.call("sandbox.selftest", {"op": "echo"})
+    helpers = [t for t in threading.enumerate() if t.name.startswith("tvmffi-")]
+    assert {t.name for t in helpers} >= {"tvmffi-lib-output", "tvmffi-scratch-watch"}
+    bit = 1 << (signal.SIGINT - 1)
+    for t in helpers:
+        assert _blocked(t.native_id) & bit, t.name
+    assert not _blocked(threading.main_thread().native_id) & bit
+
+
+@pytest.mark.parametrize("start", ["fork", "exec"])
+def test_a_worker_started_from_a_helper_thread_blocks_no_signal(start, monkeypatch):
+    """conform starts workers from helper threads, whose SIGINT is blocked; a
+    worker (and the library in it) starts with no signal blocked either way."""
+    import threading
+
+    from tvmffi_cli.sandbox import spawn
+    from tvmffi_cli.sandbox.threads import leave_interrupts_to_main
+
+    if start == "exec":
+        monkeypatch.setenv(spawn.EXEC_ENV, "1")
+    box = {}
+
+    def go():
+        leave_interrupts_to_main()
+        w = sandbox.Worker(runtime=child_runtime(), read_paths=[fixturebuild.BUILD])
+        with w:
+            box["state"] = w.call("sandbox.selftest", {"op": "state"})
+
+    t = threading.Thread(target=go)
+    t.start()
+    t.join(60)
+    assert box["state"]["blocked"] == []

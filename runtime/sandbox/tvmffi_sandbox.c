@@ -677,6 +677,93 @@ TVMFFI_SB_EXPORT int tvmffi_sandbox_fork_orphan(void) {
   return (int)copy;
 }
 
+static int read_exact(int fd, void *buf, size_t n) {
+  char *p = buf;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return got == 0 && r == 0 ? 0 : -1; /* 0: end at an order boundary */
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+static int write_full(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* The probe child forked ahead of its order, and the write end of the pipe
+ * it waits on for that order (-1: none yet). */
+static int spare_pid = -1;
+static int spare_fd = -1;
+
+/* Fork the next probe child: 0 in it, with *await_fd the read end of its
+ * own order pipe; its pid here (kept as the spare); -1 if it failed. */
+static int fork_spare(int order_fd, int *await_fd) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  int pid = tvmffi_sandbox_fork_orphan();
+  if (pid == 0) {
+    close(order_fd);
+    close(p[1]);
+    *await_fd = p[0];
+    return 0;
+  }
+  close(p[0]);
+  if (pid < 0) {
+    close(p[1]);
+    return -1;
+  }
+  spare_pid = pid;
+  spare_fd = p[1];
+  return pid;
+}
+
+/* The zygote's order loop, in C so that the zygote runs no Python between
+ * two forks: every page it writes after a fork is copied (the probe child
+ * shares them), and its Python loop wrote ~200 per order. An order is two
+ * little-endian uint64 on order_fd (a socket to tvmffi): the main lane's
+ * frame counts the child resumes from; the answer is the child's pid
+ * (int32; 0: no child). The next child is forked ahead, as soon as the last
+ * one is answered, and waits on a pipe of its own: the order only hands it
+ * the counts, so neither the fork nor the child's start-up lies between two
+ * functions' probes. Returns 0 in a probe child (order_fd closed; it runs
+ * Python's after-fork hooks, then reads its order from *await_fd: 16 bytes,
+ * or end of file when the zygote ended without one), 1 in the zygote when
+ * tvmffi closed its end, -1 on a cut order. The caller holds the GIL and is
+ * the process's only thread. */
+TVMFFI_SB_EXPORT int tvmffi_sandbox_zygote_serve(int order_fd, int *await_fd) {
+  for (;;) {
+    if (spare_fd < 0 && fork_spare(order_fd, await_fd) == 0) return 0;
+    uint64_t order[2];
+    int r = read_exact(order_fd, order, sizeof order);
+    if (r <= 0) {
+      if (spare_fd >= 0) close(spare_fd); /* the spare reads the end and exits */
+      spare_fd = -1;
+      return r == 0 ? 1 : -1;
+    }
+    int32_t answer = 0;
+    /* A spare that died waiting (its pipe refuses the order) is replaced once. */
+    for (int tries = 0; tries < 2 && answer == 0; ++tries) {
+      if (spare_fd < 0 && fork_spare(order_fd, await_fd) == 0) return 0;
+      if (spare_fd < 0) break;
+      if (write_full(spare_fd, order, sizeof order) == 0) answer = spare_pid;
+      close(spare_fd);
+      spare_fd = -1;
+    }
+    sb_write_all(order_fd, &answer, sizeof answer);
+  }
+}
+
 /* ---- confinement (sb_confine.c, sb_mounts.c) --------------------------------- */
 
 /* want: the features asked for, plus TVMFFI_SB_PIDNS / TVMFFI_SB_MOUNTNS when

@@ -22,7 +22,7 @@ from ..abi.constants import kTVMFFIDLTensorPtr, kTVMFFITensor
 from ..abi.devices import kDLCPU
 from ..abi.dtypes import kDLBfloat, kDLFloat, kDLInt, kDLUInt
 from ..abi.structs import DLManagedTensor
-from .probe_memory import _LIBC, CannotSynthesize
+from .probe_memory import _LIBC, CannotSynthesize, no_access
 
 PAGE = mmap.PAGESIZE
 #: Regions of more pages than this give their memory back on reset()
@@ -139,7 +139,7 @@ class Memory:
         if addr in (None, ctypes.c_void_p(-1).value):
             raise CannotSynthesize("mmap of tensor memory failed")
         if not padded and (
-            _LIBC.mprotect(addr, PAGE, 0) or _LIBC.mprotect(addr + (pages + 1) * PAGE, PAGE, 0)
+            not no_access(addr, PAGE) or not no_access(addr + (pages + 1) * PAGE, PAGE)
         ):
             raise CannotSynthesize("mprotect of tensor memory failed")
         return int(addr) + PAGE

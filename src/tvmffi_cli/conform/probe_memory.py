@@ -13,6 +13,7 @@ from ..ffi.guardpages import ANY as ANY
 from ..ffi.guardpages import FAULT_MARK as FAULT_MARK
 from ..ffi.guardpages import CannotSynthesize as CannotSynthesize
 from ..ffi.guardpages import GuardArena as GuardArena
+from ..ffi.guardpages import no_access as no_access
 from ..ffi.guardpages import note_device_range as note_device_range
 from ..ffi.guardpages import report_faults as report_faults
 

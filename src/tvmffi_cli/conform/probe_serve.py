@@ -77,14 +77,20 @@ def serve(chan: Any) -> None:
                 gc.freeze()
             info["zygote"], info["zygote_refused"] = why is None, why
             emit(info)
-            if why is None and not zygote.serve_orders(chan):
-                return  # the orders ended: the worker exits
-            end_forks()  # a probe child, or a worker refused to be a zygote: it probes
-            if why is None:  # a probe child: SIGALRM ends it after a step's timeout
-                OWNER[0] = os.getpid()
-                signal.signal(signal.SIGALRM, signal.SIG_DFL)
-                prober.alarm = True
+            if why is None:
+
+                def start_child() -> None:
+                    # A probe child, before its order: SIGALRM ends it after
+                    # a step's timeout.
+                    end_forks()
+                    OWNER[0] = os.getpid()
+                    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                    prober.alarm = True
+
+                if not zygote.serve_orders(chan, start_child):
+                    return  # the orders ended: the worker exits
                 continue
+            end_forks()  # a worker refused to be a zygote: it probes
             stop = threading.Event()  # refused: a new watchdog
             dog = threading.Thread(target=prober.watchdog, args=(stop,), daemon=True)
             dog.start()

@@ -28,7 +28,7 @@ from ..abi.dtypes import DTYPE_NAMES, FIXED_BITS, kDLBool, kDLFloat, kDLInt, kDL
 from ..abi.dtypes import format_dtype as _format_dtype
 from ..abi.structs import DLManagedTensor
 from .probe_layouts import Memory, int64s
-from .probe_memory import _LIBC, CannotSynthesize, note_device_range
+from .probe_memory import _LIBC, CannotSynthesize, no_access, note_device_range
 
 PAGE = mmap.PAGESIZE
 #: Data pages in the pool: one per cached tensor (COPIES per variant); a
@@ -169,7 +169,7 @@ class TensorPool:
         if addr in (None, ctypes.c_void_p(-1).value):
             raise CannotSynthesize("mmap of the tensor pool failed")
         for k in range(slots + 1):
-            if _LIBC.mprotect(addr + step * k * PAGE, PAGE, 0) != 0:
+            if not no_access(addr + step * k * PAGE, PAGE):
                 raise CannotSynthesize("mprotect of the tensor pool failed")
         return int(addr) + (1 + slack) * PAGE
 

@@ -17,25 +17,20 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Callable, Collection, Iterable
 
 from ..abi.symbols import CTX_PREFIX
-from . import (
-    checks_crash,
-    checks_gpu,
-    checks_probe,
-    checks_static,
-    checks_types,
-    checks_version,
-    exit_check,
-    registry,
-)
-from .checks_crash import fault_of as fault_of
-from .checks_crash import library_output as library_output
-from .prober import Prober as Prober
+from ..sandbox.threads import leave_interrupts_to_main
+from . import registry
 from .reproduce import DEFAULT_THREADS, DEFAULT_TIMEOUT, Options, _finish
 from .results import ERROR, FAIL, PASS, SKIP, Report, Result
 from .workers import Event, Spares, Worker, WorkerDied
+
+if TYPE_CHECKING:
+    from . import checks_crash, checks_static
+
+# The checks are imported in run(), once the probe workers are starting: they
+# load while the checks load (a tenth of a second saved on every run).
 
 #: progress(done, total, running), called as functions start and finish;
 #: running names the functions being probed now ("" when none).
@@ -107,10 +102,37 @@ def run(
     t0 = time.monotonic()
     path = os.path.abspath(os.fspath(path))
     ids = set(registry.selected(o.select, o.ignore))
+    dynamic = {c.id for c in registry.CHECKS if c.stage != registry.STATIC} & ids
+    fn_checks = dynamic - LIBRARY_DYNAMIC
     binary = open_binary(path)  # InputError/FormatError -> exit 2
+    first: Worker | None = None
+    spares: Spares | None = None
     try:
         require_library(binary)  # a program or object file -> exit 2
+        from . import checks_static
+
         inv = checks_static.inventory(binary)
+        exports = [n for n in inv.probe_targets() if not o.only or n in o.only]
+        if dynamic:
+            from pathlib import Path
+
+            from ..ffi import paths
+
+            # A missing or bad runtime (TVMFFI_RUNTIME, --runtime) is exit 2, before any load.
+            if o.runtime is None:
+                paths.runtime_library()
+            elif os.path.isfile(o.runtime):
+                paths.check_runtime_file(Path(o.runtime), f"--runtime {o.runtime}")
+            # The probe workers start and load while this process runs the
+            # static checks; the other workers while the first one loads
+            # (each takes ~0.1 s: waiting for one before starting the next
+            # was a fixed cost of every run).
+            first = Worker(path, timeout, o.runtime)
+            n_spare = min(jobs or os.cpu_count() or 1, len(exports)) - 1 if fn_checks else 0
+            spares = Spares(path, timeout, o.runtime, n_spare)
+            first.start_in_background()
+        from . import checks_gpu, checks_version
+
         results = checks_static.run(binary, inv, ids)
         req = checks_version.needed(
             binary, [n[len(CTX_PREFIX) :] for n in inv.symbols if n.startswith(CTX_PREFIX)]
@@ -121,45 +143,32 @@ def run(
             results.append(checks_version.check_max_runtime(req, o.max_runtime))
         if o.gpu is None:
             o = replace(o, gpu=checks_gpu.looks_cuda(binary))
+    except BaseException:
+        # e.g. --require-sandbox refused: the workers being started must not
+        # outlive the run (their scratch dirs neither).
+        for w in ([first] if first is not None else []) + (spares.take() if spares else []):
+            w.kill()
+        raise
     finally:
         binary.close()
 
-    dynamic = {c.id for c in registry.CHECKS if c.stage != registry.STATIC} & ids
-    fn_checks = dynamic - LIBRARY_DYNAMIC
-    exports = [n for n in inv.probe_targets() if not o.only or n in o.only]
+    from . import checks_probe, checks_types, exit_check
+
     per_function: dict[str, list[Result]] = {}
     globals_: list[str] = []
     exits: list[int | str] = []  # how the probe workers ended (exit-clean)
     facts: dict[str, checks_crash.FunctionFacts] = {}
     shared: list[str] = []  # why functions shared a probe process, if they did
     loaded = False
-    if dynamic:
-        from pathlib import Path
-
-        from ..ffi import paths
-
-        # A missing or bad runtime (TVMFFI_RUNTIME, --runtime) is exit 2, before any load.
-        if o.runtime is None:
-            paths.runtime_library()
-        elif os.path.isfile(o.runtime):
-            paths.check_runtime_file(Path(o.runtime), f"--runtime {o.runtime}")
-        first = Worker(path, timeout, o.runtime)
-        # The other probe workers start and load while the first one does:
-        # each takes ~0.1 s, and waiting for the first before starting them
-        # was a fixed cost of every run.
-        n_spare = min(jobs or os.cpu_count() or 1, len(exports)) - 1 if fn_checks else 0
-        spares = Spares(path, timeout, o.runtime, n_spare)
+    if first is not None and spares is not None:
         died: WorkerDied | None = None
         ev: Event = {}
         try:
-            first.start()
             ev = first.load()
         except WorkerDied as e:
             died = e
         except BaseException:
-            # e.g. --require-sandbox refused: the spares being started in the
-            # background must not outlive the run (their scratch dirs neither).
-            for w in spares.take():
+            for w in [first, *spares.take()]:
                 w.kill()
             raise
         load = _load_result(ev, died)
@@ -296,6 +305,9 @@ def _probe_all(
     facts: dict[str, checks_crash.FunctionFacts] | None,
     shared: list[str],
 ) -> dict[str, list[Result]]:
+    from . import checks_probe
+    from .prober import Prober
+
     todo: queue.Queue[str] = queue.Queue()
     for name in targets:
         todo.put(name)
@@ -310,6 +322,7 @@ def _probe_all(
             progress(done[0], len(targets), shown)
 
     def work(prober: Prober) -> None:
+        leave_interrupts_to_main()
         try:
             while True:
                 try:

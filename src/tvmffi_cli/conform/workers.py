@@ -5,9 +5,10 @@ A worker loads the library once. Where it may (sandbox/zygote.py), it then
 forks a probe child per request: the child serves one function's probes (or
 what is left of them after a crash) and exits, and the next function starts
 in a new child, from the state the load left and nothing a probe did since.
-No two probe children live at once (the parent waits for the supervisor's
-record of one's end before ordering the next), so threads a function started
-die before another function runs. Otherwise (threads at load, no supervisor,
+No two probe children run at once: the next one is forked ahead and waits,
+running nothing of the library, for its order, which the parent sends only
+after the supervisor's record of the last one's end; so threads a function
+started die before another function runs. Otherwise (threads at load, no supervisor,
 TVMFFI_CONFORM_ZYGOTE=0) the worker serves the probes itself, one function
 after another, and is replaced after a crash (`isolation` says which).
 """
@@ -22,7 +23,7 @@ from typing import Any, Dict, Iterator
 from .. import errors, text
 from ..sandbox import process as sandbox
 from ..sandbox import zygote
-from .checks_crash import fault_of, library_output
+from ..sandbox.threads import leave_interrupts_to_main
 
 #: One event of the probe worker (a JSON object; see conform/probe_task.py).
 Event = Dict[str, Any]
@@ -63,6 +64,8 @@ class Worker:
         self.zygote = False
         #: Probe children forked (the first included) and workers' loads, for tests.
         self.children = 0
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
         from ..binary.deps import load_read_paths
         from ..ffi.cuda import driver_read_paths
 
@@ -89,6 +92,29 @@ class Worker:
         req = {"op": "load", "path": self.path, "timeout": self.timeout}
         self.send(dict(req, zygote=self.want_zygote))
 
+    def start_in_background(self) -> None:
+        """start() on a thread of its own: the sandbox set-up waits for the
+        worker's greeting, and this process has its static checks to run
+        meanwhile. load() (or kill()) waits for it; load() raises what it raised."""
+
+        def go() -> None:
+            leave_interrupts_to_main()
+            try:
+                self.start()
+            except BaseException as e:  # re-raised by load()
+                self._start_error = e
+
+        self._starting = threading.Thread(target=go, daemon=True)
+        self._starting.start()
+
+    def _started(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+        if self._start_error is not None:
+            e, self._start_error = self._start_error, None
+            raise e
+
     def send(self, obj: Event) -> None:
         try:
             self._w.send(obj)
@@ -114,6 +140,9 @@ class Worker:
                 self._w.kill()
                 raise WorkerDied("tampered channel") from None
             except sandbox.ChildCrashed as e:
+                # (imported here: a worker starts before conform loads its checks)
+                from .checks_crash import fault_of, library_output
+
                 rc = e.returncode
                 name = e.signal or (None if rc is None else f"exit status {rc}")
                 died = WorkerDied(name, detail=library_output(e.stderr))
@@ -124,6 +153,7 @@ class Worker:
     def load(self) -> Event:
         """Wait for the load answer: the event dict (ok or not). A zygote
         then waits for fork_child()."""
+        self._started()
         for ev in self.events(self.timeout + 30):
             if ev.get("event") == "loaded":
                 self.loaded = ev
@@ -161,7 +191,7 @@ class Worker:
     def finish_child(self) -> WorkerDied | None:
         """After the last event of a request a zygote's probe child served
         (it then exits by itself): wait for the supervisor's record of its
-        end, so that no two probe children live at once. A child that did not
+        end, so that no two probe children run at once. A child that did not
         exit with status 0 died after its last answer: that death is
         returned. One that does not end is killed with its zygote."""
         w = self._w
@@ -181,6 +211,8 @@ class Worker:
             return None
         died = WorkerDied(sandbox.signal_name(rc) or f"exit status {rc}")
         if w.relay is not None:
+            from .checks_crash import library_output
+
             died.detail = library_output(
                 text.terminal(text.from_bytes(w.relay.since(child.output_mark)))
             )
@@ -210,6 +242,9 @@ class Worker:
             self.kill()
 
     def kill(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
         self._w.kill()
 
     def stop(self, wait: float | None = None) -> int | str | None:
@@ -257,6 +292,7 @@ class Spares:
             self._thread.start()
 
     def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        leave_interrupts_to_main()
         for _ in range(n):
             w = Worker(path, timeout, runtime)
             try:

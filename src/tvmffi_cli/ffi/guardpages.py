@@ -28,10 +28,29 @@ _LIBC.mmap.argtypes = [c_void_p, c_size_t, c_int, c_int, c_int, ctypes.c_long]
 _LIBC.mprotect.argtypes = [c_void_p, c_size_t, c_int]
 _LIBC.write.argtypes = [c_int, c_void_p, c_size_t]
 _LIBC.write.restype = ctypes.c_ssize_t
+_LIBC.madvise.argtypes = [c_void_p, c_size_t, c_int]
+#: madvise(2) advice (Linux 6.13): accesses to the range fault as on a
+#: PROT_NONE page, without splitting the mapping. A PROT_NONE page is a
+#: mapping of its own, and the kernel copies and tears down every mapping
+#: at each fork of conform's zygote (hundreds: its tensor pools' guards).
+_MADV_GUARD_INSTALL = 102
+#: Whether the kernel took that advice so far (older ones refuse it: EINVAL).
+_guard_advice = [True]
 
 
 class CannotSynthesize(Exception):
     pass
+
+
+def no_access(addr: int, size: int) -> bool:
+    """Make [addr, addr+size) of an anonymous private mapping fault on every
+    access (read, write, and the kernel's own: EFAULT); False when it
+    cannot. A guard region where the kernel has them, else PROT_NONE."""
+    if _guard_advice[0]:
+        if _LIBC.madvise(addr, size, _MADV_GUARD_INSTALL) == 0:
+            return True
+        _guard_advice[0] = False
+    return bool(_LIBC.mprotect(addr, size, 0) == 0)
 
 
 class GuardArena:
@@ -43,13 +62,12 @@ class GuardArena:
         size = self.rw + self.page
         prot_rw = mmap.PROT_READ | mmap.PROT_WRITE
         flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-        prot_none = getattr(mmap, "PROT_NONE", 0)
         addr: int | None = _LIBC.mmap(None, size, prot_rw, flags, -1, 0)
         if addr in (None, ctypes.c_void_p(-1).value):
             raise OSError(ctypes.get_errno(), "mmap failed")
         self.base = addr
         self.guard = addr + self.rw
-        if _LIBC.mprotect(self.guard, self.page, prot_none) != 0:
+        if not no_access(self.guard, self.page):
             raise OSError(ctypes.get_errno(), "mprotect failed")
 
     def place(self, raw: bytes, guarded: bool = True) -> int:

@@ -192,6 +192,9 @@ def _lib() -> Any:
     if hasattr(lib, "tvmffi_sandbox_fork_orphan"):
         lib.tvmffi_sandbox_fork_orphan.restype = ctypes.c_int
         lib.tvmffi_sandbox_fork_orphan.argtypes = []
+    if hasattr(lib, "tvmffi_sandbox_zygote_serve"):
+        lib.tvmffi_sandbox_zygote_serve.restype = ctypes.c_int
+        lib.tvmffi_sandbox_zygote_serve.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
     lib.tvmffi_sandbox_confine.restype = ctypes.c_int
     lib.tvmffi_sandbox_confine.argtypes = [
         ctypes.c_uint,
@@ -317,3 +320,27 @@ def fork_orphan() -> int | None:
         return 0
     api.PyOS_AfterFork_Parent()
     return pid if pid > 0 else None
+
+
+def has_order_loop() -> bool:
+    """Whether the sandbox helper has the zygote's order loop in C."""
+    if not _fork_lib:
+        _fork_lib.append(_lib())
+    lib = _fork_lib[0]
+    return lib is not None and hasattr(lib, "tvmffi_sandbox_zygote_serve")
+
+
+def serve_orders(order_fd: int) -> int | None:
+    """The zygote's order loop in C (tvmffi_sandbox_zygote_serve; see
+    has_order_loop), which forks the probe children: in one, the pipe it
+    reads its order from once Python's after-fork hooks ran; None in the
+    zygote when the orders ended (or one was cut)."""
+    import ctypes
+
+    # Looked up before the fork: a lookup in each child costs it pages.
+    after_fork = ctypes.pythonapi.PyOS_AfterFork_Child
+    fd = ctypes.c_int(-1)
+    if int(_fork_lib[0].tvmffi_sandbox_zygote_serve(order_fd, ctypes.byref(fd))) != 0:
+        return None
+    after_fork()
+    return fd.value

@@ -4,8 +4,6 @@
     worker -> parent   Hello     once, after confinement
     parent -> worker   Request   one per task
     worker -> parent   Reply     one per Request (ok + result, or a TaskError)
-    parent -> zygote   Spawn     fork a probe child (conform; the zygote lane)
-    zygote -> parent   Spawned   its pid (sandbox/zygote.py)
 
 encode(msg) gives the JSON object sent on the channel; decode(Type, obj)
 checks one against its type and raises MessageError for anything else (the
@@ -248,23 +246,8 @@ class Reply(Frozen):
     error: TaskError | None = None
 
 
-class Spawn(Frozen):
-    """Fork a probe child that speaks the main lane from these frame counts
-    on (the parent's: frames it sent, frames it received)."""
-
-    sent: int
-    received: int
-
-
-class Spawned(Frozen):
-    """The probe child's pid, in the worker's PID namespace (the pid the
-    supervisor reports its end under)."""
-
-    pid: int
-
-
-Message = Union[Config, Hello, Request, Reply, Spawn, Spawned]
-M = TypeVar("M", Config, Hello, Request, Reply, Spawn, Spawned)
+Message = Union[Config, Hello, Request, Reply]
+M = TypeVar("M", Config, Hello, Request, Reply)
 
 
 def encode(msg: Message) -> JsonDict:
@@ -344,31 +327,11 @@ def _reply(obj: JsonDict, what: str) -> Reply:
     )
 
 
-def _count(obj: JsonDict, key: str, what: str) -> int:
-    v: int = _get(obj, key, _INT, what)
-    if v < 0:
-        raise MessageError(f"{what}: field {key!r} is negative")
-    return v
-
-
-def _spawn(obj: JsonDict, what: str) -> Spawn:
-    return Spawn(sent=_count(obj, "sent", what), received=_count(obj, "received", what))
-
-
-def _spawned(obj: JsonDict, what: str) -> Spawned:
-    pid = _count(obj, "pid", what)
-    if pid < 2:
-        raise MessageError(f"{what}: pid {pid} is not a probe child's")
-    return Spawned(pid=pid)
-
-
 _DECODERS: dict[type, Callable[[JsonDict, str], Message]] = {
     Config: _config,
     Hello: _hello,
     Request: _request,
     Reply: _reply,
-    Spawn: _spawn,
-    Spawned: _spawned,
 }
 
 

@@ -49,6 +49,7 @@ from .policy import set_policy as set_policy
 from .relay import RELAY_CAP as RELAY_CAP
 from .relay import Relay
 from .scratch import Meter
+from .threads import leave_interrupts_to_main
 from .worker import BOOT, SYSTEM_READ, python_paths
 
 if TYPE_CHECKING:
@@ -107,7 +108,6 @@ class Worker:
         pol = policy()
         self.orders = orders
         self.order_w: int | None = None
-        self.order_lane: protocol.Endpoint | None = None
         #: The zygote's living probe child (None: the worker itself serves).
         self.child: zygote.Child | None = None
         self.runtime = runtime
@@ -161,7 +161,7 @@ class Worker:
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         stat_r, stat_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        ord_r, self.order_w = os.pipe2(os.O_CLOEXEC) if self.orders else (-1, None)
+        ord_r, self.order_w = zygote.order_socket() if self.orders else (-1, None)
         self._scratch = files.private_dir("tvmffi-scratch-")
         self.fault_fd = fault_fd = files.fault_log()
         self.scratch_exceeded = False
@@ -245,6 +245,7 @@ class Worker:
     def _watch_scratch(self) -> None:
         """Kill the worker when its scratch directory grows past the bound
         (RLIMIT_FSIZE bounds each file; this bounds them all)."""
+        leave_interrupts_to_main()
         p = self.proc
         while p is not None and not self._stop_watch.wait(0.1):
             if p.poll() is not None or self._scratch_over():
@@ -365,7 +366,7 @@ class Worker:
             except OSError:
                 pass
             self.order_w = None
-        self.order_lane = self.child = None
+        self.child = None
         if self.relay is not None:
             self.relay.join(timeout=1.0)
         self._stop_watch.set()

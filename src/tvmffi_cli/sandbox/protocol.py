@@ -41,11 +41,6 @@ MAX_FRAME = 64 << 20
 _HEADER = struct.Struct(">I")
 TO_WORKER = b"P"
 TO_PARENT = b"W"
-#: The lane of a zygote worker's orders (conform: the loaded worker forks a
-#: probe child per order; sandbox/zygote.py): counted apart from the main lane,
-#: which the probe children use.
-TO_ZYGOTE = b"Z"
-FROM_ZYGOTE = b"Y"
 
 
 class ChannelError(Exception):
@@ -87,22 +82,15 @@ def write_all(fd: int, data: bytes) -> None:
 class Endpoint:
     """One side of the channel: send() on `out_fd`, recv() from `in_fd`."""
 
-    def __init__(
-        self, key: bytes, in_fd: int, out_fd: int, *, parent: bool, zygote: bool = False
-    ) -> None:
+    def __init__(self, key: bytes, in_fd: int, out_fd: int, *, parent: bool) -> None:
         self.key = key
         self.in_fd = in_fd
         self.out_fd = out_fd
-        to_child, to_parent = (TO_ZYGOTE, FROM_ZYGOTE) if zygote else (TO_WORKER, TO_PARENT)
-        self.send_dir = to_child if parent else to_parent
-        self.recv_dir = to_parent if parent else to_child
+        self.send_dir = TO_WORKER if parent else TO_PARENT
+        self.recv_dir = TO_PARENT if parent else TO_WORKER
         self.send_seq = 0
         self.recv_seq = 0
         self._buf = bytearray()
-
-    def share_input(self, other: Endpoint) -> None:
-        """Read from `other`'s input buffer (two lanes on one pipe)."""
-        self._buf = other._buf
 
     def pending(self) -> int:
         """Bytes read from the pipe and not yet returned as a message."""

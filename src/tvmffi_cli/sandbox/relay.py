@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from .. import text
+from .threads import leave_interrupts_to_main
 
 #: Library output relayed to our stderr per worker; the rest is counted, not shown.
 RELAY_CAP = 1 << 20
@@ -76,6 +77,7 @@ class Relay(threading.Thread):
                 pass
 
     def run(self) -> None:
+        leave_interrupts_to_main()
         pending = b""
         while True:
             try:

@@ -13,6 +13,7 @@ request {"op": "state"}              -> what the worker process holds: environme
 """
 
 import os
+import signal
 import sys
 
 from ..text import JsonDict
@@ -57,5 +58,6 @@ def run(request: JsonDict) -> JsonDict:
             "sid": os.getsid(0),
             "pgid": os.getpgid(0),
             "gc": __import__("gc").isenabled(),
+            "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, ())),
         }
     raise ValueError(f"unknown op {op!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import signal
 import sys
 from types import ModuleType
 from typing import Any
@@ -287,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     global FAULT_FD
     argv = sys.argv[1:] if argv is None else argv
     serve, req_fd, rep_fd, lifeline_fd, status_fd = argv[0], *map(int, argv[1:5])
+    # No signal blocked, whichever thread of tvmffi started us (its helper
+    # threads block SIGINT, and an exec'd worker inherits that mask).
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
     chan, fault_fd = _start(req_fd, rep_fd, lifeline_fd, status_fd)
     FAULT_FD = fault_fd
     try:

@@ -3,8 +3,10 @@
 A crash of library code in an ordinary worker costs a new worker, which loads
 the library again (a second of start-up and loading for a large library).
 Here the worker loads it and becomes a *zygote*: it runs no more library code,
-waits for orders on a pipe of its own, and forks a probe child for each; the
-probe child speaks the main lane of the channel (sandbox/protocol.py) as the
+waits for orders on a socket of its own and forks a probe child for each
+(in C: no Python runs in the zygote between two forks, so it writes, and
+copies, almost none of the pages it shares with the child); the probe child
+speaks the main lane of the channel (sandbox/protocol.py) as the
 worker would have, and a crash ends only it.
 
 Process tree: the supervisor O, the init A (or a second subreaper without a
@@ -32,11 +34,12 @@ from __future__ import annotations
 
 import os
 import select
+import struct
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import failures, files, kernel, messages, protocol
+from . import failures, files, kernel, protocol
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -49,7 +52,6 @@ if TYPE_CHECKING:
         chan: protocol.Endpoint | None
         status: StatusStream | None
         order_w: int | None
-        order_lane: protocol.Endpoint | None
         child: Child | None
         relay: Relay | None
         fault_fd: int | None
@@ -60,6 +62,12 @@ if TYPE_CHECKING:
             self, rc: int | None, peak_kb: int | None, tail: str
         ) -> failures.ChildCrashed: ...
 
+
+#: An order on the order socket: the main lane's frame counts (sent, received)
+#: the probe child resumes from; the answer: its pid (0: the fork failed).
+#: The same layout as tvmffi_sandbox_zygote_serve's (runtime/sandbox).
+ORDER = struct.Struct("<QQ")
+ANSWER = struct.Struct("<i")
 
 #: How long the parent waits for the zygote's answer to an order, and for
 #: the supervisor's record of a probe child known to be ending.
@@ -165,6 +173,15 @@ def _unread(fd: int) -> int:
     return int.from_bytes(buf, "little")
 
 
+def order_socket() -> tuple[int, int]:
+    """(the zygote's end, tvmffi's end) of the order socket: orders one way,
+    the zygote's answers (a pid each) the other."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    return theirs.detach(), ours.detach()
+
+
 def spawn(w: Worker) -> Child:
     """Order a new probe child; ZygoteLost when the zygote cannot give one."""
     chan, status, order_w = w.chan, w.status, w.order_w
@@ -175,27 +192,32 @@ def spawn(w: Worker) -> Child:
     # pipe (the next child would take it as its own).
     if chan.pending() or _unread(chan.out_fd) != 0:
         raise ZygoteLost("the last probe child left the channel mid-message")
-    lane = w.order_lane
-    if lane is None:
-        lane = w.order_lane = protocol.Endpoint(
-            chan.key, chan.in_fd, order_w, parent=True, zygote=True
-        )
-        lane.share_input(chan)
     try:
-        lane.send(messages.encode(messages.Spawn(sent=chan.send_seq, received=chan.recv_seq)))
-        pid = messages.decode(messages.Spawned, lane.recv(time.monotonic() + ORDER_TIMEOUT)).pid
-    except (
-        OSError,
-        protocol.ChannelError,
-        protocol.ChannelTimeout,
-        protocol.ChannelClosed,
-        messages.MessageError,
-    ) as e:
-        raise ZygoteLost(f"the zygote did not fork a probe child ({type(e).__name__})") from None
+        protocol.write_all(order_w, ORDER.pack(chan.send_seq, chan.recv_seq))
+        pid = _answer(order_w, time.monotonic() + ORDER_TIMEOUT)
+    except OSError as e:
+        raise ZygoteLost(f"the zygote did not fork a probe child ({e})") from None
     relay = w.relay
     child = Child(pid, relay.total if relay else 0, _log_size(w.fault_fd))
     w.child = child
     return child
+
+
+def _answer(fd: int, deadline: float) -> int:
+    """The zygote's answer to an order: the probe child's pid."""
+    data = b""
+    while len(data) < ANSWER.size:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise OSError("no answer in time")
+        chunk = os.read(fd, ANSWER.size - len(data))
+        if not chunk:
+            raise OSError("the zygote is gone")
+        data += chunk
+    (pid,) = ANSWER.unpack(data)
+    if pid <= 1:  # 0: the fork failed; the namespace's init is never a probe child
+        raise OSError(f"answered pid {pid}")
+    return int(pid)
 
 
 def _log_size(fd: int | None) -> int:
@@ -317,7 +339,7 @@ def end_child(w: Worker, wait: float = END_GRACE) -> int | None:
 
 # -- child side (the worker) -----------------------------------------------------
 
-#: Set by worker.main: the order pipe (-1: none) and what the sandbox applied.
+#: Set by worker.main: the order socket (-1: none) and what the sandbox applied.
 order_fd = -1
 applied: tuple[str, ...] = ()
 
@@ -332,7 +354,7 @@ def _threads() -> int:
 def refusal() -> str | None:
     """Why this worker may not fork probe children (None: it may)."""
     if order_fd < 0:
-        return "no order pipe"
+        return "no order socket"
     if "subreaper" not in applied:
         return "no supervisor to reap probe children"
     if "seccomp" in applied and not {"pid-namespace", "landlock-scope"} & set(applied):
@@ -375,24 +397,68 @@ def _open_device() -> str | None:
     return None
 
 
-def serve_orders(chan: protocol.Endpoint) -> bool:
-    """The zygote's loop: a probe child per Spawn order. Returns True in a
-    probe child (it then serves the main lane), False in the zygote when the
-    orders end (the parent closed the pipe: the worker exits)."""
-    lane = protocol.Endpoint(chan.key, order_fd, chan.out_fd, parent=False, zygote=True)
-    while True:
-        try:
-            order = messages.decode(messages.Spawn, lane.recv())
-        except (protocol.ChannelClosed, protocol.ChannelError, messages.MessageError):
+def serve_orders(chan: protocol.Endpoint, before_order: Callable[[], None] | None = None) -> bool:
+    """The zygote's loop: a probe child per order. Returns True in a probe
+    child once it has its order (it then serves the main lane), False in the
+    zygote when the orders end (the parent closed its end: the worker exits).
+    A child forked ahead of its order runs `before_order` while it waits."""
+    if kernel.has_order_loop():
+        fd = kernel.serve_orders(order_fd)
+        if fd is None:
             return False
-        chan.recv_seq, chan.send_seq = order.sent, order.received
-        pid = kernel.fork_orphan()
-        if pid is None:
-            pid = _fork_twice()
+        if before_order is not None:
+            before_order()
+        counts = _await_order(fd)
+    else:
+        got = _serve_in_python()
+        if got is None:
+            return False
+        if before_order is not None:
+            before_order()
+        counts = got
+    chan.recv_seq, chan.send_seq = counts
+    return True
+
+
+def _await_order(fd: int) -> tuple[int, int]:
+    """A child forked ahead: its order from the zygote. The zygote ended
+    without one: nothing ran here, the child exits."""
+    data = b""
+    while len(data) < ORDER.size:
+        try:
+            chunk = os.read(fd, ORDER.size - len(data))
+        except InterruptedError:
+            continue
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    os.close(fd)
+    sent, received = ORDER.unpack(data)
+    return int(sent), int(received)
+
+
+def _serve_in_python() -> tuple[int, int] | None:
+    """serve_orders without the sandbox helper: the same orders and answers."""
+    while True:
+        data = b""
+        while len(data) < ORDER.size:
+            try:
+                chunk = os.read(order_fd, ORDER.size - len(data))
+            except InterruptedError:
+                continue
+            if not chunk:
+                return None
+            data += chunk
+        counts = ORDER.unpack(data)
+        try:
+            forked = kernel.fork_orphan()
+            pid = forked if forked is not None else _fork_twice()
+        except OSError:
+            pid = -1  # answered as 0: the parent replaces this worker
         if pid == 0:
             os.close(order_fd)
-            return True
-        lane.send(messages.encode(messages.Spawned(pid)))
+            return counts
+        protocol.write_all(order_fd, ANSWER.pack(max(pid, 0)))
 
 
 def _fork_twice() -> int:
