@@ -192,8 +192,8 @@ def _blocked(native_id):
 
 def test_helper_threads_leave_ctrl_c_to_the_main_thread(worker):
     """A SIGINT the kernel hands to a helper thread (output relay, scratch
-    watch) never wakes a main thread asleep in a select(): Ctrl-C then waited
-    for the call's timeout (sandbox/threads.py). Each helper blocks it."""
+    watch) would not wake a main thread asleep in a select(): Ctrl-C would
+    wait for the call's timeout (sandbox/threads.py). Each helper blocks it."""
     import signal
     import threading
 

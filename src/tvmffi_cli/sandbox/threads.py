@@ -5,8 +5,8 @@ block it. A SIGINT taken by a helper thread (the library's output relay, the
 scratch watch, conform's probers) wakes that thread, not the main one, and
 Python runs its handler only when the main thread next runs bytecode: a main
 thread asleep in a select() for a call's whole timeout sleeps on, and Ctrl-C
-waits for the timeout (what tests/test_cli_fastpath.py saw once under load).
-Each helper thread blocks SIGINT first thing, so the main thread takes it.
+waits for the timeout. The kernel prefers the main thread, so it is rare;
+each helper thread blocks SIGINT first thing, so it never happens.
 """
 
 from __future__ import annotations
