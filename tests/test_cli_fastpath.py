@@ -136,3 +136,46 @@ def test_ctrl_c_is_one_line_and_ends_the_worker(cmd):
     out, err = p.communicate(timeout=60)
     assert (p.returncode, err) == (2, "tvmffi: aborted\n"), err
     assert gone(name, 10.0)
+
+
+def test_ctrl_c_ignored_by_the_shell_stays_ignored_and_the_worker_still_ends():
+    # A job the shell started in the background (`tvmffi call ... &`, nohup)
+    # inherits SIGINT ignored: tvmffi keeps it so (as Python and any program
+    # do); the call still ends at its timeout, and its worker with it.
+    import os
+    import signal
+    import time
+
+    from sandbox_helpers import gone, hostile, processes_named, token
+
+    name = token()
+    ignore = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'tvmffi_cli', *sys.argv[1:]])"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", ignore, "call", hostile(), "spawn_and_hang", "--str", name]
+        + ["--timeout", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not processes_named(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_named(name), "the worker never started the library's sleeper"
+        p.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=1.0)
+        out, err = p.communicate(timeout=60)
+        assert (p.returncode, err) == (
+            1,
+            "tvmffi: error: spawn_and_hang did not return within 3 s; the worker was killed\n",
+        )
+        assert gone(name, 10.0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
