@@ -136,6 +136,39 @@ def test_scaling():
     assert checks_kernel.check_scaling(facts(kernel_scale=tiny)).status == "pass"
 
 
+class _FakeLoop:
+    """CPU ns per round from a list (one value per round, in order)."""
+
+    def __init__(self, times):
+        self.times = list(times)
+
+    def cpu_ns(self, calls):
+        return self.times.pop(0)
+
+
+def test_scaling_measures_a_superlinear_set_again_and_keeps_the_least_ratio(monkeypatch):
+    from tvmffi_cli.conform import probe_loops
+
+    monkeypatch.setattr(probe_loops, "SCALE_PAUSE_S", 0.0)
+    rounds = probe_loops.SCALE_ROUNDS
+    # Linear (4x) but every 4n round of the first set slowed 3x by other load:
+    # seen once in 40 runs on TVM's vm.builtin.apply_softmax_with_temperature.
+    n, big = _FakeLoop([1000] * 3 * rounds), _FakeLoop([12000] * rounds + [4000] * 2 * rounds)
+    assert probe_loops.least_ratio([n, big], 1, lambda took: True) == [1000, 4000]
+    assert len(big.times) == rounds  # confirmed once (ratio 4 < 6): the third set never ran
+    # Quadratic (16x) in every set: still 16x, after SCALE_SETS sets.
+    n, big = _FakeLoop([1000] * 3 * rounds), _FakeLoop([16000] * 3 * rounds)
+    assert probe_loops.least_ratio([n, big], 1, lambda took: True) == [1000, 16000]
+    assert big.times == []
+    # No time left for a second set: the first one stands.
+    n, big = _FakeLoop([1000] * rounds), _FakeLoop([12000] * rounds)
+    assert probe_loops.least_ratio([n, big], 1, lambda took: False) == [1000, 12000]
+    # A failed timed call.
+    assert probe_loops.least_ratio([_FakeLoop([None]), big], 1, lambda took: True) is None
+    # Confirmation starts below the verdict's ratio.
+    assert probe_loops.SCALE_CONFIRM < checks_kernel.SCALE_RATIO
+
+
 def test_threads_with_arguments_of_their_own():
     f = facts(valid={"rc": 0, "fingerprint": "a"})
     f.plan = ["valid", "threads"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..abi.structs import TVMFFIAny
 from ..abi.symbols import FUNC_PREFIX
@@ -32,6 +32,12 @@ LOOP_S = 2.0
 SCALE_S = 4.0
 #: Scaling probe: elements at n and 4n; rounds of each (least kept).
 SCALE_N, SCALE_ROUNDS = 256, 5
+#: A set of rounds whose 4n:n ratio reaches this is measured again, up to
+#: SCALE_SETS sets in all, SCALE_PAUSE_S apart, and the set with the least
+#: ratio is reported: load that slows every 4n round of one set (a busy CI
+#: machine) made a linear kernel look 12x once in 40 runs. Below the
+#: verdict's ratio (checks_kernel.SCALE_RATIO, 8) so a set near it is checked too.
+SCALE_CONFIRM, SCALE_SETS, SCALE_PAUSE_S = 6.0, 3, 0.02
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -234,16 +240,37 @@ def scale(p: Any, fn: Caller, sig: sigs.Sig, lay: Layout, name: str, is_global: 
             if t is None or t >= 200_000:
                 break
             calls *= 4
-        best: list[int] = [1 << 62, 1 << 62]
-        for _ in range(SCALE_ROUNDS):
-            for j in (0, 1):
-                t = loops[j].cpu_ns(calls)
-                if t is None:
-                    return {"skipped": "a timed call failed"}
-                best[j] = min(best[j], t)
+        best = least_ratio(loops, calls, lambda took: time_left(p) > 2 * took + 0.5)
+        if best is None:
+            return {"skipped": "a timed call failed"}
     finally:
         for o in owned:
             p.release(o)
         p.__dict__["_kernel_memory"].reset()
     ns = [b / calls for b in best]
     return {"scale": {"n": [SCALE_N, 4 * SCALE_N], "ns": ns, "calls": calls}}
+
+
+def least_ratio(loops: list[Any], calls: int, more: Callable[[float], bool]) -> list[int] | None:
+    """CPU ns of `calls` calls at n and 4n (loops[0], loops[1]): the least of
+    SCALE_ROUNDS alternated rounds each; a set whose ratio reaches
+    SCALE_CONFIRM is measured again while more(seconds the set took) allows
+    (the step's time left), and the set with the least ratio wins. Other
+    load only slows a round: a truly superlinear kernel shows its ratio in
+    every set. None when a call failed."""
+    kept: list[int] | None = None
+    for k in range(SCALE_SETS):
+        if k:
+            time.sleep(SCALE_PAUSE_S)  # out of the burst of load that slowed the last set
+        best, t0 = [1 << 62, 1 << 62], time.monotonic()
+        for _ in range(SCALE_ROUNDS):
+            for j in (0, 1):
+                t = loops[j].cpu_ns(calls)
+                if t is None:
+                    return None
+                best[j] = min(best[j], t)
+        if kept is None or best[1] * kept[0] < kept[1] * best[0]:
+            kept = best
+        if kept[1] < SCALE_CONFIRM * kept[0] or not more(time.monotonic() - t0):
+            break
+    return kept
