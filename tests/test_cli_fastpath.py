@@ -179,3 +179,37 @@ def test_ctrl_c_ignored_by_the_shell_stays_ignored_and_the_worker_still_ends():
         if p.poll() is None:
             p.kill()
             p.communicate()
+
+
+def test_sigterm_cleans_up_and_ends_by_sigterm():
+    # A CI job cancelled or timed out (SIGTERM): the worker, what it started
+    # and tvmffi's temp dirs are gone (conftest's litter check after each
+    # test), one line on stderr, and the process ends by SIGTERM, as its
+    # caller expects of a terminated program.
+    import os
+    import signal
+    import time
+
+    from sandbox_helpers import gone, hostile, processes_named, token
+
+    name = token()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tvmffi_cli", "call", hostile(), "spawn_and_hang", "--str", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not processes_named(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_named(name), "the worker never started the library's sleeper"
+        p.terminate()
+        out, err = p.communicate(timeout=30)
+        assert (p.returncode, err) == (-signal.SIGTERM, "tvmffi: terminated\n"), err
+        assert gone(name, 10.0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()

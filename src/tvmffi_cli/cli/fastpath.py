@@ -16,6 +16,40 @@ from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
 
 #: What a Ctrl-C ends a command with, on either path (exit EXIT_USAGE).
 ABORTED = "tvmffi: aborted"
+#: What a SIGTERM ends a command with, on either path (then the signal's own end).
+TERMINATED = "tvmffi: terminated"
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (see on_sigterm). Not an Exception,
+    as KeyboardInterrupt is not: it passes every `except Exception` and runs
+    the cleanups on its way out (the worker and what it started killed, temp
+    dirs removed), and click lets it through untouched."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def on_sigterm() -> None:
+    """Turn SIGTERM (a cancelled CI job, timeout(1)) into Terminated, unless
+    whoever started us ignores it (kept ignored, as for SIGINT)."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def end_terminated() -> None:
+    """After the cleanup: one line, then end by SIGTERM itself, so the caller
+    sees a terminated process (wait status), not an exit code of ours."""
+    import signal
+
+    echo(TERMINATED, err=True)
+    sys.stdout.flush()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    os._exit(128 + signal.SIGTERM)  # not reached: the signal ended us
 
 
 def echo(line: str = "", err: bool = False) -> None:
@@ -66,6 +100,9 @@ def run(command: Callable[[list[str]], int | None], argv: list[str], name: str =
     except KeyboardInterrupt:
         echo(ABORTED, err=True)
         return EXIT_USAGE
+    except Terminated:
+        end_terminated()
+        raise  # not reached
     except BrokenPipeError:
         return 0
     except Exception as e:

@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> Any:
     # Run as the program (not called with arguments, as tests do): the
     # process may end without the interpreter's teardown.
     whole_process = argv is None
+    if whole_process:
+        from .fastpath import on_sigterm
+
+        on_sigterm()
     argv = list(sys.argv[1:] if argv is None else argv)
     flags, argv = hoist_global_flags(argv)
     if "-q" in flags or "--quiet" in flags:
@@ -97,6 +101,7 @@ def main(argv: list[str] | None = None) -> Any:
 def _run_click(argv: list[str]) -> Any:
     import click
 
+    from . import fastpath
     from .app import cli
 
     debug = _debug_requested(argv)
@@ -138,6 +143,8 @@ def _run_click(argv: list[str]) -> Any:
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except fastpath.Terminated:
+        fastpath.end_terminated()
     except Exception as e:  # ours (TvmffiError) or a bug in tvmffi: one line unless --debug
         if debug:
             import traceback

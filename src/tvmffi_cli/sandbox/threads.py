@@ -15,5 +15,6 @@ import signal
 
 
 def leave_interrupts_to_main() -> None:
-    """Block SIGINT in the calling (helper) thread."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """Block SIGINT and SIGTERM (cli/fastpath.on_sigterm) in the calling
+    (helper) thread."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
