@@ -100,29 +100,28 @@ def test_help_goes_to_click(lib):
     assert r.returncode == 0 and "--rounds R" in r.stdout
 
 
-# exec's tvmffi in this process (same pid) with SIGINT back at SIG_DFL.
-_SIGINT_DEFAULT = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.executable, [sys.executable, '-m', 'tvmffi_cli', *sys.argv[1:]])"
+# exec's tvmffi in this process (same pid) with SIGINT set as argv[1] says.
+_WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'tvmffi_cli', *sys.argv[2:]])"
 )
 
 
-@pytest.mark.parametrize("cmd", ["call", "bench"])
-def test_ctrl_c_is_one_line_and_ends_the_worker(cmd):
-    # As the click path answers a Ctrl-C ("tvmffi: aborted", exit 2), never
-    # with a traceback, and the hung worker and what it started are gone.
+def _hung(cmd, sigint="SIG_DFL", *extra):
+    """(process, sleeper name): `tvmffi cmd` of the hostile library's
+    spawn_and_hang with SIGINT at `sigint`, once the worker started the
+    library's sleeper. Started as from a terminal by default (SIG_DFL): a test
+    run launched in the background (`pytest &`, nohup) inherits SIGINT
+    ignored, and tvmffi, like any program, keeps ignoring it."""
     import os
-    import signal
     import time
 
-    from sandbox_helpers import gone, hostile, processes_named, token
+    from sandbox_helpers import hostile, processes_named, token
 
     name = token()
-    # Started as from a terminal, with SIGINT at its default: a test run
-    # launched in the background (`pytest &`, nohup) inherits it ignored, and
-    # tvmffi, like any program, keeps ignoring it (what it must do there).
     p = subprocess.Popen(
-        [sys.executable, "-c", _SIGINT_DEFAULT, cmd, hostile(), "spawn_and_hang", "--str", name],
+        [sys.executable, "-c", _WITH_SIGINT, sigint, cmd, hostile(), "spawn_and_hang"]
+        + ["--str", name, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -131,7 +130,22 @@ def test_ctrl_c_is_one_line_and_ends_the_worker(cmd):
     deadline = time.monotonic() + 60
     while not processes_named(name) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert processes_named(name), "the worker never started the library's sleeper"
+    if not processes_named(name):
+        p.kill()
+        p.communicate()
+        raise AssertionError("the worker never started the library's sleeper")
+    return p, name
+
+
+@pytest.mark.parametrize("cmd", ["call", "bench"])
+def test_ctrl_c_is_one_line_and_ends_the_worker(cmd):
+    # As the click path answers a Ctrl-C ("tvmffi: aborted", exit 2), never
+    # with a traceback, and the hung worker and what it started are gone.
+    import signal
+
+    from sandbox_helpers import gone
+
+    p, name = _hung(cmd)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert (p.returncode, err) == (2, "tvmffi: aborted\n"), err
@@ -142,30 +156,12 @@ def test_ctrl_c_ignored_by_the_shell_stays_ignored_and_the_worker_still_ends():
     # A job the shell started in the background (`tvmffi call ... &`, nohup)
     # inherits SIGINT ignored: tvmffi keeps it so (as Python and any program
     # do); the call still ends at its timeout, and its worker with it.
-    import os
     import signal
-    import time
 
-    from sandbox_helpers import gone, hostile, processes_named, token
+    from sandbox_helpers import gone
 
-    name = token()
-    ignore = (
-        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-        "os.execv(sys.executable, [sys.executable, '-m', 'tvmffi_cli', *sys.argv[1:]])"
-    )
-    p = subprocess.Popen(
-        [sys.executable, "-c", ignore, "call", hostile(), "spawn_and_hang", "--str", name]
-        + ["--timeout", "3"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"},
-    )
+    p, name = _hung("call", "SIG_IGN", "--timeout", "3")
     try:
-        deadline = time.monotonic() + 60
-        while not processes_named(name) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert processes_named(name), "the worker never started the library's sleeper"
         p.send_signal(signal.SIGINT)
         with pytest.raises(subprocess.TimeoutExpired):
             p.wait(timeout=1.0)
@@ -186,25 +182,12 @@ def test_sigterm_cleans_up_and_ends_by_sigterm():
     # and tvmffi's temp dirs are gone (conftest's litter check after each
     # test), one line on stderr, and the process ends by SIGTERM, as its
     # caller expects of a terminated program.
-    import os
     import signal
-    import time
 
-    from sandbox_helpers import gone, hostile, processes_named, token
+    from sandbox_helpers import gone
 
-    name = token()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tvmffi_cli", "call", hostile(), "spawn_and_hang", "--str", name],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"},
-    )
+    p, name = _hung("call")
     try:
-        deadline = time.monotonic() + 60
-        while not processes_named(name) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert processes_named(name), "the worker never started the library's sleeper"
         p.terminate()
         out, err = p.communicate(timeout=30)
         assert (p.returncode, err) == (-signal.SIGTERM, "tvmffi: terminated\n"), err

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ..errors import EXIT_INTERNAL, EXIT_USAGE, TvmffiError
 
@@ -40,7 +40,7 @@ def on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
-def end_terminated() -> None:
+def end_terminated() -> NoReturn:
     """After the cleanup: one line, then end by SIGTERM itself, so the caller
     sees a terminated process (wait status), not an exit code of ours."""
     import signal
@@ -102,7 +102,6 @@ def run(command: Callable[[list[str]], int | None], argv: list[str], name: str =
         return EXIT_USAGE
     except Terminated:
         end_terminated()
-        raise  # not reached
     except BrokenPipeError:
         return 0
     except Exception as e:

@@ -6,7 +6,8 @@ scratch watch, conform's probers) wakes that thread, not the main one, and
 Python runs its handler only when the main thread next runs bytecode: a main
 thread asleep in a select() for a call's whole timeout sleeps on, and Ctrl-C
 waits for the timeout. The kernel prefers the main thread, so it is rare;
-each helper thread blocks SIGINT first thing, so it never happens.
+each helper thread blocks SIGINT first thing, so it never happens. The same
+for SIGTERM, which tvmffi turns into a clean exit (cli/fastpath.on_sigterm).
 """
 
 from __future__ import annotations
