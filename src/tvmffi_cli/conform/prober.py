@@ -35,6 +35,10 @@ _MIN_CALL = 0.1
 _GETTERS = ("metadata", "doc")
 
 
+class Cancelled(Exception):
+    """The run was interrupted (cancel()): this prober starts nothing more."""
+
+
 class Prober:
     """Probe functions with one worker, restarting it after crashes."""
 
@@ -51,14 +55,28 @@ class Prober:
         #: The steps the last request completed, in order.
         self.ran: list[str] = []
         self.gpu = False  # ask for GPU steps (checks_gpu.looks_cuda)
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """From the main thread on Ctrl-C or SIGTERM: stop probing. The
+        worker's tree is killed now; the thread probing with it sees it die,
+        starts no other (Cancelled) and closes it (its scratch dir goes)."""
+        self.cancelled = True
+        w = self.worker
+        if w is not None:
+            w.abort()
 
     def ensure(self) -> None:
         """A worker ready to probe: a zygote's probe child, or a worker
         serving itself (after two zygotes could not fork one)."""
         for zygote in (True, True, False):
+            if self.cancelled:
+                raise Cancelled()
             if self.worker is None or not self.worker.alive():
                 self.worker = Worker(self.path, self.timeout, self.runtime, zygote)
                 self.worker.start()
+                if self.cancelled:  # (cancel() may have missed the new one)
+                    raise Cancelled()
                 ev = self.worker.load()
                 if not ev.get("ok"):
                     raise RuntimeError(

@@ -38,6 +38,8 @@ Progress = Callable[[int, int, str], object]
 
 #: Library-level checks that load the library (not run per function).
 LIBRARY_DYNAMIC = frozenset({"library-load", "exit-clean", "type-layout"})
+#: Seconds the probers have, once interrupted, to end their workers.
+CANCEL_GRACE = 10.0
 
 
 def _load_result(ev: Event, died: WorkerDied | None) -> Result:
@@ -130,6 +132,7 @@ def run(
             first = Worker(path, timeout, o.runtime)
             n_spare = min(jobs or os.cpu_count() or 1, len(exports)) - 1 if fn_checks else 0
             spares = Spares(path, timeout, o.runtime, n_spare)
+            spares.start()
             first.start_in_background()
         from . import checks_gpu, checks_version
 
@@ -161,63 +164,66 @@ def run(
     shared: list[str] = []  # why functions shared a probe process, if they did
     loaded = False
     if first is not None and spares is not None:
-        died: WorkerDied | None = None
-        ev: Event = {}
         try:
-            ev = first.load()
-        except WorkerDied as e:
-            died = e
+            died: WorkerDied | None = None
+            ev: Event = {}
+            try:
+                ev = first.load()
+            except WorkerDied as e:
+                died = e
+            load = _load_result(ev, died)
+            if load.status == FAIL:
+                from ..ffi.hosts import hint_for_runtime
+
+                # which --runtime may host it instead (ffi/hosts.py)
+                load = replace(load, message=load.message + hint_for_runtime(path, o.runtime))
+            if "library-load" in ids:
+                results.append(load)
+            loaded = died is None and bool(ev.get("ok"))
+            if "type-layout" in ids:
+                results.append(checks_types.check_type_layout(ev.get("types"), loaded))
+            globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
+            targets = exports + [g for g in globals_ if not o.only or g in o.only]
+            jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
+            spare_workers = spares.take()
+            if not loaded:
+                first.kill()
+                for w in spare_workers:
+                    w.kill()
+                for name in exports:
+                    per_function[name] = checks_probe.skipped(
+                        name, fn_checks, "the library did not load"
+                    )
+            elif fn_checks and targets:
+                per_function = _probe_all(
+                    path,
+                    o,
+                    jobs,
+                    [first, *spare_workers],
+                    targets,
+                    set(globals_),
+                    inv,
+                    fn_checks,
+                    progress,
+                    exits,
+                    facts,
+                    shared,
+                )
+                if o.sanitizer and "memcheck" in fn_checks:
+                    from . import sanitizer
+
+                    per_function = sanitizer.run(path, o, facts, per_function)
+            else:
+                for w in [first, *spare_workers]:
+                    status = w.stop(timeout)
+                    if status is not None:
+                        exits.append(status)
         except BaseException:
+            # Ctrl-C or SIGTERM from the load to the end of the probes: no
+            # worker outlives the run (_probe_all's probers ended theirs).
             for w in [first, *spares.take()]:
                 w.kill()
             raise
-        load = _load_result(ev, died)
-        if load.status == FAIL:
-            from ..ffi.hosts import hint_for_runtime
-
-            # which --runtime may host it instead (ffi/hosts.py)
-            load = replace(load, message=load.message + hint_for_runtime(path, o.runtime))
-        if "library-load" in ids:
-            results.append(load)
-        loaded = died is None and bool(ev.get("ok"))
-        if "type-layout" in ids:
-            results.append(checks_types.check_type_layout(ev.get("types"), loaded))
-        globals_ = sorted(set(ev.get("globals") or ()) - set(inv.functions)) if loaded else []
-        targets = exports + [g for g in globals_ if not o.only or g in o.only]
-        jobs = max(1, min(jobs or os.cpu_count() or 1, max(1, len(targets))))
-        spare_workers = spares.take()
-        if not loaded:
-            first.kill()
-            for w in spare_workers:
-                w.kill()
-            for name in exports:
-                per_function[name] = checks_probe.skipped(
-                    name, fn_checks, "the library did not load"
-                )
-        elif fn_checks and targets:
-            per_function = _probe_all(
-                path,
-                o,
-                jobs,
-                [first, *spare_workers],
-                targets,
-                set(globals_),
-                inv,
-                fn_checks,
-                progress,
-                exits,
-                facts,
-                shared,
-            )
-            if o.sanitizer and "memcheck" in fn_checks:
-                from . import sanitizer
-
-                per_function = sanitizer.run(path, o, facts, per_function)
-        else:
-            for w in [first, *spare_workers]:
-                status = w.stop(timeout)
-                if status is not None:
-                    exits.append(status)
         for name in inv.functions:
             if name not in inv.code and (not o.only or name in o.only):
                 per_function[name] = checks_probe.skipped(
@@ -306,7 +312,7 @@ def _probe_all(
     shared: list[str],
 ) -> dict[str, list[Result]]:
     from . import checks_probe
-    from .prober import Prober
+    from .prober import Cancelled, Prober
 
     todo: queue.Queue[str] = queue.Queue()
     for name in targets:
@@ -321,10 +327,10 @@ def _probe_all(
             shown = ", ".join(running[:3]) + (f" +{len(running) - 3}" if len(running) > 3 else "")
             progress(done[0], len(targets), shown)
 
-    def work(prober: Prober) -> None:
+    def work(prober: Prober, ended: threading.Event) -> None:
         leave_interrupts_to_main()
         try:
-            while True:
+            while not prober.cancelled:
                 try:
                     name = todo.get_nowait()
                 except queue.Empty:
@@ -341,8 +347,11 @@ def _probe_all(
                     done[0] += 1
                     running.remove(name)
                     report()
+        except Cancelled:
+            pass
         finally:
             prober.close(exits)
+            ended.set()
 
     probers = [Prober(path, o.timeout, o.runtime, o.threads) for _ in range(jobs)]
     for p, w in zip(probers, ready):
@@ -353,9 +362,28 @@ def _probe_all(
         status = w.stop(o.timeout)
         if status is not None:
             exits.append(status)
-    threads = [threading.Thread(target=work, args=(p,), daemon=True) for p in probers]
-    for t in threads:
-        t.start()
+    ended = [threading.Event() for _ in probers]
+    threads = [
+        threading.Thread(target=work, args=(p, e), daemon=True) for p, e in zip(probers, ended)
+    ]
+    started: list[threading.Event] = []
+    try:
+        for t, e in zip(threads, ended):
+            t.start()
+            started.append(e)
+        # Events, not Thread.join: a join interrupted by a signal marks the
+        # thread ended while it still runs (CPython 3.11's threading).
+        for e in ended:
+            e.wait()
+    except BaseException:
+        # Ctrl-C or SIGTERM (raised here, in the main thread): each prober
+        # ends its worker and its scratch dir before the process exits.
+        for p in probers:
+            p.cancel()
+        deadline = time.monotonic() + CANCEL_GRACE
+        for e in started:
+            e.wait(max(0.0, deadline - time.monotonic()))
+        raise
     for t in threads:
         t.join()
     shared[:] = sorted({p.shared for p in probers if p.shared})

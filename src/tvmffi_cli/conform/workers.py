@@ -64,7 +64,7 @@ class Worker:
         self.zygote = False
         #: Probe children forked (the first included) and workers' loads, for tests.
         self.children = 0
-        self._starting: threading.Thread | None = None
+        self._starting: threading.Event | None = None  # set once start_in_background ended
         self._start_error: BaseException | None = None
         from ..binary.deps import load_read_paths
         from ..ffi.cuda import driver_read_paths
@@ -97,19 +97,26 @@ class Worker:
         worker's greeting, and this process has its static checks to run
         meanwhile. load() (or kill()) waits for it; load() raises what it raised."""
 
+        done = threading.Event()
+
         def go() -> None:
             leave_interrupts_to_main()
             try:
                 self.start()
             except BaseException as e:  # re-raised by load()
                 self._start_error = e
+            finally:
+                done.set()
 
-        self._starting = threading.Thread(target=go, daemon=True)
-        self._starting.start()
+        # Waited for on an Event, not Thread.join: a join interrupted by
+        # Ctrl-C marks the thread ended while it still runs (CPython 3.11),
+        # and kill() would then miss the worker it starts.
+        self._starting = done
+        threading.Thread(target=go, daemon=True).start()
 
     def _started(self) -> None:
         if self._starting is not None:
-            self._starting.join()
+            self._starting.wait()
             self._starting = None
         if self._start_error is not None:
             e, self._start_error = self._start_error, None
@@ -241,9 +248,14 @@ class Worker:
         elif not self.zygote:
             self.kill()
 
+    def abort(self) -> None:
+        """From another thread (an interrupt): kill the worker's tree; the
+        thread probing with it sees it die (process.Worker.abort)."""
+        self._w.abort()
+
     def kill(self) -> None:
         if self._starting is not None:
-            self._starting.join()
+            self._starting.wait()
             self._starting = None
         self._w.kill()
 
@@ -283,15 +295,27 @@ class Spares:
     prober starts a fresh worker, which reports the failure properly)."""
 
     def __init__(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+        self._args = (path, timeout, runtime, n)
         self._workers: list[Worker] = []
-        self._thread: threading.Thread | None = None
-        if n > 0:
-            self._thread = threading.Thread(
-                target=self._start, args=(path, timeout, runtime, n), daemon=True
-            )
-            self._thread.start()
+        # An Event, not Thread.join: a join interrupted by Ctrl-C marks the
+        # thread ended while it still starts workers (CPython 3.11).
+        self._done = threading.Event()
+        self._done.set()  # (until start())
 
-    def _start(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
+    def start(self) -> None:
+        """Start them (called once this object is where the caller's cleanup
+        finds it: a Ctrl-C inside Thread.start() still leaves the thread running)."""
+        if self._args[3] > 0:
+            self._done.clear()
+            threading.Thread(target=self._start, daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            self._start_all(*self._args)
+        finally:
+            self._done.set()
+
+    def _start_all(self, path: str, timeout: float, runtime: str | None, n: int) -> None:
         leave_interrupts_to_main()
         for _ in range(n):
             w = Worker(path, timeout, runtime)
@@ -305,6 +329,5 @@ class Spares:
             w.kill()
 
     def take(self) -> list[Worker]:
-        if self._thread is not None:
-            self._thread.join()
+        self._done.wait()
         return self._workers

@@ -36,6 +36,7 @@ from . import cgroup, failures, files, kernel, messages, protocol, spawn, zygote
 from .environ import child_env as _child_env
 from .failures import require_message as require_message
 from .files import remove_tree as remove_tree
+from .lifeline import Lifeline
 from .policy import DEFAULT_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from .policy import DEFAULT_SCRATCH_LIMIT as DEFAULT_SCRATCH_LIMIT
 from .policy import REQUIRE_ENV as REQUIRE_ENV
@@ -134,7 +135,7 @@ class Worker:
         self.sandbox: kernel.Applied | None = None
         self.worker_pid: int | None = None
         self.relay: Relay | None = None
-        self._lifeline_w: int | None = None
+        self._lifeline = Lifeline()
         self.status: zygote.StatusStream | None = None
         self._scratch: str | None = None
         self.fault_fd: int | None = None
@@ -195,7 +196,7 @@ class Worker:
                 os.close(fd)
             if self.cgroup is not None:
                 self.cgroup.close_fd()
-        self._lifeline_w, self.status = life_w, zygote.StatusStream(stat_r)
+        self._lifeline, self.status = Lifeline(life_w), zygote.StatusStream(stat_r)
         self.relay = Relay(out_r, self.stderr_mode)
         self.relay.start()
         self.chan = protocol.Endpoint(key, rep_r, req_w, parent=True)
@@ -269,13 +270,21 @@ class Worker:
     def _signal_supervisor(self) -> bool:
         """A byte on the lifeline: the supervisor kills every descendant of
         the worker and exits (kernel.py). False when there is none to ask."""
-        sb, fd = self.sandbox, self._lifeline_w
-        if sb is None or "subreaper" not in sb.applied or fd is None:
-            return False
+        sb = self.sandbox
+        return sb is not None and "subreaper" in sb.applied and self._lifeline.ask_kill()
+
+    def abort(self) -> None:
+        """Kill the worker's tree from another thread (an interrupt) while
+        the thread using it may be inside a request: nothing that thread
+        holds is closed; it sees the worker die and closes it as after any
+        death (scratch dir included)."""
+        p = self.proc
+        if self._signal_supervisor() or p is None or p.returncode is not None:
+            return
         try:
-            return os.write(fd, b"k") == 1
+            os.killpg(p.pid, signal.SIGKILL)
         except OSError:
-            return False
+            pass
 
     @property
     def pid(self) -> int | None:
@@ -322,7 +331,7 @@ class Worker:
         # of the worker (setsid() and fork chains included, with or without a
         # PID namespace), then exits. Killing it first would orphan them.
         if self._signal_supervisor():
-            self._close_lifeline()
+            self._lifeline.close()
             try:
                 p.wait(timeout=_KILL_GRACE)
                 return
@@ -336,16 +345,7 @@ class Worker:
             except ProcessLookupError:
                 pass
         p.wait()
-        self._close_lifeline()
-
-    def _close_lifeline(self) -> None:
-        # The supervisor kills the worker's PID namespace when this closes.
-        if self._lifeline_w is not None:
-            try:
-                os.close(self._lifeline_w)
-            except OSError:
-                pass
-            self._lifeline_w = None
+        self._lifeline.close()
 
     def _cleanup(self) -> None:
         if self.chan is not None:
@@ -356,7 +356,7 @@ class Worker:
                     except OSError:
                         pass
             self.chan = None
-        self._close_lifeline()
+        self._lifeline.close()
         if self.status is not None:
             self.status.close()
             self.status = None
