@@ -366,11 +366,11 @@ def _probe_all(
     threads = [
         threading.Thread(target=work, args=(p, e), daemon=True) for p, e in zip(probers, ended)
     ]
-    started: list[threading.Event] = []
+    started: list[threading.Event] = []  # (before start(): a Ctrl-C inside it leaves it running)
     try:
         for t, e in zip(threads, ended):
-            t.start()
             started.append(e)
+            t.start()
         # Events, not Thread.join: a join interrupted by a signal marks the
         # thread ended while it still runs (CPython 3.11's threading).
         for e in ended:
