@@ -33,6 +33,30 @@ _SHIM = (
 )
 
 
+def _conform(build_lib, tmp_path, *extra):
+    """(process, library, TMPDIR): `conform` of zoo.c started as a terminal
+    would start it, on a copy of the library at a path of this test's own
+    (no other test's process maps it) and with a TMPDIR of its own."""
+    lib = str(tmp_path / "libzoo.so")
+    shutil.copy(build_lib("conform/zoo.c"), lib)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"}
+    env["TMPDIR"] = str(tmp)
+    argv = [sys.executable, "-c", _SHIM, "conform", lib, "-j", "2", "--timeout", "60", *extra]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return p, lib, tmp
+
+
+def _assert_nothing_left(lib, tmp):
+    """No temp dir of tvmffi's, and (within 5 s) no process with `lib` loaded."""
+    assert os.listdir(tmp) == []
+    deadline = time.monotonic() + 5
+    while _mapping(lib) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _mapping(lib) == []
+
+
 @pytest.mark.parametrize(
     "sig, rc, line",
     [
@@ -47,19 +71,7 @@ def test_interrupted_conform_leaves_no_worker_and_no_scratch_dir(
     # zoo's no_hang__spins never returns: its prober sits in a probe call
     # (with --timeout 60) when the signal comes, holding a worker and its
     # scratch dir, while the other prober may be anywhere in its functions.
-    lib = str(tmp_path / "libzoo_interrupted.so")  # a path of this test's own
-    shutil.copy(build_lib("conform/zoo.c"), lib)
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"}
-    env["TMPDIR"] = str(tmp)
-    p = subprocess.Popen(
-        [sys.executable, "-c", _SHIM, "conform", lib, "-j", "2", "--timeout", "60", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    p, lib, tmp = _conform(build_lib, tmp_path, "--json")
     try:
         # Probing: the scratch dirs are there, and the spinning call has
         # had time to start (the zoo's other functions take about a second).
@@ -76,11 +88,7 @@ def test_interrupted_conform_leaves_no_worker_and_no_scratch_dir(
         out, err = p.communicate(timeout=30)
         # (click's path puts a newline first, after the terminal's "^C")
         assert (p.returncode, err.lstrip("\n")) == (rc, line), err
-        assert os.listdir(tmp) == []
-        deadline = time.monotonic() + 5
-        while _mapping(lib) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _mapping(lib) == []
+        _assert_nothing_left(lib, tmp)
     finally:
         if p.poll() is None:
             p.kill()
@@ -92,30 +100,14 @@ def test_sigterm_while_the_workers_start_leaves_nothing(build_lib, tmp_path, del
     # Early: tvmffi may be importing, starting its workers in the
     # background or waiting for them to load. Wherever the signal lands,
     # no worker and no scratch dir outlives the run.
-    lib = str(tmp_path / "libzoo_early.so")
-    shutil.copy(build_lib("conform/zoo.c"), lib)
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "TVMFFI_RUNTIME"}
-    env["TMPDIR"] = str(tmp)
-    p = subprocess.Popen(
-        [sys.executable, "-m", "tvmffi_cli", "conform", lib, "-j", "2", "--timeout", "60"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    p, lib, tmp = _conform(build_lib, tmp_path)
     try:
         time.sleep(delay)
         p.terminate()
         out, err = p.communicate(timeout=30)
         # (before Python installed its handler, SIGTERM ends it silently)
         assert p.returncode == -signal.SIGTERM and err in ("", "tvmffi: terminated\n"), err
-        assert os.listdir(tmp) == []
-        deadline = time.monotonic() + 5
-        while _mapping(lib) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _mapping(lib) == []
+        _assert_nothing_left(lib, tmp)
     finally:
         if p.poll() is None:
             p.kill()

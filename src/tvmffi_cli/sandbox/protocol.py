@@ -79,6 +79,17 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def read_exact(fd: int, n: int) -> bytes | None:
+    """n bytes from fd; None when it reaches end of file first."""
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            return None
+        out += chunk
+    return out
+
+
 class Endpoint:
     """One side of the channel: send() on `out_fd`, recv() from `in_fd`."""
 

@@ -163,16 +163,6 @@ def serve_requests(chan: protocol.Endpoint) -> None:
             chan.send(messages.encode(messages.Reply(ok=False, error=err)))
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = os.read(fd, n - len(out))
-        if not chunk:
-            raise SystemExit(0)  # the parent went away before the handshake
-        out += chunk
-    return out
-
-
 def _set_limits(memory: int | None, cpu: int | None, fsize: int | None = None) -> None:
     import resource
 
@@ -214,7 +204,9 @@ def _start(
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    key = _read_exact(req_fd, protocol.KEY_BYTES)
+    key = protocol.read_exact(req_fd, protocol.KEY_BYTES)
+    if key is None:
+        raise SystemExit(0)  # the parent went away before the handshake
     chan = protocol.Endpoint(key, req_fd, rep_fd, parent=False)
     try:
         config = messages.decode(messages.Config, chan.recv())

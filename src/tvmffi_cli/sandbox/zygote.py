@@ -423,15 +423,9 @@ def serve_orders(chan: protocol.Endpoint, before_order: Callable[[], None] | Non
 def _await_order(fd: int) -> tuple[int, int]:
     """A child forked ahead: its order from the zygote. The zygote ended
     without one: nothing ran here, the child exits."""
-    data = b""
-    while len(data) < ORDER.size:
-        try:
-            chunk = os.read(fd, ORDER.size - len(data))
-        except InterruptedError:
-            continue
-        if not chunk:
-            os._exit(0)
-        data += chunk
+    data = protocol.read_exact(fd, ORDER.size)
+    if data is None:
+        os._exit(0)
     os.close(fd)
     sent, received = ORDER.unpack(data)
     return int(sent), int(received)
@@ -440,15 +434,9 @@ def _await_order(fd: int) -> tuple[int, int]:
 def _serve_in_python() -> tuple[int, int] | None:
     """serve_orders without the sandbox helper: the same orders and answers."""
     while True:
-        data = b""
-        while len(data) < ORDER.size:
-            try:
-                chunk = os.read(order_fd, ORDER.size - len(data))
-            except InterruptedError:
-                continue
-            if not chunk:
-                return None
-            data += chunk
+        data = protocol.read_exact(order_fd, ORDER.size)
+        if data is None:
+            return None
         counts = ORDER.unpack(data)
         try:
             forked = kernel.fork_orphan()
